@@ -1,0 +1,13 @@
+"""Array aliases used across ``stats``."""
+
+from __future__ import annotations
+
+from typing import Literal, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray: TypeAlias = npt.NDArray[np.float64]
+IntArray: TypeAlias = npt.NDArray[np.int64]
+ArrayLike: TypeAlias = npt.ArrayLike
+IntervalMethod: TypeAlias = Literal["percentile", "bca", "basic", "studentized"]
