@@ -1,11 +1,472 @@
-"""The ``duet`` command line (placeholder until the commands land)."""
+"""The ``duet`` command line.
+
+Only this module turns errors into messages and exit codes (0 no regression, 1 regression
+found, 2 usage error, 3 environment or infrastructure failure). Heavy modules (numpy, scipy,
+matplotlib, GitPython) are imported inside the commands so ``duet --help`` starts fast.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar
 
 import click
 
 from duet import __version__
+from duet.errors import EXIT_REGRESSION, DuetError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+FAIL_ON = click.Choice(["regression", "any", "never"])
 
 
-@click.group()
+def _die(error: DuetError) -> NoReturn:
+    click.secho(f"duet: error: {error.message}", fg="red", err=True)
+    if error.fix:
+        click.echo(f"  fix: {error.fix}", err=True)
+    sys.exit(error.exit_code)
+
+
+def reports_errors(fn: F) -> F:
+    """Turn a :class:`DuetError` raised by library code into its message and exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except DuetError as e:
+            _die(e)
+
+    return wrapper  # type: ignore[return-value]  # functools.wraps keeps the signature
+
+
+def analysis_options(fn: F) -> F:
+    """Options shared by every command that analyses samples."""
+    options = [
+        click.option(
+            "--confidence",
+            type=click.FloatRange(0, 1, min_open=True, max_open=True),
+            default=0.99,
+            show_default=True,
+            help="Confidence level of the bootstrap interval.",
+        ),
+        click.option(
+            "--threshold",
+            type=click.FloatRange(0, min_open=False),
+            default=0.02,
+            show_default=True,
+            help="Practical-significance threshold: changes smaller than this are 'no change' "
+            "when the whole interval lies inside the band.",
+        ),
+        click.option(
+            "--reps",
+            type=click.IntRange(100),
+            default=10_000,
+            show_default=True,
+            help="Bootstrap replicates.",
+        ),
+        click.option(
+            "--seed",
+            type=int,
+            default=0,
+            show_default=True,
+            help="Seed of the bootstrap: the same data and seed give the same interval.",
+        ),
+        click.option(
+            "--interval",
+            type=click.Choice(["percentile", "bca", "basic", "studentized"]),
+            default="percentile",
+            show_default=True,
+            help="Bootstrap interval method; basic and studentized need duet-bench[arch].",
+        ),
+        click.option(
+            "--winsorize/--no-winsorize",
+            default=True,
+            show_default=True,
+            help="Replace at most one outlying ratio per run by its neighbour (duet paper sec. 4).",
+        ),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="duet")
-def main() -> None:
-    """duet: A/B performance regression testing for CI."""
+@click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
+def main(verbose: int) -> None:
+    """duet: A/B performance regression testing for CI.
+
+    Runs two versions of a program at the same time, each on its own core in its own cgroup,
+    synchronised by a shared-memory barrier, and reports the ratio with a bootstrap confidence
+    interval and a verdict: regression, improvement, no change or inconclusive.
+
+    Exit codes: 0 no regression, 1 regression found (see --fail-on), 2 usage error,
+    3 environment or infrastructure failure.
+    """
+    level = logging.WARNING - 10 * verbose
+    logging.basicConfig(level=max(level, logging.DEBUG), format="duet: %(levelname)s: %(message)s")
+
+
+@main.command()
+@click.argument("results", type=click.Path(dir_okay=False, path_type=str))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "markdown"]),
+    default="text",
+    show_default=True,
+    help="Output format; json prints the whole document with every analysis filled.",
+)
+@analysis_options
+@click.option(
+    "--fail-on",
+    type=FAIL_ON,
+    default="regression",
+    show_default=True,
+    help="Exit 1 on a regression; 'any' also on an improvement; 'never' always exits 0.",
+)
+@reports_errors
+def analyze(
+    results: str,
+    fmt: str,
+    confidence: float,
+    threshold: float,
+    reps: int,
+    seed: int,
+    interval: str,
+    winsorize: bool,
+    fail_on: str,
+) -> None:
+    """Recompute every benchmark's statistics and verdict from the raw samples in RESULTS."""
+    from duet import results as results_mod
+    from duet.analysis import AnalysisSettings, analyze_document, fails, verdicts_of
+    from duet.report import render
+
+    doc = results_mod.load(results)
+    settings = AnalysisSettings(
+        confidence=confidence,
+        threshold=threshold,
+        reps=reps,
+        seed=seed,
+        interval=interval,  # type: ignore[arg-type]  # click.Choice guarantees the literal
+        winsorize=winsorize,
+    )
+    analysed = analyze_document(doc, settings)
+    click.echo(render(analysed, fmt, color=fmt == "text" and sys.stdout.isatty()), nl=False)  # type: ignore[arg-type]
+    if fails(verdicts_of(analysed), fail_on):  # type: ignore[arg-type]
+        sys.exit(EXIT_REGRESSION)
+
+
+def _cores(
+    _ctx: click.Context, _param: click.Parameter, value: str | None
+) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    parts = value.split(",")
+    if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+        raise click.BadParameter(f"{value!r} is not two CPU numbers; write e.g. --cores 2,3")
+    return int(parts[0]), int(parts[1])
+
+
+def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
+    from duet.units import parse_size
+
+    if value is None or value.lower() in ("none", "0"):
+        return None
+    try:
+        return parse_size(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+
+
+def run_options(fn: F) -> F:
+    """Options shared by every command that measures."""
+    options = [
+        click.option(
+            "--runs",
+            type=click.IntRange(2),
+            default=10,
+            show_default=True,
+            help="Runs: fresh pairs of processes; 5 or more give an interval.",
+        ),
+        click.option(
+            "--iterations",
+            type=click.IntRange(1),
+            default=30,
+            show_default=True,
+            help="Measured iterations per run.",
+        ),
+        click.option(
+            "--warmup",
+            type=click.IntRange(0),
+            default=2,
+            show_default=True,
+            help="Warm-up iterations per run (recorded, not analysed).",
+        ),
+        click.option(
+            "--cores",
+            callback=_cores,
+            metavar="A,B",
+            help="The two CPUs to use instead of the automatic choice.",
+        ),
+        click.option(
+            "--isolation",
+            type=click.Choice(["auto", "cgroup", "affinity"]),
+            default="auto",
+            show_default=True,
+            help="cgroup refuses to run without cgroups; affinity never uses them.",
+        ),
+        click.option(
+            "--memory-limit",
+            callback=_size,
+            metavar="SIZE",
+            help="Memory limit per side (e.g. 2G); exceeding it fails the run.",
+        ),
+        click.option(
+            "--timeout",
+            type=click.FloatRange(0, min_open=True),
+            default=60.0,
+            show_default=True,
+            help="Seconds one iteration or one barrier wait may take before the run fails.",
+        ),
+        click.option(
+            "--method",
+            type=click.Choice(["duet", "sequential"]),
+            default="duet",
+            show_default=True,
+            help="sequential: each side alone, one after the other (randomized order).",
+        ),
+        click.option(
+            "--share-network",
+            is_flag=True,
+            help="Keep the host network instead of a private loopback per side.",
+        ),
+        click.option(
+            "--max-failures",
+            type=click.IntRange(0),
+            default=2,
+            show_default=True,
+            help="Stop a benchmark, and exit 3, when more runs than this failed.",
+        ),
+        click.option(
+            "--plan-seed",
+            type=int,
+            default=0,
+            show_default=True,
+            help="Seed of the side-to-core assignment and the sequential order.",
+        ),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _install_signal_handlers() -> None:
+    """SIGINT and SIGTERM raise :class:`Interrupted`: cleanup runs, the results file says where
+    it stopped, and the exit code is 128 + the signal (130, 143)."""
+    import signal
+
+    from duet.errors import Interrupted
+
+    def handler(signum: int, _frame: object) -> None:
+        raise Interrupted(signum)
+
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGHUP, handler)
+
+
+def _finish(doc: Any, out: str, fmt: str, fail_on: str) -> None:
+    from duet.analysis import fails, verdicts_of
+    from duet.report import render
+
+    click.echo(render(doc, fmt, color=fmt == "text" and sys.stdout.isatty()), nl=False)  # type: ignore[arg-type]
+    click.echo(f"results: {out}", err=True)
+    if fails(verdicts_of(doc), fail_on):  # type: ignore[arg-type]
+        sys.exit(EXIT_REGRESSION)
+
+
+@main.command()
+@click.option("--baseline", metavar="CMD", help="Command of the baseline (old) version.")
+@click.option("--candidate", metavar="CMD", help="Command of the candidate (new) version.")
+@click.option(
+    "--native",
+    is_flag=True,
+    help="The commands are native programs that use the barrier client themselves.",
+)
+@click.option("--python-baseline", metavar="INTERP", help="Python interpreter of the baseline.")
+@click.option("--python-candidate", metavar="INTERP", help="Python interpreter of the candidate.")
+@click.option(
+    "--callable",
+    "callable_",
+    metavar="MODULE:FUNCTION",
+    help="The python benchmark: called every iteration.",
+)
+@click.option(
+    "--setup",
+    metavar="MODULE:FUNCTION",
+    help="Called once per run before the first iteration; its result is passed on.",
+)
+@click.option(
+    "--baseline-dir",
+    type=click.Path(file_okay=False, exists=True),
+    help="Working directory (and python path) of the baseline.",
+)
+@click.option(
+    "--candidate-dir",
+    type=click.Path(file_okay=False, exists=True),
+    help="Working directory (and python path) of the candidate.",
+)
+@click.option("--name", default=None, help="Benchmark name in reports (default: from the command).")
+@run_options
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    default="duet-results/results.json",
+    show_default=True,
+    help="Results file, rewritten after every run.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "markdown"]),
+    default="text",
+    show_default=True,
+)
+@analysis_options
+@click.option("--fail-on", type=FAIL_ON, default="regression", show_default=True)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@reports_errors
+def run(**o: Any) -> None:
+    """Measure two commands (or python callables) against each other, at the same time.
+
+    \b
+    Examples:
+      duet run --baseline ./old/app --candidate ./new/app --runs 20
+      duet run --python-baseline old/.venv/bin/python --python-candidate new/.venv/bin/python \\
+               --callable mypkg.bench:parse
+    """
+    from pathlib import Path
+
+    from duet.analysis import AnalysisSettings
+    from duet.errors import UsageError
+    from duet.plan import BenchmarkSpec, SideSpec
+    from duet.session import SessionOptions, measure
+
+    python = o["python_baseline"] or o["python_candidate"] or o["callable_"]
+    if python:
+        if not (o["python_baseline"] and o["python_candidate"] and o["callable_"]):
+            raise UsageError(
+                "a python benchmark needs --python-baseline, --python-candidate and --callable",
+                fix="give all three, e.g. --python-baseline old/.venv/bin/python "
+                "--python-candidate new/.venv/bin/python --callable mypkg.bench:run",
+            )
+        if o["baseline"] or o["candidate"]:
+            raise UsageError(
+                "give either --baseline/--candidate commands or a python benchmark, not both"
+            )
+    elif not (o["baseline"] and o["candidate"]):
+        raise UsageError(
+            "nothing to measure: give --baseline CMD and --candidate CMD",
+            fix="duet run --baseline './old' --candidate './new'",
+        )
+
+    def side(which: str) -> SideSpec:
+        cwd = o[f"{which}_dir"]
+        if python:
+            return SideSpec(
+                kind="python",
+                interpreter=o[f"python_{which}"],
+                callable=o["callable_"],
+                setup=o["setup"],
+                sys_path=(str(Path(cwd).resolve()),) if cwd else (),
+                cwd=cwd,
+            )
+        return SideSpec(kind="native" if o["native"] else "command", command=o[which], cwd=cwd)
+
+    name = o["name"] or (o["callable_"] if python else _name_from(o["baseline"], o["candidate"]))
+    bench = BenchmarkSpec(
+        name=name,
+        baseline=side("baseline"),
+        candidate=side("candidate"),
+        runs=o["runs"],
+        iterations=o["iterations"],
+        warmup=o["warmup"],
+        timeout_s=o["timeout"],
+        memory_limit_bytes=o["memory_limit"],
+        method=o["method"],
+    )
+    settings = AnalysisSettings(
+        confidence=o["confidence"],
+        threshold=o["threshold"],
+        reps=o["reps"],
+        seed=o["seed"],
+        interval=o["interval"],
+        winsorize=o["winsorize"],
+    )
+    options = SessionOptions(
+        out=Path(o["out"]),
+        isolation=o["isolation"],
+        cores=o["cores"],
+        share_network=o["share_network"],
+        seed=o["plan_seed"],
+        max_failures=o["max_failures"],
+        analysis=settings,
+        progress=not o["quiet"],
+        config={"command": "run", "argv": sys.argv[1:]},
+    )
+    click.echo(
+        f"duet: {bench.name}: {bench.runs} runs x ({bench.warmup} warm-up + {bench.iterations}) "
+        f"iterations, timeout {bench.timeout_s:g} s per iteration, method {bench.method}",
+        err=True,
+    )
+    _install_signal_handlers()
+    doc = measure([bench], options)
+    _finish(doc, o["out"], o["fmt"], o["fail_on"])
+
+
+def _name_from(baseline: str, candidate: str) -> str:
+    """A short name for an ad hoc comparison: the common command, or both."""
+    b, c = baseline.strip(), candidate.strip()
+    name = b if b == c else f"{b} vs {c}"
+    return name if len(name) <= 60 else name[:57] + "..."
+
+
+@main.command()
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default="duet-results/demo",
+    show_default=True,
+    help="Directory for the demo's results and report.",
+)
+@click.option("--runs", type=click.IntRange(5), default=10, show_default=True)
+@click.option(
+    "--isolation",
+    type=click.Choice(["auto", "cgroup", "affinity"]),
+    default="auto",
+    show_default=True,
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@reports_errors
+def demo(out: str, runs: int, isolation: str, quiet: bool) -> None:
+    """The bundled example end to end: two versions of a small C program, the second about 5%
+    slower. Needs gcc. Takes about half a minute."""
+    from duet.demo import run_demo
+
+    _install_signal_handlers()
+    doc, out_dir = run_demo(out, runs=runs, isolation=isolation, progress=not quiet)  # type: ignore[arg-type]
+    from duet.report import render
+
+    click.echo(render(doc, "text", color=sys.stdout.isatty()), nl=False)
+    click.echo("\nThe demo's candidate does 5% more work than its baseline.")
+    click.echo(f"results: {out_dir / 'results.json'}")
+    click.echo(f"report:  {out_dir / 'report.md'}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

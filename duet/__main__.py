@@ -1,0 +1,3 @@
+from duet.cli import main
+
+main()

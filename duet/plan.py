@@ -1,0 +1,173 @@
+"""The plan: what is measured, in which runs, and which side sits on which core in each run.
+
+Pure logic, no processes. The two vCPUs of a cloud VM are not equal (measured-here.md: CPU 1 ran
+1-2.5 % slower than CPU 0, and fixed sides gave false positives in 3 of 12 A/A comparisons), so
+in every benchmark the sides swap cores in a randomized, *balanced* order: each side sits on
+each core in half of the runs (one extra run either way when R is odd).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
+
+from duet.errors import UsageError
+from duet.results import SideName
+
+Kind: TypeAlias = Literal["command", "python", "native"]
+Method: TypeAlias = Literal["duet", "sequential"]
+KINDS: tuple[Kind, ...] = ("command", "python", "native")
+
+DEFAULT_RUNS = 10
+DEFAULT_ITERATIONS = 30
+DEFAULT_WARMUP = 2
+DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_PIDS_MAX = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class SideSpec:
+    """What one side executes.
+
+    ``command`` kind: ``command`` is a shell command run every iteration.
+    ``python`` kind: ``interpreter`` runs the worker, which calls ``callable`` (``module:function``)
+    with optional ``setup``; ``sys_path`` is prepended to the module search path.
+    ``native`` kind: ``command`` starts the user's program, which links a barrier client and
+    runs its own iteration loop.
+    """
+
+    kind: Kind
+    command: str | None = None
+    interpreter: str | None = None
+    callable: str | None = None
+    setup: str | None = None
+    sys_path: tuple[str, ...] = ()
+    cwd: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.kind in ("command", "native") and not self.command:
+            raise UsageError(f"a {self.kind} benchmark needs a command")
+        if self.kind == "python" and not (self.interpreter and self.callable):
+            raise UsageError("a python benchmark needs an interpreter and a callable")
+        if self.callable is not None and ":" not in self.callable:
+            raise UsageError(
+                f"callable {self.callable!r} is not of the form module:function",
+                fix="write it as package.module:function",
+            )
+
+    def describe(self) -> dict[str, object]:
+        out: dict[str, object] = {"kind": self.kind}
+        for key in ("command", "interpreter", "callable", "setup", "cwd"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class BenchmarkSpec:
+    """One benchmark with its settings."""
+
+    name: str
+    baseline: SideSpec
+    candidate: SideSpec
+    runs: int = DEFAULT_RUNS
+    iterations: int = DEFAULT_ITERATIONS
+    warmup: int = DEFAULT_WARMUP
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    memory_limit_bytes: int | None = None
+    pids_max: int | None = DEFAULT_PIDS_MAX
+    method: Method = "duet"
+    max_failures: int | None = None
+
+    def __post_init__(self) -> None:
+        if not self.name or any(c in self.name for c in "\n\r\0"):
+            raise UsageError(f"benchmark name {self.name!r} is empty or has control characters")
+        if self.runs < 2:
+            raise UsageError(
+                f"--runs must be at least 2 (got {self.runs}); 5 or more give an interval",
+                fix="use --runs 10 or more",
+            )
+        if self.iterations < 1:
+            raise UsageError(f"--iterations must be at least 1 (got {self.iterations})")
+        if self.warmup < 0:
+            raise UsageError(f"--warmup must be 0 or more (got {self.warmup})")
+        if not self.timeout_s > 0:
+            raise UsageError(f"--timeout must be positive (got {self.timeout_s})")
+        if self.baseline.kind != self.candidate.kind:
+            raise UsageError("both sides of a benchmark must be of the same kind")
+
+    @property
+    def kind(self) -> Kind:
+        return self.baseline.kind
+
+    def settings(self) -> dict[str, object]:
+        return {
+            "runs": self.runs,
+            "iterations": self.iterations,
+            "warmup": self.warmup,
+            "timeout_s": self.timeout_s,
+            "memory_limit_bytes": self.memory_limit_bytes,
+            "pids_max": self.pids_max,
+            "method": self.method,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    """One run: the CPU of each side and, for the sequential method, which side goes first."""
+
+    index: int
+    cpus: Mapping[SideName, int]
+    order: tuple[SideName, SideName] | None = None
+
+    @property
+    def swapped(self) -> bool:
+        return self.cpus["baseline"] > self.cpus["candidate"]
+
+
+def balanced_swaps(runs: int, rng: random.Random) -> list[bool]:
+    """``runs`` booleans, half of them True (the odd one drawn at random), in random order."""
+    half = runs // 2
+    swaps = [False] * half + [True] * half
+    if runs % 2:
+        swaps.append(rng.random() < 0.5)
+    rng.shuffle(swaps)
+    return swaps
+
+
+def plan_runs(
+    spec: BenchmarkSpec, pair: Sequence[int], *, seed: int, method: Method | None = None
+) -> tuple[RunPlan, ...]:
+    """The runs of one benchmark on the core ``pair``.
+
+    Duet: the sides sit on the two CPUs of the pair and swap, balanced, across runs. Sequential
+    (randomized multiple interleaved trials, Abedi and Brecht): both sides run on the same
+    CPU one after the other, in a random order per run, and the CPU alternates (balanced) too.
+    The seed makes the plan reproducible; it is recorded with the results.
+    """
+    if len(pair) != 2 or pair[0] == pair[1]:
+        raise UsageError(f"a core pair needs two different CPUs, got {list(pair)}")
+    rng = random.Random(f"{seed}:{spec.name}")
+    swaps = balanced_swaps(spec.runs, rng)
+    first, second = pair
+    plans = []
+    for index, swap in enumerate(swaps):
+        if (method or spec.method) == "duet":
+            cpus: dict[SideName, int] = {
+                "baseline": second if swap else first,
+                "candidate": first if swap else second,
+            }
+            plans.append(RunPlan(index=index, cpus=cpus))
+        else:
+            cpu = second if swap else first
+            order: tuple[SideName, SideName] = (
+                ("candidate", "baseline") if rng.random() < 0.5 else ("baseline", "candidate")
+            )
+            plans.append(
+                RunPlan(index=index, cpus={"baseline": cpu, "candidate": cpu}, order=order)
+            )
+    return tuple(plans)

@@ -1,0 +1,62 @@
+"""Progress on stderr for long work: a bar on a terminal, one line per step in CI logs."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(0, int(seconds + 0.5))
+    minutes, s = divmod(seconds, 60)
+    hours, m = divmod(minutes, 60)
+    return f"{hours}h{m:02d}m" if hours else (f"{m}m{s:02d}s" if m else f"{s}s")
+
+
+class Progress:
+    """Counts steps (runs) of a long job and shows how far it is and how long is left."""
+
+    WIDTH = 24
+
+    def __init__(
+        self, total: int, *, label: str = "", stream: TextIO | None = None, enabled: bool = True
+    ) -> None:
+        self.total = max(total, 1)
+        self.done = 0
+        self.label = label
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = enabled
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.started = time.monotonic()
+
+    def step(self, message: str = "") -> None:
+        self.done += 1
+        if not self.enabled:
+            return
+        elapsed = time.monotonic() - self.started
+        left = elapsed / self.done * (self.total - self.done)
+        fraction = self.done / self.total
+        counts = f"{self.done}/{self.total}"
+        eta = f"{_clock(left)} left" if self.done < self.total else f"done in {_clock(elapsed)}"
+        if self.tty:
+            filled = int(self.WIDTH * fraction)
+            bar = "#" * filled + "-" * (self.WIDTH - filled)
+            line = f"\r{self.label} [{bar}] {counts} {eta} {message}"
+            self.stream.write(line[:200].ljust(80))
+            if self.done >= self.total:
+                self.stream.write("\n")
+        else:
+            self.stream.write(
+                f"{self.label} {counts} ({fraction:.0%}, {eta}) {message}".rstrip() + "\n"
+            )
+        self.stream.flush()
+
+    def note(self, message: str) -> None:
+        """A message that must not be overwritten by the bar."""
+        if not self.enabled:
+            return
+        if self.tty:
+            self.stream.write("\r" + " " * 100 + "\r")
+        self.stream.write(message.rstrip() + "\n")
+        self.stream.flush()

@@ -1,0 +1,43 @@
+"""Text that comes from the measured code is data, never markup.
+
+Benchmark names, commands and their output come from the pull request under test: a name like
+``</details><img src=x onerror=...>`` or ``@org/team`` must render as the characters it is made
+of, not as HTML, a link, a table break or a notification.
+"""
+
+from __future__ import annotations
+
+import re
+
+_HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"})
+# Markdown punctuation that can start emphasis, links, images, code or break a table cell.
+_MD = str.maketrans(
+    {
+        "|": "&#124;",
+        "`": "&#96;",
+        "*": "&#42;",
+        "_": "&#95;",
+        "[": "&#91;",
+        "]": "&#93;",
+        "!": "&#33;",
+        "~": "&#126;",
+        "#": "&#35;",
+        "\\": "&#92;",
+    }
+)
+# A zero-width space after "@" keeps the text readable but stops GitHub/GitLab mentions.
+_MENTION = re.compile(r"@(?=[\w-])")
+
+
+def markdown_text(text: str, *, limit: int | None = 200) -> str:
+    """Escape untrusted text for a markdown (GitHub/GitLab flavoured) inline context."""
+    s = " ".join(str(text).split())
+    if limit is not None and len(s) > limit:
+        s = s[: limit - 1] + "…"
+    s = s.translate(_HTML).translate(_MD)
+    return _MENTION.sub("@&#8203;", s)
+
+
+def html_text(text: str) -> str:
+    """Escape untrusted text for HTML element content or a quoted attribute."""
+    return str(text).translate(_HTML)

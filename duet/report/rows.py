@@ -1,0 +1,108 @@
+"""The rows every tabular report shows, computed once from an analysed document."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from duet import units
+from duet.results import BenchmarkRecord, ResultsDocument
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    name: str
+    runs: str
+    baseline: str
+    candidate: str
+    ratio: str
+    interval: str
+    confidence: float | None
+    change: str
+    verdict: str
+    note: str | None
+
+    @property
+    def changed(self) -> bool:
+        return self.verdict not in ("no change",)
+
+
+def row(b: BenchmarkRecord) -> Row:
+    a: Mapping[str, Any] = b.analysis or {}
+    used = int(a.get("runs_used") or 0)
+    failed = int(a.get("runs_failed") or 0)
+    side_a: Mapping[str, Any] = a.get("baseline") or {}
+    side_b: Mapping[str, Any] = a.get("candidate") or {}
+    verdict = a.get("verdict")
+    return Row(
+        name=b.name,
+        runs=f"{used}" if not failed else f"{used} ({failed} failed)",
+        baseline=units.duration(side_a.get("median_ns")),
+        candidate=units.duration(side_b.get("median_ns")),
+        ratio=units.ratio(a.get("ratio")),
+        interval=units.interval(a.get("ci_low"), a.get("ci_high")),
+        confidence=a.get("confidence"),
+        change=units.change(a.get("ratio")),
+        verdict=verdict if isinstance(verdict, str) else "no verdict",
+        note=a.get("note"),
+    )
+
+
+def rows(doc: ResultsDocument) -> list[Row]:
+    return [row(b) for b in doc.benchmarks]
+
+
+def common_confidence(items: list[Row]) -> float | None:
+    """The confidence level shared by every row, or None when they differ (then per cell)."""
+    levels = {r.confidence for r in items if r.confidence is not None}
+    return levels.pop() if len(levels) == 1 else None
+
+
+def ratio_cell(r: Row, shared: float | None) -> str:
+    if r.interval == "n/a":
+        return r.ratio
+    cell = f"{r.ratio} {r.interval}"
+    if shared is None and r.confidence is not None:
+        cell += f" {units.percent(r.confidence)}"
+    return cell
+
+
+def ratio_header(shared: float | None) -> str:
+    return f"ratio [{units.percent(shared)} CI]" if shared is not None else "ratio [CI]"
+
+
+def counts(items: list[Row]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in items:
+        out[r.verdict] = out.get(r.verdict, 0) + 1
+    return out
+
+
+def headline(items: list[Row]) -> str:
+    order = ["regression", "improvement", "inconclusive", "no change", "no verdict"]
+    c = counts(items)
+    parts = []
+    for word in order:
+        n = c.get(word, 0)
+        if n:
+            label = {
+                "regression": "regression" if n == 1 else "regressions",
+                "improvement": "improvement" if n == 1 else "improvements",
+            }.get(word, word)
+            parts.append(f"{n} {label}")
+    return ", ".join(parts) if parts else "no benchmarks"
+
+
+def isolation_line(doc: ResultsDocument) -> str | None:
+    env = doc.environment
+    bits = []
+    if env.get("isolation"):
+        bits.append(f"isolation {env['isolation']}")
+    machine = env.get("machine_kind") or env.get("cpu_model")
+    if machine:
+        bits.append(str(machine))
+    pair = env.get("pair")
+    if isinstance(pair, Mapping) and pair.get("cpus"):
+        bits.append("cores " + ",".join(str(c) for c in pair["cpus"]))
+    return ", ".join(bits) if bits else None

@@ -1,0 +1,37 @@
+"""Generate docs/cli.md from the commands' --help (checked by tests/duet/test_docs.py).
+
+Run: .venv/bin/python scripts/cli_docs.py > docs/cli.md
+"""
+
+from __future__ import annotations
+
+import click
+
+from duet.cli import main
+
+
+def render() -> str:
+    out = [
+        "# Command reference",
+        "",
+        "Generated from `--help` by `scripts/cli_docs.py`; a test fails when it is out of date.",
+        "",
+    ]
+    root = click.Context(main, info_name="duet", terminal_width=100, max_content_width=100)
+    out += ["## duet", "", "```", main.get_help(root), "```", ""]
+    for name in sorted(main.list_commands(root)):
+        command = main.get_command(root, name)
+        assert command is not None
+        ctx = click.Context(
+            command,
+            info_name=name,
+            parent=root,
+            terminal_width=100,
+            max_content_width=100,
+        )
+        out += [f"## duet {name}", "", "```", command.get_help(ctx), "```", ""]
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(render(), end="")

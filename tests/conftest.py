@@ -1,0 +1,38 @@
+"""Shared fixtures: leftovers are asserted, never assumed."""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterator
+
+import pytest
+
+
+def duet_cgroups() -> list[str]:
+    found: list[str] = []
+    for base in glob.glob("/sys/fs/cgroup/*/"):
+        found += glob.glob(os.path.join(base, "duet-*"))
+    return sorted(found)
+
+
+def duet_shm_files() -> list[str]:
+    return sorted(glob.glob("/dev/shm/duet-*"))
+
+
+def duet_workdirs() -> list[str]:
+    return sorted(glob.glob("/var/tmp/duet-*"))
+
+
+@pytest.fixture
+def no_leftovers() -> Iterator[None]:
+    """Fails the test when it leaves a duet cgroup, barrier file or work directory behind."""
+    before = (set(duet_cgroups()), set(duet_shm_files()), set(duet_workdirs()))
+    yield
+    after = (set(duet_cgroups()), set(duet_shm_files()), set(duet_workdirs()))
+    left = [sorted(a - b) for a, b in zip(after, before, strict=True)]
+    assert not any(left), f"left behind: cgroups {left[0]}, shm {left[1]}, workdirs {left[2]}"
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0

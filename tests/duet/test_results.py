@@ -1,0 +1,178 @@
+"""The results document: validation with precise messages, atomic writes, round trips."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from duet import results
+from duet.errors import ResultsError
+
+FIXTURE = Path(__file__).parent.parent / "fixtures" / "results-basic.json"
+
+
+def minimal() -> dict[str, Any]:
+    return {
+        "schema": "duet-results/1",
+        "benchmarks": [
+            {
+                "name": "b",
+                "runs": [
+                    {
+                        "index": 0,
+                        "status": "ok",
+                        "baseline": {"iterations_ns": [10, 11]},
+                        "candidate": {"iterations_ns": [12, 13]},
+                    }
+                ],
+            }
+        ],
+    }
+
+
+def write(tmp_path: Path, data: Any) -> Path:
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps(data))
+    return p
+
+
+def test_minimal_document_loads() -> None:
+    doc = results.from_dict(minimal())
+    run = doc.benchmarks[0].runs[0]
+    assert run.baseline.iterations_ns == (10, 11)
+    assert run.candidate.warmup_ns == ()
+    assert doc.benchmarks[0].method == "duet"
+
+
+def test_round_trip_is_identity() -> None:
+    doc = results.load(FIXTURE)
+    again = results.from_dict(json.loads(results.dumps(doc)))
+    assert again == doc
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda d: d.update(schema="duet-results/2"), r"newer duet \(duet-results/2\)"),
+        (lambda d: d.update(schema="pyperf/1"), "is not a duet results schema"),
+        (lambda d: d.pop("schema"), "schema: missing"),
+        (lambda d: d.pop("benchmarks"), "missing required field 'benchmarks'"),
+        (lambda d: d.update(extra=1), "unknown field 'extra'"),
+        (
+            lambda d: d["benchmarks"][0]["runs"][0]["baseline"].update(iteration_ns=[1]),
+            r"benchmarks\[0\] \('b'\)\.runs\[0\]\.baseline: unknown field 'iteration_ns'",
+        ),
+        (
+            lambda d: d["benchmarks"][0]["runs"][0]["baseline"]["iterations_ns"].__setitem__(1, -5),
+            r"iterations_ns\[1\]: a duration must be positive, got -5",
+        ),
+        (
+            lambda d: d["benchmarks"][0]["runs"][0]["baseline"]["iterations_ns"].__setitem__(
+                0, 1.5
+            ),
+            r"iterations_ns\[0\]: expected an integer number of nanoseconds",
+        ),
+        (
+            lambda d: d["benchmarks"][0]["runs"][0]["candidate"]["iterations_ns"].pop(),
+            "baseline has 2 samples but candidate has 1",
+        ),
+        (lambda d: d["benchmarks"][0]["runs"][0].update(status="weird"), "'weird' is not one of"),
+        (
+            lambda d: d["benchmarks"].append(copy.deepcopy(d["benchmarks"][0])),
+            "appears more than once",
+        ),
+        (lambda d: d["benchmarks"][0]["runs"][0].update(index="0"), r"index: expected an integer"),
+    ],
+)
+def test_wrong_fields_are_refused_with_the_field_named(mutate: Any, message: str) -> None:
+    data = minimal()
+    mutate(data)
+    with pytest.raises(ResultsError, match=message):
+        results.from_dict(data)
+
+
+def test_failed_run_may_be_ragged() -> None:
+    data = minimal()
+    data["benchmarks"][0]["runs"][0].update(status="failed", reason="crashed")
+    data["benchmarks"][0]["runs"][0]["candidate"]["iterations_ns"] = []
+    doc = results.from_dict(data)
+    assert not doc.benchmarks[0].runs[0].ok
+
+
+def test_truncated_file_is_refused(tmp_path: Path) -> None:
+    text = FIXTURE.read_text()
+    p = tmp_path / "cut.json"
+    p.write_text(text[: len(text) // 2])
+    with pytest.raises(ResultsError, match="truncated") as info:
+        results.load(p)
+    assert info.value.fix is not None
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [("", "empty"), ("{not json", "not valid JSON|truncated"), ("[]", "expected a JSON object")],
+)
+def test_unreadable_files(tmp_path: Path, content: str, message: str) -> None:
+    p = tmp_path / "x.json"
+    p.write_text(content)
+    with pytest.raises(ResultsError, match=message):
+        results.load(p)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ResultsError, match="no such file"):
+        results.load(tmp_path / "nope.json")
+
+
+def test_save_is_atomic_and_leaves_no_temporary(tmp_path: Path) -> None:
+    doc = results.from_dict(minimal())
+    target = tmp_path / "out" / "results.json"
+    results.save(doc, target)
+    results.save(doc, target)
+    assert results.load(target) == doc
+    assert sorted(os.listdir(target.parent)) == ["results.json"]
+
+
+def test_failed_write_keeps_the_old_file(tmp_path: Path) -> None:
+    doc = results.from_dict(minimal())
+    target = tmp_path / "results.json"
+    results.save(doc, target)
+    before = target.read_text()
+    # NaN cannot be written as JSON: the write fails after the old file existed.
+    bad = doc.with_benchmark(
+        results.BenchmarkRecord(
+            name="b", runs=doc.benchmarks[0].runs, analysis={"ratio": float("nan")}
+        )
+    )
+    with pytest.raises(ValueError, match="JSON"):
+        results.save(bad, target)
+    assert target.read_text() == before
+    assert sorted(os.listdir(tmp_path)) == ["results.json"]
+
+
+@pytest.mark.root
+def test_full_disk_keeps_the_old_file(tmp_path: Path) -> None:
+    """A real full file system (a 64 KiB tmpfs): the write fails, the old file survives."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a small tmpfs")
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], check=True)
+    try:
+        target = mnt / "results.json"
+        small = results.from_dict(minimal())
+        results.save(small, target)
+        before = target.read_text()
+        big = results.load(FIXTURE)  # about 90 KiB of JSON: does not fit
+        with pytest.raises(ResultsError, match="previous file is unchanged"):
+            results.save(big, target)
+        assert target.read_text() == before
+        assert os.listdir(mnt) == ["results.json"]
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
