@@ -27,6 +27,8 @@ DEFAULT_REPS = 10_000
 DEFAULT_SEED = 0
 #: Kalibera's impact factor needs c = floor(0.75 m) >= 2 runs and more iterations than c.
 IMPACT_REPS = 10_000
+#: Above this, "N more runs would decide" is not advice anyone can follow.
+PRACTICAL_RUNS = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +173,8 @@ def _failure_reasons(record: BenchmarkRecord) -> tuple[str, ...]:
 
 def analyze_benchmark(record: BenchmarkRecord, settings: AnalysisSettings) -> BenchmarkAnalysis:
     """Recompute the analysis of one benchmark from its raw samples (successful runs only)."""
-    from stats import impact_factors, variance_components
+    from stats.impact import impact_factors
+    from stats.planning import variance_components
     from stats.ratio import MIN_BOOTSTRAP_RUNS, duet_ratio
 
     ok = record.ok_runs()
@@ -256,10 +259,16 @@ def analyze_benchmark(record: BenchmarkRecord, settings: AnalysisSettings) -> Be
                 settings=settings,
                 variance_components=variance_components,
             )
-            if runs_needed is not None:
+            if runs_needed is not None and runs_needed <= PRACTICAL_RUNS:
                 notes.append(
                     f"about {runs_needed} runs in all ({max(runs_needed - len(ok), 1)} more) "
                     f"would decide at threshold {settings.threshold:.3g}"
+                )
+            elif runs_needed is not None:
+                notes.append(
+                    f"the ratio is too close to the threshold {settings.threshold:.3g} to decide "
+                    f"with a practical number of runs (about {runs_needed}); more iterations "
+                    "per run or a quieter machine would help more"
                 )
 
     def summary(x: np.ndarray[Any, np.dtype[np.float64]]) -> SideSummary:
@@ -308,7 +317,7 @@ def _runs_needed(
     below the distance from ``log G`` to the band edge. The nearer boundary that still decides
     is ``|log(1+t) - |log G||`` unless ``|log G| >= log(1+t)``, then ``|log G|``.
     """
-    from stats import runs_needed
+    from stats.planning import runs_needed
 
     if log_ratios.shape[0] < 2 or log_ratios.shape[1] < 2:
         return None

@@ -522,3 +522,11 @@ def _kind(value: Any) -> str:
     if isinstance(value, dict):
         return "an object"
     return type(value).__name__
+
+
+def replace_name(doc: ResultsDocument, old: str, new: str) -> ResultsDocument:
+    """A copy of ``doc`` with benchmark ``old`` renamed ``new`` (order kept)."""
+    return replace(
+        doc,
+        benchmarks=tuple(replace(b, name=new) if b.name == old else b for b in doc.benchmarks),
+    )

@@ -64,13 +64,18 @@ def ratio(x: float | None) -> str:
 
 
 def change(x: float | None) -> str:
-    """A ratio as a signed percentage change: 1.048 -> ``+4.80%``, 0.97 -> ``-3.00%``."""
+    """A ratio as a signed percentage change: 1.048 -> ``+4.80%``, 0.97 -> ``-3.00%``,
+    1.000296 -> ``+0.03%`` (3 significant digits, but no finer than 0.01 %: below that a
+    difference is noise in any benchmark)."""
     if x is None or not math.isfinite(x):
         return "n/a"
     pct = (x - 1.0) * 100.0
-    if pct == 0:
+    if round(pct, 2) == 0:
         return "0%"
-    return ("+" if pct > 0 else "-") + sig(abs(pct)) + "%"
+    text = sig(abs(pct))
+    if "." in text and len(text.split(".")[1]) > 2:
+        text = f"{abs(pct):.2f}"
+    return ("+" if pct > 0 else "-") + text + "%"
 
 
 def percent(confidence: float) -> str:

@@ -95,13 +95,16 @@ def headline(items: list[Row]) -> str:
 
 
 def isolation_line(doc: ResultsDocument) -> str | None:
+    """``isolation cgroup-v1, AMD EPYC (2 CPUs), cores 0,1`` from the environment record."""
     env = doc.environment
     bits = []
     if env.get("isolation"):
         bits.append(f"isolation {env['isolation']}")
-    machine = env.get("machine_kind") or env.get("cpu_model")
-    if machine:
-        bits.append(str(machine))
+    cpu = env.get("cpu")
+    if isinstance(cpu, Mapping) and cpu.get("model"):
+        bits.append(f"{cpu['model']} ({cpu.get('online', '?')} CPUs)")
+    elif env.get("machine_kind"):
+        bits.append(str(env["machine_kind"]))
     pair = env.get("pair")
     if isinstance(pair, Mapping) and pair.get("cpus"):
         bits.append("cores " + ",".join(str(c) for c in pair["cpus"]))

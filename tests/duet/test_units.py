@@ -51,6 +51,8 @@ def test_change_and_interval() -> None:
     assert units.change(1.048) == "+4.80%"
     assert units.change(0.97) == "-3.00%"
     assert units.change(1.0) == "0%"
+    assert units.change(1.000296) == "+0.03%"
+    assert units.change(0.99996) == "0%"
     assert units.interval(0.99, 1.0123) == "[0.990, 1.01]"
     assert units.percent(0.99) == "99%"
     assert units.percent(0.999) == "99.9%"

@@ -1,0 +1,748 @@
+"""Containers for the two sides of a run: one cgroup (or, without permission, one process group)
+per side, pinned to its own CPU, with reliable termination and whole-tree measurement.
+
+The requirements are those of the BenchExec paper (Beyer, Löwe, Wendler 2017, sections 2-5):
+CPU time and peak memory of the whole process tree including orphaned children, limits that
+apply to the tree, termination that no double fork or ``setsid`` escapes, deliberate core
+assignment, no swapping, and isolated temporary directories. Only cgroups give all of that;
+``affinity-only`` is a loudly announced fallback.
+
+Levels, best first:
+
+``cgroup-v2``
+    The unified hierarchy with the cpuset, cpu, memory and pids controllers
+    (``duet.isolation.cgroup_v2``).
+``cgroup-v1``
+    The legacy hierarchies cpuset, cpuacct, memory, pids and freezer
+    (``duet.isolation.cgroup_v1``).
+``affinity-only``
+    ``sched_setaffinity`` and a process group (``duet.isolation.affinity``).
+
+Layout of the cgroups (per hierarchy): one parent per invocation, ``duet-<pid>-<random>``, and
+under it one child per side per run named by the caller (``r003-baseline``). The pid in the
+parent's name lets ``Backend.cleanup_stale`` find what a crashed invocation left behind.
+
+This module holds the interface, the plumbing every backend shares (starting a child that joins
+its container before ``exec``, reading and removing cgroup directories) and ``select_backend``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import os
+import re
+import secrets
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from types import MappingProxyType, TracebackType
+from typing import IO, Any, Literal, Self
+
+from duet.errors import IsolationError
+from duet.isolation.sandbox import Sandbox, make_sandbox
+
+__all__ = [
+    "Backend",
+    "Container",
+    "Level",
+    "Limits",
+    "Probe",
+    "Request",
+    "Sandbox",
+    "Usage",
+    "make_sandbox",
+    "select_backend",
+]
+
+logger = logging.getLogger(__name__)
+
+Level = Literal["cgroup-v2", "cgroup-v1", "affinity-only"]
+Request = Literal["auto", "cgroup", "affinity"]
+
+#: Names of the per-invocation parent cgroups: ``duet-<pid>-<random>``.
+PARENT_NAME_RE = re.compile(r"^duet-(\d+)-[0-9A-Za-z]+$")
+# Container names become directory names next to the controllers' interface files
+# (``cpu.stat``, ``memory.max``): no dots, no slashes, and they must start with a letter or digit
+# (the v2 backend keeps its own process in a leaf named ``_orchestrator``).
+_NAME_RE = re.compile(r"^[0-9A-Za-z][0-9A-Za-z_-]{0,63}$")
+
+#: How long to wait for a frozen or killed cgroup to settle before trying again.
+SETTLE_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Limits for one side. ``None`` means no limit of that kind."""
+
+    memory_bytes: int | None = None
+    pids_max: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.memory_bytes is not None and self.memory_bytes <= 0:
+            raise ValueError(f"memory_bytes must be positive, got {self.memory_bytes}")
+        if self.pids_max is not None and self.pids_max <= 0:
+            raise ValueError(f"pids_max must be positive, got {self.pids_max}")
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """What one container used, for the whole process tree.
+
+    A field that could not be measured is ``None`` and ``missing`` says why; a measured field is
+    never in ``missing``. Nothing unmeasured is ever reported as 0.
+    """
+
+    cpu_ns: int | None
+    cpu_user_ns: int | None
+    cpu_system_ns: int | None
+    peak_memory_bytes: int | None
+    oom_kills: int | None
+    pids_limit_hit: bool | None
+    missing: Mapping[str, str]
+
+    def __post_init__(self) -> None:
+        measured = [f.name for f in fields(self) if f.name != "missing"]
+        unknown = set(self.missing) - set(measured)
+        if unknown:
+            raise ValueError(f"missing names unknown fields: {sorted(unknown)}")
+        for name in measured:
+            value = getattr(self, name)
+            if value is None and name not in self.missing:
+                raise ValueError(f"{name} is None but missing gives no reason")
+            if value is not None and name in self.missing:
+                raise ValueError(f"{name} is measured but also listed as missing")
+            if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+                raise ValueError(f"{name} must not be negative, got {value}")
+        object.__setattr__(self, "missing", MappingProxyType(dict(self.missing)))
+
+    @classmethod
+    def unmeasured(cls, reason: str) -> Usage:
+        """A usage record where nothing could be measured, all for the same reason."""
+        names = [f.name for f in fields(cls) if f.name != "missing"]
+        return cls(None, None, None, None, None, None, missing=dict.fromkeys(names, reason))
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """Whether a level can be used here, and if not, why and what would fix it."""
+
+    ok: bool
+    reason: str = ""
+    fix: str | None = None
+
+
+class Container(ABC):
+    """One side of one run. A context manager; ``close`` kills and removes it.
+
+    ``spawn`` starts a process that joins the container, gets its CPU affinity and its own
+    session (hence process group) and enters the sandbox, all *before* it execs the program, so
+    nothing the program does (not even its first instruction) happens outside.
+    """
+
+    name: str
+    cpus: tuple[int, ...]
+
+    def __init__(self, name: str, cpus: Sequence[int]) -> None:
+        self.name = name
+        self.cpus = tuple(cpus)
+        self._popens: list[subprocess.Popen[bytes]] = []
+        self._closed = False
+        self._final_usage: Usage | None = None
+
+    def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        cwd: str,
+        stdout: int | IO[Any] | None,
+        stderr: int | IO[Any] | None,
+        sandbox: Sandbox | None = None,
+    ) -> subprocess.Popen[bytes]:
+        """Start ``argv`` inside this container.
+
+        ``env`` is the child's whole environment (plus ``TMPDIR`` when a sandbox is given);
+        stdin is ``/dev/null``. Raises ``IsolationError`` when the child could not join the
+        container or the sandbox, and ``OSError`` when ``argv[0]`` cannot be executed.
+        With a mount namespace the host's ``/tmp`` is hidden from the child: the program and
+        the files it is given must not live under ``/tmp``.
+        """
+        if self._closed:
+            raise IsolationError(f"container {self.name} is closed; create a new one")
+        if not argv:
+            raise ValueError("argv must not be empty")
+        child_env = dict(env)
+        enter_sandbox: Callable[[], None] | None = None
+        if sandbox is not None:
+            child_env.update(sandbox.env_overrides())
+            enter_sandbox = sandbox.child_setup()
+        popen = _spawn_prepared(
+            list(argv),
+            env=child_env,
+            cwd=cwd,
+            stdout=stdout,
+            stderr=stderr,
+            join_files=self._join_files(),
+            cpus=frozenset(self.cpus),
+            enter_sandbox=enter_sandbox,
+            what=f"container {self.name}",
+        )
+        self._popens.append(popen)
+        return popen
+
+    @abstractmethod
+    def _join_files(self) -> Sequence[str]:
+        """The ``cgroup.procs`` files the child writes ``0`` into before ``exec``."""
+
+    @abstractmethod
+    def _measure(self) -> Usage:
+        """Read the usage from the kernel (the container still exists)."""
+
+    @abstractmethod
+    def processes(self) -> list[int]:
+        """The pids of every process currently in the container (any order)."""
+
+    @abstractmethod
+    def kill(self) -> None:
+        """SIGKILL every process of the container and wait until they are gone."""
+
+    @abstractmethod
+    def _remove(self) -> None:
+        """Remove what the container created (its processes are already dead)."""
+
+    def usage(self) -> Usage:
+        """CPU time, peak memory and limit events of the whole tree so far. After ``close`` this
+        is the last reading taken just before the cgroups were removed."""
+        if self._final_usage is not None:
+            return self._final_usage
+        if self._closed:
+            return Usage.unmeasured("the container was closed before it could be measured")
+        return self._measure()
+
+    def close(self) -> None:
+        """Kill every process, keep a last usage reading, remove the cgroups. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        failure: IsolationError | None = None
+        try:
+            self.kill()
+        except IsolationError as e:
+            failure = e
+        try:
+            self._final_usage = self._measure()
+        except OSError as e:
+            logger.debug("last usage reading of %s failed: %s", self.name, e)
+        # Removal is attempted even after a failed kill: whatever can go, goes.
+        try:
+            self._remove()
+        except IsolationError as e:
+            failure = failure or e
+        if failure is not None:
+            raise failure
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class Backend(ABC):
+    """A way to build containers on this machine. A context manager; ``close`` removes every
+    container and the per-invocation parent cgroups."""
+
+    level: Level
+    #: Text the runner prints (and records) when the level is degraded; None when not.
+    warning: str | None = None
+
+    def __init__(self) -> None:
+        self._containers: dict[str, Container] = {}
+        self._closed = False
+
+    def container(
+        self,
+        name: str,
+        *,
+        cpus: Sequence[int],
+        mems: Sequence[int] | None,
+        limits: Limits,
+    ) -> Container:
+        """Create the container of one side of one run, pinned to ``cpus`` (and NUMA nodes
+        ``mems``; ``None`` keeps the parent's)."""
+        if self._closed:
+            raise IsolationError("the isolation backend is closed")
+        check_name(name)
+        cpu_tuple = tuple(sorted(set(cpus)))
+        if not cpu_tuple or any(c < 0 for c in cpu_tuple):
+            raise ValueError(f"cpus must be a non-empty list of CPU numbers, got {list(cpus)}")
+        if mems is not None and (not mems or any(m < 0 for m in mems)):
+            raise ValueError(f"mems must be None or a non-empty list of nodes, got {list(mems)}")
+        previous = self._containers.get(name)
+        if previous is not None and not previous.closed:
+            raise IsolationError(f"a container named {name} is still open; close it first")
+        created = self._create(name, cpu_tuple, None if mems is None else tuple(mems), limits)
+        # Forget closed ones: a long invocation creates two per run.
+        self._containers = {k: v for k, v in self._containers.items() if not v.closed}
+        self._containers[name] = created
+        return created
+
+    @abstractmethod
+    def _create(
+        self, name: str, cpus: tuple[int, ...], mems: tuple[int, ...] | None, limits: Limits
+    ) -> Container: ...
+
+    @abstractmethod
+    def cleanup_stale(self) -> list[str]:
+        """Remove the ``duet-<pid>-*`` cgroups of invocations whose pid is dead (killing what
+        still runs in them), deepest first; return the removed parent paths."""
+
+    def _close_parents(self) -> None:  # noqa: B027 - optional hook, nothing to do by default
+        """Remove the per-invocation parents (cgroup backends)."""
+
+    def close(self) -> None:
+        """Close every container, then remove the per-invocation parents. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        errors: list[str] = []
+        for container in self._containers.values():
+            try:
+                container.close()
+            except (OSError, IsolationError) as e:
+                errors.append(f"{container.name}: {e}")
+        self._containers.clear()
+        try:
+            self._close_parents()
+        except (OSError, IsolationError) as e:
+            errors.append(str(e))
+        if errors:
+            raise IsolationError(
+                "could not clean up every container: " + "; ".join(errors),
+                fix="run `duet doctor`; the next duet run removes what is left (cleanup_stale)",
+            )
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def check_name(name: str) -> None:
+    """Raise ``ValueError`` unless ``name`` can be a container (cgroup directory) name."""
+    if not _NAME_RE.match(name):
+        raise ValueError(
+            f"container name {name!r} must be 1-64 letters, digits, '-' or '_', "
+            "starting with a letter or digit"
+        )
+
+
+def select_backend(request: Request = "auto", *, root: str = "/sys/fs/cgroup") -> Backend:
+    """Pick the best isolation level this machine allows.
+
+    ``auto``: cgroup v2 if its unified hierarchy offers cpuset, cpu, memory and pids to us, else
+    cgroup v1 if its controllers are writable, else ``affinity-only`` with a loud warning
+    (logged, and in ``Backend.warning`` for the runner to print). ``cgroup``: the same, but
+    raise ``IsolationError`` (with the reason and the command that fixes it) instead of falling
+    back. ``affinity``: affinity-only, as asked.
+    """
+    # Imported here: the backends import this module for the interface.
+    from duet.isolation.affinity import AffinityBackend
+    from duet.isolation.cgroup_v1 import CgroupV1Backend, probe_v1
+    from duet.isolation.cgroup_v2 import CgroupV2Backend, probe_v2
+
+    if request == "affinity":
+        backend: Backend = AffinityBackend()
+        logger.warning("%s", backend.warning)
+        return backend
+    if request not in ("auto", "cgroup"):
+        raise ValueError(f"request must be 'auto', 'cgroup' or 'affinity', got {request!r}")
+
+    failures: list[tuple[str, str, str | None]] = []
+    v2 = probe_v2(root)
+    if v2.ok:
+        try:
+            return CgroupV2Backend(root=root)
+        except IsolationError as e:
+            failures.append(("cgroup v2", e.message, e.fix))
+    else:
+        failures.append(("cgroup v2", v2.reason, v2.fix))
+    v1 = probe_v1(root)
+    if v1.ok:
+        try:
+            return CgroupV1Backend(root=root)
+        except IsolationError as e:
+            failures.append(("cgroup v1", e.message, e.fix))
+    else:
+        failures.append(("cgroup v1", v1.reason, v1.fix))
+
+    why = "; ".join(f"{level}: {reason}" for level, reason, _ in failures)
+    fixes = [fix for _, _, fix in failures if fix]
+    fix = " or ".join(dict.fromkeys(fixes)) if fixes else None
+    if request == "cgroup":
+        raise IsolationError(
+            f"no cgroup isolation is possible here ({why})",
+            fix=fix or (privilege_fix() if os.geteuid() != 0 else None),
+        )
+    backend = AffinityBackend(reason=why, fix=fix)
+    logger.warning("%s", backend.warning)
+    return backend
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared plumbing: starting a child inside a container
+# ---------------------------------------------------------------------------------------------
+
+
+def _spawn_prepared(
+    argv: list[str],
+    *,
+    env: dict[str, str],
+    cwd: str,
+    stdout: int | IO[Any] | None,
+    stderr: int | IO[Any] | None,
+    join_files: Sequence[str],
+    cpus: frozenset[int],
+    enter_sandbox: Callable[[], None] | None,
+    what: str,
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` so that it joins ``join_files``, runs on ``cpus``, leads its own session
+    and is inside the sandbox before it execs.
+
+    The work happens in ``preexec_fn``, i.e. between ``fork`` and ``exec`` of a process that may
+    have other threads; it therefore only makes system calls on data prepared here. CPython
+    reports a failing ``preexec_fn`` only as "Exception occurred in preexec_fn", so the child
+    writes the real reason into a pipe first.
+    """
+    encoded = [os.fsencode(path) for path in join_files]
+    read_end, write_end = os.pipe()  # both close-on-exec: exec closes the child's copy
+
+    def preexec() -> None:
+        stage = "starting"
+        try:
+            for path in encoded:
+                stage = f"joining cgroup {os.fsdecode(path)}"
+                fd = os.open(path, os.O_WRONLY)
+                try:
+                    os.write(fd, b"0")
+                finally:
+                    os.close(fd)
+            # After joining: moving into a v1 cpuset resets the affinity to the whole cpuset.
+            stage = f"setting CPU affinity to {sorted(cpus)}"
+            os.sched_setaffinity(0, cpus)
+            if enter_sandbox is not None:
+                stage = "entering the sandbox"
+                enter_sandbox()
+        except BaseException as e:
+            with contextlib.suppress(OSError):
+                os.write(write_end, f"{stage}: {e}".encode(errors="replace"))
+            raise
+
+    try:
+        try:
+            popen = subprocess.Popen(
+                argv,
+                env=env,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=stdout,
+                stderr=stderr,
+                # Own session, hence own process group: signals aimed at the orchestrator's
+                # group (Ctrl-C in a terminal) do not reach the benchmark, and the
+                # affinity-only backend can kill the group.
+                start_new_session=True,
+                close_fds=True,
+                preexec_fn=preexec,
+            )
+        except subprocess.SubprocessError as e:
+            os.close(write_end)
+            write_end = -1
+            detail = _read_all(read_end).decode(errors="replace") or str(e)
+            raise IsolationError(
+                f"could not start {argv[0]} in {what}: {detail}",
+                fix="run `duet doctor` to see which isolation this machine allows",
+            ) from e
+    finally:
+        if write_end >= 0:
+            os.close(write_end)
+        os.close(read_end)
+    return popen
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 4096):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared plumbing: cgroup file systems
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CgroupMount:
+    """One cgroup file system mount from ``/proc/self/mountinfo``."""
+
+    mountpoint: str
+    fstype: str  # "cgroup" (v1) or "cgroup2"
+    root: str  # the cgroup mounted there ("/" unless inside a cgroup namespace or bind mount)
+    controllers: frozenset[str]  # v1 only
+
+
+def cgroup_mounts(under: str) -> list[CgroupMount]:
+    """The cgroup mounts at or below ``under``."""
+    under = os.path.normpath(under)
+    found = []
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        left_fields = left.split()
+        right_fields = right.split()
+        if len(left_fields) < 5 or len(right_fields) < 3:
+            continue
+        fstype = right_fields[0]
+        if fstype not in ("cgroup", "cgroup2"):
+            continue
+        mountpoint = _unescape_mount(left_fields[4])
+        if not (mountpoint == under or mountpoint.startswith(under.rstrip("/") + "/")):
+            continue
+        options = set(right_fields[2].split(",")) if fstype == "cgroup" else set()
+        found.append(
+            CgroupMount(
+                mountpoint=mountpoint,
+                fstype=fstype,
+                root=_unescape_mount(left_fields[3]),
+                controllers=frozenset(options),
+            )
+        )
+    return found
+
+
+def _unescape_mount(text: str) -> str:
+    # mountinfo escapes space, tab, newline and backslash as octal.
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), text)
+
+
+def own_cgroups(pid: int | str = "self") -> dict[str, str]:
+    """Parse ``/proc/<pid>/cgroup``: controller -> cgroup path; the v2 entry has key ``""``."""
+    result: dict[str, str] = {}
+    with open(f"/proc/{pid}/cgroup", encoding="utf-8") as f:
+        for line in f.read().splitlines():
+            parts = line.split(":", 2)
+            if len(parts) != 3:
+                continue
+            _, controllers, path = parts
+            if not controllers:
+                result[""] = path
+            for controller in controllers.split(","):
+                if controller:
+                    result[controller] = path
+    return result
+
+
+def cgroup_dir(mount: CgroupMount, cgroup_path: str) -> str | None:
+    """The directory of ``cgroup_path`` (as in /proc/self/cgroup) under ``mount``, or None when
+    it lies outside what is mounted (e.g. a cgroup namespace whose root is not mounted)."""
+    if mount.root != "/":
+        if cgroup_path != mount.root and not cgroup_path.startswith(mount.root + "/"):
+            return None
+        cgroup_path = cgroup_path[len(mount.root) :] or "/"
+    if cgroup_path.startswith("/.."):
+        return None
+    return os.path.normpath(os.path.join(mount.mountpoint, cgroup_path.lstrip("/")))
+
+
+def read_text(path: str) -> str:
+    with open(path, encoding="utf-8") as f:
+        return f.read().strip()
+
+
+def write_text(path: str, value: str) -> None:
+    # One write(2) per value: cgroup files act on each write, and buffering could split it.
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, value.encode())
+    finally:
+        os.close(fd)
+
+
+def read_keyed(path: str) -> dict[str, int]:
+    """Read a flat-keyed cgroup file (``key value`` per line) into a dict of integers."""
+    result: dict[str, int] = {}
+    for line in read_text(path).splitlines():
+        key, _, value = line.partition(" ")
+        try:
+            result[key] = int(value)
+        except ValueError:
+            continue
+    return result
+
+
+def parse_cpu_list(text: str) -> list[int]:
+    """Parse a kernel CPU or node list such as ``0-3,8,10-11``."""
+    result: list[int] = []
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        first, _, last = part.partition("-")
+        result.extend(range(int(first), int(last or first) + 1))
+    return result
+
+
+def format_cpu_list(cpus: Iterable[int]) -> str:
+    return ",".join(str(c) for c in sorted(set(cpus)))
+
+
+def online_cpus() -> list[int]:
+    try:
+        return parse_cpu_list(read_text("/sys/devices/system/cpu/online"))
+    except OSError:
+        return sorted(os.sched_getaffinity(0))
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether ``pid`` names a live process (a zombie is dead: it will never run again)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
+            state = f.read().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def new_parent_name() -> str:
+    return f"duet-{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def subtree_bottom_up(path: str) -> list[str]:
+    """Every cgroup directory at and below ``path``, deepest first (``path`` itself last)."""
+    found: list[str] = []
+    try:
+        walker = list(os.walk(path, topdown=False))
+    except OSError:
+        walker = []
+    for dirpath, dirnames, _ in walker:
+        found.extend(os.path.join(dirpath, d) for d in dirnames)
+    found.append(path)
+    return found
+
+
+def procs_of(path: str, *, recursive: bool = True) -> list[int]:
+    """The pids in the cgroup at ``path`` (and its descendants)."""
+    pids: list[int] = []
+    for cgroup in subtree_bottom_up(path) if recursive else [path]:
+        try:
+            text = read_text(os.path.join(cgroup, "cgroup.procs"))
+        except FileNotFoundError:
+            continue
+        pids.extend(int(line) for line in text.split())
+    return pids
+
+
+def wait_until(predicate: Callable[[], bool], timeout_s: float) -> bool:
+    """Poll ``predicate`` with a growing interval (1 ms to 50 ms) until true or timed out."""
+    deadline = time.monotonic() + timeout_s
+    interval = 0.001
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval)
+        interval = min(interval * 2, 0.05)
+
+
+def kill_pids(pids: Iterable[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def rmdir_tree(path: str) -> bool:
+    """Remove the cgroup at ``path`` and its descendants, deepest first. A cgroup that is
+    already gone counts as removed. Returns whether ``path`` is gone."""
+    for cgroup in subtree_bottom_up(path):
+        if not wait_until(functools.partial(_try_rmdir, cgroup), 1.0):
+            logger.warning("could not remove cgroup %s (still busy)", cgroup)
+    return not os.path.exists(path)
+
+
+def _try_rmdir(path: str) -> bool:
+    try:
+        os.rmdir(path)
+    except FileNotFoundError:
+        return True
+    except OSError as e:
+        # EBUSY right after a kill: the last exiting task has not left the cgroup yet.
+        logger.debug("rmdir %s: %s", path, e)
+        return False
+    return True
+
+
+def find_stale(bases: Iterable[str]) -> list[str]:
+    """``duet-<pid>-*`` directories directly under ``bases`` whose pid is not alive.
+
+    A pid that was reused by an unrelated process since the crash makes us skip that parent
+    (the safe side); it is picked up by a later cleanup once that process is gone.
+    """
+    stale: list[str] = []
+    for base in dict.fromkeys(bases):
+        try:
+            entries = sorted(os.listdir(base))
+        except OSError:
+            continue
+        for entry in entries:
+            match = PARENT_NAME_RE.match(entry)
+            path = os.path.join(base, entry)
+            if match and os.path.isdir(path) and not pid_alive(int(match.group(1))):
+                stale.append(path)
+    return stale
+
+
+def privilege_fix() -> str:
+    """The commands that give duet the cgroup permissions it needs (for error messages): the
+    current command line when we were started as ``duet``."""
+    if os.path.basename(sys.argv[0]) == "duet" and len(sys.argv) > 1:
+        command = shlex.join(["duet", *sys.argv[1:]])
+    else:
+        command = "duet ..."
+    return (
+        f"run as root (`sudo {command}`), or on a systemd machine with cgroup v2 start duet "
+        f"in a delegated scope: `systemd-run --user --scope -p Delegate=yes {command}`"
+    )

@@ -1,0 +1,581 @@
+"""The runner: measure one run of a benchmark (two containers, the barrier, two workers).
+
+For a duet run both sides start together, each in a fresh container pinned to its CPU, and
+meet at a two-party barrier before every iteration. For a sequential run each side runs alone
+(a one-party barrier) on the same CPU, one after the other. The orchestrator sleeps on the
+sides' pidfds and wakes at most once a second to check that the barrier generations advance:
+it shares the CPUs with the sides on a 2-vCPU machine, so it must stay quiet.
+
+Every run is cleaned up whatever happens (success, failure, timeout, a signal): the barrier is
+aborted so no side waits forever, the containers are killed and removed, the barrier file and
+the side directories are deleted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import IO, Any
+
+from duet import units
+from duet.errors import EnvironmentNotReady
+from duet.harness import duet_barrier
+from duet.isolation import Backend, Container, Limits, Usage
+from duet.isolation.sandbox import Sandbox, make_sandbox
+from duet.plan import BenchmarkSpec, RunPlan, SideSpec
+from duet.results import SIDES, RunRecord, SideName, SideRecord
+
+log = logging.getLogger(__name__)
+
+WORKER = Path(__file__).parent / "harness" / "duet_worker.py"
+STDERR_TAIL_BYTES = 2000
+#: The orchestrator wakes at least this often to check the barrier's progress.
+WATCHDOG_PERIOD_S = 1.0
+#: Abort reason codes of docs/barrier-protocol.md.
+ABORT_ORCHESTRATOR = 1
+ABORT_WATCHDOG = 2
+ABORT_PARTY_EXITED = 5
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerContext:
+    """What every run of an invocation shares."""
+
+    backend: Backend
+    #: Private work directory of this invocation. Not under /tmp: a side's sandbox replaces
+    #: /tmp, and the side must still see its spec and samples files.
+    workdir: Path
+    share_network: bool = False
+    #: The interpreter that runs the worker of ``command`` benchmarks (ours).
+    worker_python: str = sys.executable
+    barrier_dir: str = "/dev/shm"
+
+
+@dataclass(slots=True)
+class _Side:
+    """One side while it runs (mutable, internal to this module)."""
+
+    name: SideName
+    cpu: int
+    slot: int
+    directory: Path
+    container: Container
+    sandbox: Sandbox
+    samples_path: Path
+    stderr_path: Path
+    popen: subprocess.Popen[bytes] | None = None
+    started_ns: int = 0
+    ended_ns: int | None = None
+    timed_out: bool = False
+    stopped_by: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Samples:
+    """What a samples file holds (docs/architecture.md, "Samples file")."""
+
+    warmup_ns: tuple[int, ...] = ()
+    iterations_ns: tuple[int, ...] = ()
+    iteration_start_ns: tuple[int, ...] = ()
+    command_cpu_ns: int | None = None
+    error: str | None = None
+    done: bool = False
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+def read_samples(path: Path) -> Samples:
+    """Parse a samples file; a line cut short by a kill is ignored, not fatal."""
+    warmup: list[int] = []
+    measured: list[int] = []
+    starts: list[int] = []
+    cpu: list[int] = []
+    error = None
+    done = False
+    extra: dict[str, Any] = {}
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except FileNotFoundError:
+        return Samples(error="the side wrote no samples file")
+    for line in lines:
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(item, dict):
+            continue
+        if "error" in item:
+            error = str(item["error"])
+        elif item.get("done"):
+            done = True
+            extra = {k: v for k, v in item.items() if k != "done"}
+        elif item.get("phase") in ("warmup", "measure"):
+            d = item.get("duration_ns")
+            if not isinstance(d, int) or d <= 0:
+                continue
+            if item["phase"] == "warmup":
+                warmup.append(d)
+            else:
+                measured.append(d)
+                start = item.get("start_ns")
+                starts.append(start if isinstance(start, int) else -1)
+                c = item.get("cpu_ns")
+                if isinstance(c, int):
+                    cpu.append(c)
+    return Samples(
+        warmup_ns=tuple(warmup),
+        iterations_ns=tuple(measured),
+        iteration_start_ns=tuple(starts),
+        command_cpu_ns=sum(cpu) if cpu and len(cpu) == len(measured) else None,
+        error=error,
+        done=done,
+        extra=extra,
+    )
+
+
+def _tail(path: Path) -> str | None:
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - STDERR_TAIL_BYTES))
+            text = f.read().decode("utf-8", errors="replace").strip()
+    except FileNotFoundError:
+        return None
+    return text or None
+
+
+def worker_spec(
+    spec: SideSpec,
+    *,
+    side: SideName,
+    slot: int,
+    barrier: str,
+    bench: BenchmarkSpec,
+    samples: Path,
+    inner_loops: int,
+) -> dict[str, Any]:
+    """The worker spec of docs/architecture.md for one side of one run."""
+    out: dict[str, Any] = {
+        "protocol": 1,
+        "kind": spec.kind,
+        "side": side,
+        "slot": slot,
+        "barrier": barrier,
+        "warmup": bench.warmup,
+        "iterations": bench.iterations,
+        "timeout_ns": int(bench.timeout_s * 1e9),
+        "samples": str(samples),
+    }
+    if spec.kind == "command":
+        out.update(command=spec.command, shell="/bin/sh")
+    elif spec.kind == "python":
+        out.update(
+            callable=spec.callable,
+            setup=spec.setup,
+            sys_path=list(spec.sys_path),
+            inner_loops=inner_loops,
+        )
+    return out
+
+
+def _argv_and_env(
+    spec: SideSpec, side: _Side, wspec: Mapping[str, Any], ctx: RunnerContext
+) -> tuple[list[str], dict[str, str]]:
+    env = dict(os.environ)
+    env.update(spec.env)
+    env.update(side.sandbox.env_overrides())
+    env["DUET_SIDE"] = side.name
+    if spec.kind == "native":
+        env.update(
+            DUET_BARRIER=str(wspec["barrier"]),
+            DUET_SLOT=str(wspec["slot"]),
+            DUET_WARMUP=str(wspec["warmup"]),
+            DUET_ITERATIONS=str(wspec["iterations"]),
+            DUET_TIMEOUT_NS=str(wspec["timeout_ns"]),
+            DUET_SAMPLES=str(wspec["samples"]),
+        )
+        assert spec.command is not None
+        return ["/bin/sh", "-c", "exec " + spec.command], env
+    spec_path = side.directory / "spec.json"
+    spec_path.write_text(json.dumps(wspec))
+    python = ctx.worker_python if spec.kind == "command" else str(spec.interpreter)
+    return [python, str(WORKER), str(spec_path)], env
+
+
+def uses_host_tmp(spec: SideSpec) -> bool:
+    """Whether a side names files under the host's /tmp (its directory, interpreter, python
+    path or program), which a private /tmp in its mount namespace would hide."""
+    paths = [spec.cwd, spec.interpreter, *spec.sys_path]
+    if spec.command:
+        paths += [word for word in spec.command.split() if word.startswith("/")]
+    if spec.cwd is None:
+        paths.append(os.getcwd())
+    tmp = os.path.realpath("/tmp")
+    for p in paths:
+        if p and (os.path.realpath(os.path.abspath(p)) + "/").startswith(tmp + "/"):
+            return True
+    return False
+
+
+def _open_pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _supervise(sides: list[_Side], barrier: duet_barrier.Barrier, timeout_ns: int) -> None:
+    """Wait until every side has exited; abort and kill on a failure or a stall.
+
+    A side that exits non-zero, or is killed, aborts the barrier (the others are released at
+    once) and the others are killed. No barrier progress for ``timeout_ns`` is a timeout: the
+    sides that did not arrive are the stuck ones.
+    """
+    selector = selectors.DefaultSelector()
+    pidfds: dict[int, _Side] = {}
+    try:
+        for s in sides:
+            assert s.popen is not None
+            fd = _open_pidfd(s.popen.pid)
+            if fd is not None:
+                pidfds[fd] = s
+                selector.register(fd, selectors.EVENT_READ)
+        last = barrier.generations()
+        last_change = time.monotonic_ns()
+        running = list(sides)
+        while running:
+            now = time.monotonic_ns()
+            remaining_s = (last_change + timeout_ns - now) / 1e9
+            wait_s = max(0.0, min(remaining_s, WATCHDOG_PERIOD_S)) if pidfds else 0.05
+            for key, _ in selector.select(timeout=wait_s):
+                selector.unregister(key.fd)
+            for s in list(running):
+                assert s.popen is not None
+                if s.popen.poll() is None:
+                    continue
+                s.ended_ns = time.monotonic_ns()
+                running.remove(s)
+                if s.popen.returncode != 0 and s.stopped_by is None:
+                    barrier.abort(ABORT_PARTY_EXITED)
+                    for other in running:
+                        other.stopped_by = f"stopped because the {s.name} side failed"
+                        other.container.kill()
+            gens = barrier.generations()
+            if gens != last:
+                last, last_change = gens, time.monotonic_ns()
+            elif running and time.monotonic_ns() - last_change > timeout_ns:
+                most = max(gens)
+                for s in running:
+                    if gens[s.slot] < most or len(set(gens)) == 1:
+                        s.timed_out = True
+                barrier.abort(ABORT_WATCHDOG)
+                for s in running:
+                    if not s.timed_out:
+                        s.stopped_by = "stopped because the other side timed out"
+                    s.container.kill()
+                for s in running:
+                    assert s.popen is not None
+                    s.popen.wait()
+                    s.ended_ns = time.monotonic_ns()
+                running = []
+    finally:
+        selector.close()
+        for fd in pidfds:
+            os.close(fd)
+
+
+def _side_record(s: _Side, bench: BenchmarkSpec, usage: Usage) -> SideRecord:
+    samples = read_samples(s.samples_path)
+    assert s.popen is not None
+    code = s.popen.returncode
+    status, reason, limit = "ok", None, None
+    if usage.oom_kills:
+        status, limit = "out-of-memory", "memory"
+        reason = (
+            f"reached the memory limit of {units.size(bench.memory_limit_bytes)}; the kernel's "
+            f"OOM killer killed {usage.oom_kills} process(es)"
+        )
+    elif usage.pids_limit_hit:
+        status, limit = "pids-limit", "pids"
+        reason = f"reached the limit of {bench.pids_max} processes (pids.max): a fork bomb?"
+    elif s.timed_out:
+        status, limit = "timeout", "timeout"
+        reason = (
+            f"no barrier progress for {bench.timeout_s:g} s (hung in an iteration or never arrived)"
+        )
+    elif s.stopped_by is not None:
+        status, reason = "failed", s.stopped_by
+    elif code is not None and code < 0:
+        status, reason = "failed", f"killed by {signal.Signals(-code).name}"
+    elif code != 0:
+        status = "failed"
+        reason = samples.error or f"exit code {code}"
+    elif len(samples.iterations_ns) != bench.iterations:
+        status = "failed"
+        reason = f"wrote {len(samples.iterations_ns)} of {bench.iterations} measured samples" + (
+            f" ({samples.error})" if samples.error else ""
+        )
+    missing = dict(usage.missing)
+    return SideRecord(
+        iterations_ns=samples.iterations_ns,
+        warmup_ns=samples.warmup_ns,
+        iteration_start_ns=samples.iteration_start_ns if samples.iteration_start_ns else None,
+        cores=(s.cpu,),
+        cpu_ns=usage.cpu_ns,
+        cpu_user_ns=usage.cpu_user_ns,
+        cpu_system_ns=usage.cpu_system_ns,
+        peak_memory_bytes=usage.peak_memory_bytes,
+        wall_ns=(s.ended_ns - s.started_ns) if s.ended_ns else None,
+        exit_code=code,
+        status=status,
+        reason=reason,
+        hit_limit=limit,
+        stderr_tail=_tail(s.stderr_path) if status != "ok" else None,
+        missing=missing,
+    )
+
+
+def _execute(
+    bench: BenchmarkSpec,
+    plan: RunPlan,
+    names: tuple[SideName, ...],
+    ctx: RunnerContext,
+    run_dir: Path,
+    inner_loops: int,
+) -> dict[SideName, SideRecord]:
+    """Run the sides in ``names`` together (one party each), wait, collect and clean up."""
+    limits = Limits(memory_bytes=bench.memory_limit_bytes, pids_max=bench.pids_max)
+    path = duet_barrier.new_path(ctx.barrier_dir)
+    with contextlib.ExitStack() as stack:
+        barrier = duet_barrier.create(path, parties=len(names), mode=0o666)
+        stack.callback(_remove, path)
+        stack.callback(barrier.close)
+        # Runs first on the way out (LIFO): whatever happened, no side may keep waiting.
+        sides: list[_Side] = []
+        for slot, name in enumerate(names):
+            d = run_dir / name
+            d.mkdir(parents=True)
+            os.chmod(d, 0o777)
+            side_spec = bench.baseline if name == "baseline" else bench.candidate
+            sandbox = make_sandbox(str(d), "tmp", share_network=ctx.share_network)
+            if sandbox.mount_namespace and uses_host_tmp(side_spec):
+                # A private /tmp would hide the benchmark itself: keep the host's /tmp and
+                # give the side its own directory through TMPDIR only.
+                sandbox = replace(sandbox, mount_namespace=False)
+            stack.callback(sandbox.remove)
+            container = ctx.backend.container(
+                f"r{plan.index:03d}-{name}",
+                cpus=[plan.cpus[name]],
+                mems=None,
+                limits=limits,
+            )
+            side = _Side(
+                name=name,
+                cpu=plan.cpus[name],
+                slot=slot,
+                directory=d,
+                container=container,
+                sandbox=sandbox,
+                samples_path=d / "samples.jsonl",
+                stderr_path=d / "stderr.txt",
+            )
+            stack.callback(_reap, side)  # after the kill below: no zombie is left
+            stack.callback(container.close)
+            sides.append(side)
+        stack.callback(_abort_quietly, barrier)
+        for s in sides:
+            side_spec = bench.baseline if s.name == "baseline" else bench.candidate
+            wspec = worker_spec(
+                side_spec,
+                side=s.name,
+                slot=s.slot,
+                barrier=path,
+                bench=bench,
+                samples=s.samples_path,
+                inner_loops=inner_loops,
+            )
+            argv, env = _argv_and_env(side_spec, s, wspec, ctx)
+            stderr: IO[bytes] = stack.enter_context(s.stderr_path.open("wb"))
+            s.started_ns = time.monotonic_ns()
+            try:
+                s.popen = s.container.spawn(
+                    argv,
+                    env=env,
+                    cwd=side_spec.cwd or os.getcwd(),
+                    stdout=subprocess.DEVNULL,
+                    stderr=stderr,
+                    sandbox=s.sandbox,
+                )
+            except OSError as e:
+                raise EnvironmentNotReady(
+                    f"cannot start the {s.name} side ({argv[0]}): {e.strerror or e}",
+                    fix="check that the command or interpreter exists and is executable",
+                ) from e
+        _supervise(sides, barrier, int(bench.timeout_s * 1e9))
+        return {s.name: _side_record(s, bench, s.container.usage()) for s in sides}
+
+
+def _reap(side: _Side) -> None:
+    if side.popen is not None and side.popen.returncode is None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            side.popen.wait(timeout=10)
+
+
+def _abort_quietly(barrier: duet_barrier.Barrier) -> None:
+    with contextlib.suppress(Exception):
+        if barrier.abort_reason() is None:
+            barrier.abort(ABORT_ORCHESTRATOR)
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+def _run_status(records: Mapping[SideName, SideRecord]) -> tuple[str, str | None]:
+    # The cause, not the consequence: a side stopped because the other failed is not the reason.
+    failed = [(n, r) for n, r in records.items() if r.status != "ok"]
+    if not failed:
+        return "ok", None
+    causes = [(n, r) for n, r in failed if not (r.reason or "").startswith("stopped because")]
+    name, rec = (causes or failed)[0]
+    status = rec.status if rec.status in ("timeout", "out-of-memory", "pids-limit") else "failed"
+    return status, f"{name}: {rec.reason}"
+
+
+def measure_run(
+    bench: BenchmarkSpec, plan: RunPlan, ctx: RunnerContext, *, inner_loops: int = 1
+) -> RunRecord:
+    """Measure one run of ``bench`` as planned; failures become a failed :class:`RunRecord`."""
+    run_dir = ctx.workdir / f"{_safe(bench.name)}-r{plan.index:03d}"
+    try:
+        if plan.order is None:
+            records = _execute(bench, plan, SIDES, ctx, run_dir, inner_loops)
+        else:
+            records = {}
+            for name in plan.order:
+                records.update(_execute(bench, plan, (name,), ctx, run_dir / name, inner_loops))
+    finally:
+        _rmtree(run_dir)
+    status, reason = _run_status(records)
+    return RunRecord(
+        index=plan.index,
+        status=status,
+        reason=reason,
+        order=plan.order,
+        baseline=records["baseline"],
+        candidate=records["candidate"],
+    )
+
+
+def calibrate_inner_loops(
+    bench: BenchmarkSpec, ctx: RunnerContext, *, cpu: int, target_iteration_ns: int = 10_000_000
+) -> int:
+    """How many calls of a python benchmark make one iteration last ``target_iteration_ns``.
+
+    Measured once, on the baseline's interpreter pinned to ``cpu``; both sides then use the
+    same count, so the ratio compares the same work.
+    """
+    side = bench.baseline
+    if side.kind != "python":
+        return 1
+    d = ctx.workdir / f"{_safe(bench.name)}-calibrate"
+    d.mkdir(parents=True, exist_ok=True)
+    try:
+        spec = worker_spec(
+            side,
+            side="baseline",
+            slot=0,
+            barrier="",
+            bench=bench,
+            samples=d / "samples.jsonl",
+            inner_loops=1,
+        )
+        spec["target_iteration_ns"] = target_iteration_ns
+        spec_path = d / "spec.json"
+        spec_path.write_text(json.dumps(spec))
+        argv = [str(side.interpreter), str(WORKER), "--calibrate", str(spec_path)]
+        try:
+            done = subprocess.run(
+                argv,
+                cwd=side.cwd or os.getcwd(),
+                env={**os.environ, **side.env},
+                capture_output=True,
+                timeout=bench.timeout_s * 5,
+                preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise EnvironmentNotReady(
+                f"{bench.name}: calibrating the python benchmark failed: {e}",
+                fix="check the interpreter and the callable (run it by hand once)",
+            ) from e
+        if done.returncode != 0:
+            tail = done.stderr.decode(errors="replace").strip()[-STDERR_TAIL_BYTES:]
+            raise EnvironmentNotReady(
+                f"{bench.name}: the python benchmark failed while calibrating "
+                f"(exit code {done.returncode}):\n{tail}",
+                fix="fix the callable or its setup; run it by hand with the same interpreter",
+            )
+        for line in reversed(done.stdout.decode(errors="replace").splitlines()):
+            with contextlib.suppress(json.JSONDecodeError, AttributeError, TypeError, ValueError):
+                return max(1, int(json.loads(line)["inner_loops"]))
+        raise EnvironmentNotReady(f"{bench.name}: the calibration printed no inner_loops")
+    finally:
+        _rmtree(d)
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:60] or "benchmark"
+
+
+def _rmtree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+RunCallback = Callable[[RunRecord], None]
+
+
+def measure_benchmark(
+    bench: BenchmarkSpec,
+    plans: tuple[RunPlan, ...],
+    ctx: RunnerContext,
+    *,
+    on_run: RunCallback,
+    max_failures: int | None,
+    inner_loops: int = 1,
+) -> tuple[RunRecord, ...]:
+    """Every planned run of one benchmark; ``on_run`` is called after each (to save results).
+
+    Stops early when more than ``max_failures`` runs have failed.
+    """
+    records: list[RunRecord] = []
+    failures = 0
+    for plan in plans:
+        record = measure_run(bench, plan, ctx, inner_loops=inner_loops)
+        records.append(record)
+        on_run(record)
+        if not record.ok:
+            failures += 1
+            log.warning("%s run %d failed: %s", bench.name, plan.index, record.reason)
+            if max_failures is not None and failures > max_failures:
+                log.warning(
+                    "%s: %d runs failed (more than --max-failures %d): stopping this benchmark",
+                    bench.name,
+                    failures,
+                    max_failures,
+                )
+                break
+    return tuple(records)

@@ -1,0 +1,251 @@
+"""One invocation that measures: isolation, the core pair, the environment, every benchmark's
+runs, and the results file rewritten after every run.
+
+``duet run``, ``duet compare``, ``duet calibrate`` and ``duet demo`` all measure through
+:func:`measure`. Whatever stops it (a finished suite, a failure, SIGINT or SIGTERM), the results
+file is valid afterwards and says where it stopped, and nothing is left behind: no process,
+cgroup, barrier file or work directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from duet import __version__, results
+from duet.analysis import AnalysisSettings, analyze_benchmark
+from duet.errors import BenchmarkFailed
+from duet.isolation import Request, select_backend
+from duet.plan import BenchmarkSpec, plan_runs
+from duet.progress import Progress
+from duet.results import BenchmarkRecord, ResultsDocument, RunRecord
+from duet.runner import RunnerContext, calibrate_inner_loops, measure_benchmark
+
+log = logging.getLogger(__name__)
+
+#: Work directories live here, not under /tmp: a side's sandbox replaces /tmp.
+WORK_ROOT = "/var/tmp"
+BARRIER_DIR = "/dev/shm"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionOptions:
+    out: Path
+    isolation: Request = "auto"
+    cores: tuple[int, int] | None = None
+    share_network: bool = False
+    seed: int = 0
+    max_failures: int | None = 2
+    analysis: AnalysisSettings = field(default_factory=AnalysisSettings)
+    progress: bool = True
+    #: Recorded as the document's ``config`` (the exact commands and options).
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _load_average_now() -> list[float] | None:
+    from duet.environment import load_average
+
+    with contextlib.suppress(OSError, ValueError):
+        return list(load_average())
+    return None
+
+
+def remove_stale_files(directory: str) -> list[str]:
+    """Remove ``duet-<pid>-*`` entries (barrier files, work directories) in ``directory`` whose
+    invocation is no longer running; return what was removed."""
+    from duet.isolation import pid_alive
+
+    removed = []
+    with contextlib.suppress(FileNotFoundError):
+        for name in os.listdir(directory):
+            parts = name.split("-")
+            stale = name.startswith("duet-") and len(parts) >= 3 and parts[1].isdigit()
+            if not stale or pid_alive(int(parts[1])):
+                continue
+            path = os.path.join(directory, name)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+            removed.append(path)
+    return removed
+
+
+def measure(
+    benchmarks: Sequence[BenchmarkSpec],
+    options: SessionOptions,
+    *,
+    versions: Mapping[str, Any] | None = None,
+    on_note: Callable[[str], None] | None = None,
+) -> ResultsDocument:
+    """Measure every benchmark, writing ``options.out`` after every run; return the analysed
+    document.
+
+    Raises
+    ------
+    BenchmarkFailed
+        After everything was measured and written, when a benchmark had no successful run or
+        more failed runs than ``options.max_failures``.
+    """
+    from duet.environment import capture_environment
+    from duet.topology import choose_pair, read_topology
+
+    total = sum(b.runs for b in benchmarks)
+    progress = Progress(total, label="duet", enabled=options.progress)
+    note = on_note or progress.note
+    backend = select_backend(options.isolation)
+    try:
+        leftovers = (
+            backend.cleanup_stale()
+            + remove_stale_files(BARRIER_DIR)
+            + remove_stale_files(WORK_ROOT)
+        )
+        if leftovers:
+            note(
+                "removed what an earlier duet that did not finish left behind: "
+                + ", ".join(leftovers[:5])
+                + (f" and {len(leftovers) - 5} more" if len(leftovers) > 5 else "")
+            )
+        topology = read_topology()
+        pair = choose_pair(topology, override=options.cores)
+        if pair.orchestrator_cpus:
+            # Keep ourselves off the measured cores when the machine has a third CPU.
+            os.sched_setaffinity(0, set(pair.orchestrator_cpus))
+        for text in pair.notes:
+            log.info("%s", text)
+        environment = dict(
+            capture_environment(topology=topology, pair=pair, isolation=backend.level)
+        )
+        doc = ResultsDocument(
+            benchmarks=(),
+            tool={"name": "duet-bench", "version": __version__},
+            created=_now(),
+            environment=environment,
+            config={**options.config, **({"versions": dict(versions)} if versions else {})},
+            state={"complete": False, "stopped": None, "updated": _now()},
+        )
+        results.save(doc, options.out)
+        workdir = Path(tempfile.mkdtemp(prefix=f"duet-{os.getpid()}-", dir=WORK_ROOT))
+        os.chmod(workdir, 0o755)
+        ctx = RunnerContext(backend=backend, workdir=workdir, share_network=options.share_network)
+        where = "before the first run"
+        try:
+            for bench in benchmarks:
+                where = f"while measuring {bench.name!r}"
+                doc = _measure_one(bench, doc, ctx, pair.cpus, options, progress)
+            where = ""
+        except BaseException as e:
+            reason = getattr(e, "message", None) or type(e).__name__
+            doc = replace(
+                doc,
+                state={
+                    "complete": False,
+                    "stopped": f"{reason} {where}".strip(),
+                    "updated": _now(),
+                },
+            )
+            results.save(doc, options.out)
+            raise
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        environment["load_average_after"] = _load_average_now()
+        doc = replace(
+            doc,
+            environment=environment,
+            state={"complete": True, "stopped": None, "updated": _now()},
+        )
+        results.save(doc, options.out)
+    finally:
+        backend.close()
+    _check_failures(doc, options.max_failures)
+    return doc
+
+
+def _measure_one(
+    bench: BenchmarkSpec,
+    doc: ResultsDocument,
+    ctx: RunnerContext,
+    pair: tuple[int, int],
+    options: SessionOptions,
+    progress: Progress,
+) -> ResultsDocument:
+    plans = plan_runs(bench, pair, seed=options.seed)
+    inner_loops = calibrate_inner_loops(bench, ctx, cpu=plans[0].cpus["baseline"])
+    settings = {**bench.settings(), "seed": options.seed, "inner_loops": inner_loops}
+    record = BenchmarkRecord(
+        name=bench.name,
+        runs=(),
+        kind=bench.kind,
+        method=bench.method,
+        versions={"baseline": bench.baseline.describe(), "candidate": bench.candidate.describe()},
+        settings=settings,
+    )
+    recorder = _Recorder(doc.with_benchmark(record), record, options.out)
+
+    def on_run(run: RunRecord) -> None:
+        recorder.add(run)
+        status = "ok" if run.ok else f"FAILED: {run.reason}"
+        progress.step(f"{bench.name} run {run.index + 1}/{bench.runs} {status}")
+
+    measure_benchmark(
+        bench,
+        plans,
+        ctx,
+        on_run=on_run,
+        max_failures=options.max_failures,
+        inner_loops=inner_loops,
+    )
+    analysis = analyze_benchmark(recorder.record, options.analysis).to_dict()
+    recorder.record = replace(recorder.record, analysis=analysis)
+    recorder.save()
+    return recorder.doc
+
+
+class _Recorder:
+    """Holds the growing document and writes it after every run: nothing measured is lost."""
+
+    def __init__(self, doc: ResultsDocument, record: BenchmarkRecord, out: Path) -> None:
+        self.doc, self.record, self.out = doc, record, out
+
+    def add(self, run: RunRecord) -> None:
+        self.record = replace(self.record, runs=(*self.record.runs, run))
+        self.save()
+
+    def save(self) -> None:
+        self.doc = replace(
+            self.doc.with_benchmark(self.record),
+            state={"complete": False, "stopped": None, "updated": _now()},
+        )
+        results.save(self.doc, self.out)
+
+
+def _check_failures(doc: ResultsDocument, max_failures: int | None) -> None:
+    broken = []
+    for b in doc.benchmarks:
+        failed = sum(1 for r in b.runs if not r.ok)
+        if not b.ok_runs():
+            first = next((r.reason for r in b.runs if r.reason), "no run")
+            broken.append(f"{b.name}: no successful run ({first})")
+        elif max_failures is not None and failed > max_failures:
+            broken.append(
+                f"{b.name}: {failed} failed runs (more than --max-failures {max_failures})"
+            )
+    if broken:
+        raise BenchmarkFailed(
+            "; ".join(broken),
+            fix="the reasons and stderr tails are in the results file; fix the benchmark or "
+            "raise --timeout / --memory-limit",
+        )

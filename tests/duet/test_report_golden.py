@@ -1,0 +1,83 @@
+"""Golden report text from the committed fixture (pyperf's test_perf_cli.py does the same).
+
+Regenerate after an intended change:
+``DUET_UPDATE_GOLDEN=1 pytest tests/duet/test_report_golden.py``
+and review the diff.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+GOLDEN = FIXTURES / "golden"
+
+
+@pytest.mark.parametrize(("fmt", "suffix"), [("text", "txt"), ("markdown", "md"), ("json", "json")])
+def test_analyze_output_matches_golden(fmt: str, suffix: str) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "duet",
+            "analyze",
+            str(FIXTURES / "results-basic.json"),
+            "--format",
+            fmt,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr  # the fixture holds one regression
+    golden = GOLDEN / f"results-basic.{suffix}"
+    if os.environ.get("DUET_UPDATE_GOLDEN"):
+        golden.write_text(done.stdout)
+    assert done.stdout == golden.read_text()
+
+
+def test_fail_on_and_exit_codes(tmp_path: Path) -> None:
+    fixture = str(FIXTURES / "results-basic.json")
+
+    def code(*args: str) -> int:
+        return subprocess.run(
+            [sys.executable, "-m", "duet", "analyze", fixture, *args],
+            capture_output=True,
+            check=False,
+        ).returncode
+
+    assert code("--fail-on", "never") == 0
+    assert code("--fail-on", "any") == 1
+    assert code("--confidence", "1.5") == 2
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": "duet-results/9", "benchmarks": []}')
+    done = subprocess.run(
+        [sys.executable, "-m", "duet", "analyze", str(bad)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 3
+    assert "newer duet" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_untrusted_names_are_escaped_in_markdown(tmp_path: Path) -> None:
+    from duet.analysis import AnalysisSettings, analyze_document
+    from duet.report.markdown import render_markdown
+    from duet.results import load, replace_name
+
+    doc = load(FIXTURES / "results-basic.json")
+    evil = "</details><img src=x onerror=alert(1)> @octocat | [x](http://e)"
+    doc = replace_name(doc, "parse-json", evil)
+    text = render_markdown(analyze_document(doc, AnalysisSettings(reps=500)))
+    assert "<img" not in text
+    assert "</details><img" not in text
+    assert "@octocat" not in text
+    assert "&lt;img src=x onerror=alert(1)&gt;" in text
+    assert "](http" not in text

@@ -1,0 +1,219 @@
+"""``duet run`` end to end: real processes, real barrier, real cgroups when root."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import is_root
+
+pytestmark = pytest.mark.usefixtures("no_leftovers")
+
+ISOLATIONS = [
+    pytest.param("cgroup", marks=[pytest.mark.root, pytest.mark.cgroup], id="cgroup"),
+    pytest.param("affinity", id="affinity"),
+]
+
+
+def duet(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "duet", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def need_root_for(isolation: str) -> None:
+    if isolation == "cgroup" and not is_root():
+        pytest.skip("cgroup isolation needs root (CI runs these as root)")
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_a_slower_command_is_a_regression(tmp_path: Path, isolation: str) -> None:
+    need_root_for(isolation)
+    out = tmp_path / "r.json"
+    done = duet(
+        "run", "--baseline", "sleep 0.01", "--candidate", "sleep 0.02",
+        "--runs", "6", "--iterations", "5", "--warmup", "1", "--isolation", isolation,
+        "--out", str(out), "--quiet", "--reps", "2000",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert "regression" in done.stdout
+    doc = json.loads(out.read_text())
+    env = doc["environment"]
+    assert env["isolation"] == ("cgroup-v1" if isolation == "cgroup" else "affinity-only")
+    bench = doc["benchmarks"][0]
+    assert bench["analysis"]["verdict"] == "regression"
+    assert 1.5 < bench["analysis"]["ratio"] < 2.5
+    runs = bench["runs"]
+    assert len(runs) == 6
+    assert all(r["status"] == "ok" for r in runs)
+    # Sides alternate cores, balanced: each side sits on each core in half of the runs.
+    baseline_cores = [r["baseline"]["cores"][0] for r in runs]
+    assert len(set(baseline_cores)) == 2
+    assert baseline_cores.count(baseline_cores[0]) == 3
+    for r in runs:
+        assert r["baseline"]["cores"] != r["candidate"]["cores"]
+        for side in ("baseline", "candidate"):
+            s = r[side]
+            assert len(s["iterations_ns"]) == 5
+            assert len(s["warmup_ns"]) == 1
+            assert len(s["iteration_start_ns"]) == 5
+            assert s["exit_code"] == 0
+            assert s["wall_ns"] > sum(s["iterations_ns"])
+        # Both sides leave the barrier together: the typical start skew is far below a
+        # millisecond (preemption by other load on the machine can delay single iterations).
+        skews = [
+            abs(x - y)
+            for x, y in zip(
+                r["baseline"]["iteration_start_ns"],
+                r["candidate"]["iteration_start_ns"],
+                strict=True,
+            )
+        ]
+        assert sorted(skews)[len(skews) // 2] < 3_000_000
+    if isolation == "cgroup":
+        s = runs[0]["baseline"]
+        assert s["cpu_ns"] is not None
+        assert s["cpu_ns"] > 0
+        assert s["peak_memory_bytes"] is not None
+        assert s["peak_memory_bytes"] > 0
+    else:
+        assert runs[0]["baseline"]["peak_memory_bytes"] is None
+        assert "peak_memory_bytes" in runs[0]["baseline"]["missing"]
+
+
+def test_the_same_command_is_not_a_regression(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    done = duet(
+        "run", "--baseline", "true", "--candidate", "true", "--runs", "5", "--iterations", "5",
+        "--isolation", "affinity", "--out", str(out), "--quiet", "--reps", "2000",
+        "--format", "json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
+    assert printed["benchmarks"][0]["analysis"]["verdict"] != "regression"
+    assert json.loads(out.read_text())["state"]["complete"] is True
+
+
+def test_a_failing_side_fails_its_runs_and_exits_3(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    done = duet(
+        "run", "--baseline", "true", "--candidate", "echo oops >&2; exit 7", "--runs", "4",
+        "--iterations", "3", "--isolation", "affinity", "--out", str(out), "--quiet",
+        "--max-failures", "1",
+    )  # fmt: skip
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "no successful run" in done.stderr
+    doc = json.loads(out.read_text())
+    runs = doc["benchmarks"][0]["runs"]
+    assert len(runs) == 2  # stopped after more than --max-failures 1 failed runs
+    for r in runs:
+        assert r["status"] == "failed"
+        assert r["reason"].startswith("candidate:")
+        assert "7" in r["reason"]
+        assert r["baseline"]["reason"].startswith("stopped because")
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_a_side_killed_mid_iteration(tmp_path: Path, isolation: str) -> None:
+    need_root_for(isolation)
+    out = tmp_path / "r.json"
+    # The command kills its worker (its parent) in the middle of the second iteration.
+    marker = tmp_path / "count"
+    kill_second = f"echo x >> {marker}; [ $(wc -l < {marker}) -ge 2 ] && kill -9 $PPID; sleep 0.01"
+    done = duet(
+        "run", "--baseline", "sleep 0.01", "--candidate", kill_second, "--runs", "2",
+        "--iterations", "4", "--warmup", "0", "--isolation", isolation, "--out", str(out),
+        "--quiet", "--max-failures", "5",
+    )  # fmt: skip
+    assert done.returncode == 3
+    runs = json.loads(out.read_text())["benchmarks"][0]["runs"]
+    assert runs[0]["status"] == "failed"
+    assert "SIGKILL" in runs[0]["candidate"]["reason"]
+    # Measured before the kill: kept.
+    assert len(runs[0]["baseline"]["iterations_ns"]) >= 1
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_a_side_that_never_reaches_the_barrier_times_out(tmp_path: Path, isolation: str) -> None:
+    need_root_for(isolation)
+    out = tmp_path / "r.json"
+    # A native program that never attaches to the barrier: the watchdog ends the run.
+    done = duet(
+        "run", "--native", "--baseline", "sleep 60", "--candidate", "sleep 60", "--runs", "2",
+        "--iterations", "2", "--timeout", "1", "--isolation", isolation, "--out", str(out),
+        "--quiet", "--max-failures", "0",
+    )  # fmt: skip
+    assert done.returncode == 3
+    runs = json.loads(out.read_text())["benchmarks"][0]["runs"]
+    assert len(runs) == 1
+    assert runs[0]["status"] == "timeout"
+    assert (
+        runs[0]["candidate"]["hit_limit"] == "timeout"
+        or runs[0]["baseline"]["hit_limit"] == "timeout"
+    )
+
+
+def test_python_benchmark_in_two_interpreters(tmp_path: Path) -> None:
+    for version, work in (("old", 20_000), ("new", 60_000)):
+        d = tmp_path / version
+        d.mkdir()
+        (d / "mybench.py").write_text(
+            textwrap.dedent(
+                f"""
+                def setup():
+                    return list(range({work}))
+
+                def run(data):
+                    return sum(x * x for x in data)
+                """
+            )
+        )
+    out = tmp_path / "r.json"
+    done = duet(
+        "run", "--python-baseline", sys.executable, "--python-candidate", sys.executable,
+        "--callable", "mybench:run", "--setup", "mybench:setup",
+        "--baseline-dir", str(tmp_path / "old"), "--candidate-dir", str(tmp_path / "new"),
+        "--runs", "5", "--iterations", "5", "--isolation", "affinity", "--out", str(out),
+        "--quiet", "--reps", "2000",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    bench = json.loads(out.read_text())["benchmarks"][0]
+    assert bench["kind"] == "python"
+    assert bench["settings"]["inner_loops"] >= 1
+    assert 2.0 < bench["analysis"]["ratio"] < 4.5
+
+
+def test_sequential_method(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    done = duet(
+        "run", "--baseline", "sleep 0.01", "--candidate", "sleep 0.02", "--method", "sequential",
+        "--runs", "5", "--iterations", "3", "--isolation", "affinity", "--out", str(out),
+        "--quiet", "--reps", "2000",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    bench = json.loads(out.read_text())["benchmarks"][0]
+    assert bench["method"] == "sequential"
+    for r in bench["runs"]:
+        assert sorted(r["order"]) == ["baseline", "candidate"]
+        assert r["baseline"]["cores"] == r["candidate"]["cores"]
+        # Not overlapping: one side ended before the other started.
+        a, b = r["baseline"]["iteration_start_ns"], r["candidate"]["iteration_start_ns"]
+        assert max(a) < min(b) or max(b) < min(a)
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    assert duet("run", "--baseline", "true").returncode == 2
+    assert duet("run", "--baseline", "true", "--candidate", "true", "--cores", "x").returncode == 2
+    assert duet("run", "--baseline", "true", "--candidate", "true", "--runs", "1").returncode == 2
+    done = duet("run", "--baseline", "true", "--candidate", "true", "--memory-limit", "lots")
+    assert done.returncode == 2
+    assert "not a size" in done.stderr

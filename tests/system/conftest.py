@@ -1,0 +1,140 @@
+"""Fixtures for the system tests: real cgroups, real processes, real namespaces.
+
+Tests that need root carry ``pytest.mark.root``, tests that need a cgroup hierarchy carry
+``pytest.mark.cgroup``; both are skipped with the reason where the machine does not allow them.
+CI runs as root with cgroups, so there they must run: set ``DUET_REQUIRE_SYSTEM_TESTS=1`` to turn
+every such skip into a failure.
+
+Every isolation test uses ``isolation_clean``: afterwards no ``duet-*`` cgroup of this test may
+be left in any hierarchy, and no process the test started (recognised by a per-test tag in its
+environment, which survives double forks and ``setsid``) may still run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from duet.isolation import PARENT_NAME_RE, cgroup_mounts, pid_alive
+from duet.isolation.cgroup_v1 import probe_v1
+from duet.isolation.cgroup_v2 import find_v2_mount
+
+CGROUP_ROOT = "/sys/fs/cgroup"
+TAG_VARIABLE = "DUET_TEST_TAG"
+
+
+def skip_or_fail(reason: str) -> None:
+    if os.environ.get("DUET_REQUIRE_SYSTEM_TESTS") == "1":
+        pytest.fail(f"{reason} (DUET_REQUIRE_SYSTEM_TESTS=1 forbids skipping)")
+    pytest.skip(reason)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("root") is not None and os.geteuid() != 0:
+        skip_or_fail("needs root (cgroups, namespaces)")
+
+
+def duet_cgroup_dirs() -> set[str]:
+    """Every ``duet-*`` directory in every cgroup hierarchy (not descending into them)."""
+    found: set[str] = set()
+    for mount in cgroup_mounts(CGROUP_ROOT):
+        for dirpath, dirnames, _ in os.walk(mount.mountpoint):
+            for name in list(dirnames):
+                if name.startswith("duet-"):
+                    found.add(os.path.join(dirpath, name))
+                    dirnames.remove(name)
+            if dirpath.count(os.sep) - mount.mountpoint.count(os.sep) >= 4:
+                dirnames.clear()
+    return found
+
+
+def tagged_processes(tag: str) -> list[int]:
+    """Live processes whose environment carries ``tag``."""
+    needle = f"{TAG_VARIABLE}={tag}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                environ = f.read()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0") and pid_alive(int(entry)):
+            found.append(int(entry))
+    return found
+
+
+@pytest.fixture
+def tag() -> str:
+    return uuid.uuid4().hex
+
+
+@pytest.fixture
+def child_env(tag: str) -> dict[str, str]:
+    """The environment for every process a test starts: minimal, plus the leak-detection tag."""
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        TAG_VARIABLE: tag,
+    }
+
+
+@pytest.fixture
+def isolation_clean(tag: str) -> Iterator[None]:
+    before = duet_cgroup_dirs()
+    yield
+    # Ours: named after this process, or after a pid that is dead (the simulated crashes).
+    # Other duet processes running on the machine at the same time are left alone.
+    left_cgroups = sorted(
+        path
+        for path in duet_cgroup_dirs() - before
+        if (m := PARENT_NAME_RE.match(os.path.basename(path)))
+        and (int(m.group(1)) == os.getpid() or not pid_alive(int(m.group(1))))
+    )
+    deadline = time.monotonic() + 3.0
+    while (left_pids := tagged_processes(tag)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pid in left_pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert not left_cgroups, f"cgroups left behind: {left_cgroups}"
+    assert not left_pids, f"processes left running: {left_pids}"
+
+
+@pytest.fixture
+def v1_root() -> str:
+    """The cgroup root when cgroup v1 isolation is possible here, else skip."""
+    probe = probe_v1(CGROUP_ROOT)
+    if not probe.ok:
+        skip_or_fail(f"cgroup v1 is not usable: {probe.reason}")
+    return CGROUP_ROOT
+
+
+@pytest.fixture
+def v2_mount() -> str:
+    """The cgroup2 mount point (pure or hybrid layout), else skip."""
+    mount = find_v2_mount(CGROUP_ROOT)
+    if mount is None:
+        skip_or_fail(f"no cgroup2 hierarchy under {CGROUP_ROOT}")
+    assert mount is not None
+    return mount.mountpoint
+
+
+@pytest.fixture
+def python() -> str:
+    return sys.executable
+
+
+@pytest.fixture
+def cpu() -> int:
+    """The CPU tests pin to: the last one we may use (on a machine with more than one CPU,
+    "pinned to it" and "not pinned at all" then look different)."""
+    return max(os.sched_getaffinity(0))
