@@ -94,7 +94,32 @@ def analysis_options(fn: F) -> F:
     return fn
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class LazyGroup(click.Group):
+    """A group whose commands in :data:`LAZY_COMMANDS` are imported only when used or listed,
+    so ``duet --help`` and every other command stay fast."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in LAZY_COMMANDS:
+            import importlib
+
+            module_name, attr = LAZY_COMMANDS[cmd_name].split(":")
+            command = getattr(importlib.import_module(module_name), attr)
+            assert isinstance(command, click.Command)
+            return command
+        return super().get_command(ctx, cmd_name)
+
+
+#: Commands that live in their own module under ``duet/commands/`` (name -> "module:attribute").
+LAZY_COMMANDS: dict[str, str] = {}
+
+
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(__version__, prog_name="duet")
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
 def main(verbose: int) -> None:
