@@ -113,7 +113,10 @@ class LazyGroup(click.Group):
 
 
 #: Commands that live in their own module under ``duet/commands/`` (name -> "module:attribute").
-LAZY_COMMANDS: dict[str, str] = {}
+LAZY_COMMANDS: dict[str, str] = {
+    "compare": "duet.commands.compare:compare",
+    "merge": "duet.commands.merge:merge",
+}
 
 
 @click.group(
@@ -290,7 +293,7 @@ def run_options(fn: F) -> F:
     return fn
 
 
-def _install_signal_handlers() -> None:
+def install_signal_handlers() -> None:
     """SIGINT and SIGTERM raise :class:`Interrupted`: cleanup runs, the results file says where
     it stopped, and the exit code is 128 + the signal (130, 143)."""
     import signal
@@ -305,12 +308,17 @@ def _install_signal_handlers() -> None:
     signal.signal(signal.SIGHUP, handler)
 
 
-def _finish(doc: Any, out: str, fmt: str, fail_on: str) -> None:
+def finish(doc: Any, out: str, fmt: str, fail_on: str, max_failures: int | None) -> None:
+    """Print the report, then exit by contract: 3 when a benchmark is broken (that outranks a
+    regression: a verdict from a broken suite is not to be trusted), 1 on a regression per
+    ``--fail-on``, else 0."""
     from duet.analysis import fails, verdicts_of
     from duet.report import render
+    from duet.session import raise_if_broken
 
     click.echo(render(doc, fmt, color=fmt == "text" and sys.stdout.isatty()), nl=False)  # type: ignore[arg-type]
     click.echo(f"results: {out}", err=True)
+    raise_if_broken(doc, max_failures)
     if fails(verdicts_of(doc), fail_on):  # type: ignore[arg-type]
         sys.exit(EXIT_REGRESSION)
 
@@ -449,9 +457,9 @@ def run(**o: Any) -> None:
         f"iterations, timeout {bench.timeout_s:g} s per iteration, method {bench.method}",
         err=True,
     )
-    _install_signal_handlers()
+    install_signal_handlers()
     doc = measure([bench], options)
-    _finish(doc, o["out"], o["fmt"], o["fail_on"])
+    finish(doc, o["out"], o["fmt"], o["fail_on"], o["max_failures"])
 
 
 def _name_from(baseline: str, candidate: str) -> str:
@@ -483,11 +491,13 @@ def demo(out: str, runs: int, isolation: str, quiet: bool) -> None:
     slower. Needs gcc. Takes about half a minute."""
     from duet.demo import run_demo
 
-    _install_signal_handlers()
+    install_signal_handlers()
     doc, out_dir = run_demo(out, runs=runs, isolation=isolation, progress=not quiet)  # type: ignore[arg-type]
     from duet.report import render
+    from duet.session import raise_if_broken
 
     click.echo(render(doc, "text", color=sys.stdout.isatty()), nl=False)
+    raise_if_broken(doc, 2)
     click.echo("\nThe demo's candidate does 5% more work than its baseline.")
     click.echo(f"results: {out_dir / 'results.json'}")
     click.echo(f"report:  {out_dir / 'report.md'}")

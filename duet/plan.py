@@ -171,3 +171,27 @@ def plan_runs(
                 RunPlan(index=index, cpus={"baseline": cpu, "candidate": cpu}, order=order)
             )
     return tuple(plans)
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"2/4"`` -> ``(2, 4)``: the second of four shards (1-based, as CI matrices count)."""
+    index, _, count = text.partition("/")
+    if not (index.strip().isdigit() and count.strip().isdigit()):
+        raise UsageError(f"--shard {text!r} is not of the form i/n", fix="e.g. --shard 1/4")
+    i, n = int(index), int(count)
+    if not 1 <= i <= n:
+        raise UsageError(
+            f"--shard {text!r}: i must be between 1 and n", fix=f"use 1/{n} .. {n}/{n}"
+        )
+    return i, n
+
+
+def select_shard(names: Sequence[str], shard: tuple[int, int] | None) -> list[str]:
+    """The names shard ``i`` of ``n`` measures: every n-th name of the sorted suite, starting at
+    the i-th. Deterministic, independent of the order in the configuration, and balanced to
+    within one benchmark; the union of all shards is the suite, and no name is in two."""
+    ordered = sorted(names)
+    if shard is None:
+        return ordered
+    i, n = shard
+    return ordered[i - 1 :: n]

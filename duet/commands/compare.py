@@ -1,0 +1,122 @@
+"""``duet compare BASE HEAD``: check out, build and measure two git versions; report."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from click.core import ParameterSource
+
+from duet.cli import (
+    FAIL_ON,
+    analysis_options,
+    finish,
+    install_signal_handlers,
+    reports_errors,
+    run_options,
+)
+
+#: Run options that a configuration file may set; given on the command line they win.
+_CONFIGURABLE = (
+    "runs",
+    "iterations",
+    "warmup",
+    "isolation",
+    "memory_limit",
+    "timeout",
+    "method",
+    "max_failures",
+)
+_ANALYSIS = ("confidence", "threshold", "reps", "seed", "interval", "winsorize")
+_RENAMED = {"memory_limit": "memory_limit_bytes", "timeout": "timeout_s"}
+
+
+@click.command()
+@click.argument("base")
+@click.argument("head", default="HEAD")
+@click.option(
+    "--config",
+    metavar="PATH",
+    help="Configuration file at HEAD (default duet.toml, then pyproject.toml).",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default="duet-results",
+    show_default=True,
+    help="Directory for results.json, report.md, junit.xml, metrics.txt and plots/.",
+)
+@click.option(
+    "--bench", metavar="PATTERN", help="Only the benchmarks whose name matches this glob."
+)
+@click.option("--shard", metavar="I/N", help="Measure shard I of N of the suite (see duet merge).")
+@click.option(
+    "--rebuild", is_flag=True, help="Build again even when a built worktree could be reused."
+)
+@click.option("--keep-worktrees", is_flag=True, help="Keep the worktrees (for debugging a build).")
+@click.option(
+    "--repo",
+    type=click.Path(file_okay=False, exists=True),
+    default=".",
+    show_default=True,
+    help="A path inside the git checkout.",
+)
+@click.option("--no-plots", is_flag=True, help="Skip the plots (faster).")
+@run_options
+@analysis_options
+@click.option("--fail-on", type=FAIL_ON, default="regression", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "json"]),
+    default="text",
+    show_default=True,
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.pass_context
+@reports_errors
+def compare(ctx: click.Context, /, **o: Any) -> None:
+    """Measure HEAD against BASE: check both out into worktrees, build each, run the suite of
+    HEAD's configuration with both versions at the same time, and report.
+
+    \b
+    BASE and HEAD are any git refs: branches, tags, shas, HEAD~1, origin/main.
+    Exit codes: 0 no regression, 1 regression (see --fail-on), 2 usage or configuration
+    error, 3 a build failed, a benchmark failed or the machine refused.
+    """
+    from duet.compare import CompareOptions
+    from duet.compare import compare as run_compare
+    from duet.plan import parse_shard
+
+    def given(name: str) -> bool:
+        return ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
+
+    overrides = {_RENAMED.get(k, k): o[k] for k in _CONFIGURABLE if given(k)}
+    analysis = {k: o[k] for k in _ANALYSIS if given(k) or k in ("reps", "seed")}
+    options = CompareOptions(
+        base=o["base"],
+        head=o["head"],
+        out_dir=Path(o["out"]),
+        repo=Path(o["repo"]),
+        config=o["config"],
+        bench=o["bench"],
+        shard=parse_shard(o["shard"]) if o["shard"] else None,
+        rebuild=o["rebuild"],
+        keep_worktrees=o["keep_worktrees"],
+        overrides=overrides,
+        analysis_overrides=analysis,
+        cores=o["cores"],
+        share_network=o["share_network"],
+        plan_seed=o["plan_seed"],
+        progress=not o["quiet"],
+        plots=not o["no_plots"],
+    )
+    install_signal_handlers()
+    doc = run_compare(options)
+    max_failures = doc.config.get("max_failures", o["max_failures"])
+    finish(doc, str(Path(o["out"]) / "results.json"), o["fmt"], o["fail_on"], max_failures)
+    if o["fmt"] == "text":
+        click.echo(f"report: {Path(o['out']) / 'report.md'}", err=True)
+    sys.stdout.flush()

@@ -1,0 +1,252 @@
+"""``duet compare BASE HEAD``: the command CI calls.
+
+config (read from HEAD's commit) -> versions (two worktrees, two builds) -> plan and runner
+(through :func:`duet.session.measure`) -> results -> reports in ``duet-results/``.
+
+The suite is HEAD's configuration. A benchmark that BASE's configuration does not have is
+reported as "missing in the baseline" with no runs, not measured against something else; when
+BASE has no duet configuration at all (the pull request that adds duet), HEAD's suite is used
+for both versions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from duet import results
+from duet.analysis import AnalysisSettings, analyze_benchmark
+from duet.errors import ConfigError, VersionError
+from duet.plan import select_shard
+from duet.results import BenchmarkRecord, ResultsDocument
+from duet.session import SessionOptions, measure
+
+log = logging.getLogger(__name__)
+
+CONFIG_CANDIDATES = ("duet.toml", "pyproject.toml")
+
+
+@dataclass(frozen=True, slots=True)
+class CompareOptions:
+    base: str
+    head: str
+    out_dir: Path
+    repo: Path = Path()
+    config: str | None = None
+    bench: str | None = None
+    shard: tuple[int, int] | None = None
+    rebuild: bool = False
+    keep_worktrees: bool = False
+    #: Run options given explicitly on the command line (they win over the configuration).
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    analysis_overrides: Mapping[str, Any] = field(default_factory=dict)
+    cores: tuple[int, int] | None = None
+    share_network: bool = False
+    plan_seed: int = 0
+    progress: bool = True
+    plots: bool = True
+
+
+def repo_root(path: Path) -> Path:
+    done = subprocess.run(
+        ["git", "-C", str(path), "rev-parse", "--show-toplevel"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise VersionError(
+            f"{path.resolve()} is not inside a git repository",
+            fix="run duet compare from your project's checkout (or pass --repo)",
+        )
+    return Path(done.stdout.strip())
+
+
+def _config_text(versions: Any, commit: str, explicit: str | None) -> tuple[str, str] | None:
+    """(path, text) of the configuration at ``commit``, or None when that commit has none."""
+    for name in (explicit,) if explicit else CONFIG_CANDIDATES:
+        assert name is not None
+        text = versions.read_file_at(commit, name)
+        if text is None:
+            continue
+        if name.endswith("pyproject.toml") and "[tool.duet" not in text:
+            continue
+        return name, text
+    return None
+
+
+def write_outputs(doc: ResultsDocument, out_dir: Path, *, plots: bool = True) -> list[Path]:
+    """report.md, junit.xml, metrics.txt and plots/ next to results.json."""
+    from duet.report import render
+
+    written = []
+    for name, fmt in (
+        ("report.md", "markdown"),
+        ("junit.xml", "junit"),
+        ("metrics.txt", "openmetrics"),
+    ):
+        try:
+            text = render(doc, fmt)  # type: ignore[arg-type]
+        except ValueError as e:  # a format this build does not have
+            log.warning("could not write %s: %s", name, e)
+            continue
+        results.write_atomic(out_dir / name, text)
+        written.append(out_dir / name)
+    if plots:
+        try:
+            from duet.report.plots import write_plots
+        except ImportError as e:
+            log.warning("plots skipped: %s", e)
+        else:
+            written += write_plots(doc, out_dir / "plots")
+    return written
+
+
+def compare(options: CompareOptions) -> ResultsDocument:
+    """Measure HEAD against BASE and write every output; returns the analysed document.
+
+    Raises
+    ------
+    VersionError
+        An unknown ref or a failed build (exit 3); the results file then says so.
+    ConfigError
+        HEAD has no usable configuration (exit 2).
+    """
+    from duet.config import load_config, to_specs
+    from duet.versions import Versions
+
+    out_dir = options.out_dir
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results_path = out_dir / "results.json"
+    root = repo_root(options.repo)
+    with Versions(root, keep=options.keep_worktrees, log_dir=out_dir / "logs") as versions:
+        base_sha = versions.resolve(options.base)
+        head_sha = versions.resolve(options.head)
+        head_config = _config_text(versions, head_sha, options.config)
+        if head_config is None:
+            where = options.config or "duet.toml or [tool.duet] in pyproject.toml"
+            raise ConfigError(
+                f"HEAD ({options.head}, {head_sha[:12]}) has no duet configuration ({where})",
+                fix="commit a duet.toml (see docs/configuration.md), or pass --config PATH",
+            )
+        config = load_config(Path(head_config[0]), text=head_config[1])
+        base_config_found = _config_text(versions, base_sha, options.config)
+        base_names: set[str] | None = None
+        if base_config_found is not None:
+            with contextlib.suppress(ConfigError):
+                base_names = {
+                    b.name
+                    for b in load_config(
+                        Path(base_config_found[0]), text=base_config_found[1]
+                    ).benchmarks
+                }
+        selected = [b.name for b in config.select(options.bench)]
+        names = select_shard(selected, options.shard)
+        missing = [n for n in names if base_names is not None and n not in base_names]
+        measured = [n for n in names if n not in missing]
+
+        version_info: dict[str, Any] = {}
+        base_version = versions.checkout("baseline", options.base)
+        head_version = versions.checkout("candidate", options.head)
+        for v in (base_version, head_version):
+            version_info[v.side] = {"ref": v.ref, "commit": v.commit, "subject": v.subject}
+        try:
+            base_version = versions.build(base_version, config.build, rebuild=options.rebuild)
+            head_version = versions.build(head_version, config.build, rebuild=options.rebuild)
+        except VersionError as e:
+            _write_stopped(results_path, config.raw, version_info, f"build failed: {e.message}")
+            raise
+
+        overrides = dict(options.overrides)
+        specs = [
+            s
+            for s in to_specs(
+                config,
+                baseline_dir=base_version.directory,
+                candidate_dir=head_version.directory,
+                overrides=overrides,
+            )
+            if s.name in measured
+        ]
+        specs.sort(key=lambda s: names.index(s.name))
+        defaults = config.defaults
+        settings = AnalysisSettings(
+            confidence=float(options.analysis_overrides.get("confidence", defaults.confidence)),
+            threshold=float(options.analysis_overrides.get("threshold", defaults.threshold)),
+            **{
+                k: v
+                for k, v in options.analysis_overrides.items()
+                if k in ("reps", "seed", "interval", "winsorize")
+            },
+        )
+        per_benchmark = {}
+        for b in config.benchmarks:
+            if b.name in measured and (b.threshold is not None or b.confidence is not None):
+                per_benchmark[b.name] = replace(
+                    settings,
+                    threshold=b.threshold
+                    if b.threshold is not None and "threshold" not in options.analysis_overrides
+                    else settings.threshold,
+                    confidence=b.confidence
+                    if b.confidence is not None and "confidence" not in options.analysis_overrides
+                    else settings.confidence,
+                )
+        max_failures = overrides.get("max_failures", defaults.max_failures)
+        session = SessionOptions(
+            out=results_path,
+            isolation=overrides.get("isolation", defaults.isolation),
+            cores=options.cores,
+            share_network=options.share_network,
+            seed=options.plan_seed,
+            max_failures=max_failures,
+            analysis=settings,
+            per_benchmark=per_benchmark,
+            progress=options.progress,
+            config={
+                "command": "compare",
+                "suite": dict(config.raw),
+                "shard": list(options.shard) if options.shard else None,
+                "bench": options.bench,
+                "max_failures": max_failures,
+            },
+        )
+        doc = measure(specs, session, versions=version_info)
+        for name in missing:
+            doc = doc.with_benchmark(
+                BenchmarkRecord(
+                    name=name,
+                    runs=(),
+                    note=f"missing in the baseline ({options.base}): not measured",
+                )
+            )
+        doc = _analysed_missing(doc, settings)
+        results.save(doc, results_path)
+        write_outputs(doc, out_dir, plots=options.plots)
+        return doc
+
+
+def _analysed_missing(doc: ResultsDocument, settings: AnalysisSettings) -> ResultsDocument:
+    for b in doc.benchmarks:
+        if b.analysis is None:
+            doc = doc.with_benchmark(replace(b, analysis=analyze_benchmark(b, settings).to_dict()))
+    return doc
+
+
+def _write_stopped(
+    path: Path, suite: Mapping[str, Any], versions: Mapping[str, Any], why: str
+) -> None:
+    """A results file that says why nothing was measured (CI keeps it as an artifact)."""
+    from duet import __version__
+
+    doc = ResultsDocument(
+        benchmarks=(),
+        tool={"name": "duet-bench", "version": __version__},
+        config={"command": "compare", "suite": dict(suite), "versions": dict(versions)},
+        state={"complete": False, "stopped": why},
+    )
+    results.save(doc, path)
