@@ -45,6 +45,10 @@ WATCHDOG_PERIOD_S = 1.0
 ABORT_ORCHESTRATOR = 1
 ABORT_WATCHDOG = 2
 ABORT_PARTY_EXITED = 5
+#: Worker exit code (docs/barrier-protocol.md): the barrier was aborted by another party.
+WORKER_EXIT_ABORTED = 5
+#: Worker exit code: its own wait at the barrier timed out.
+WORKER_EXIT_TIMEOUT = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,7 +269,18 @@ def _supervise(sides: list[_Side], barrier: duet_barrier.Barrier, timeout_ns: in
                     continue
                 s.ended_ns = time.monotonic_ns()
                 running.remove(s)
-                if s.popen.returncode != 0 and s.stopped_by is None:
+                if s.popen.returncode == WORKER_EXIT_ABORTED:
+                    # A consequence, not a cause: another party raised the abort first.
+                    if s.stopped_by is None:
+                        s.stopped_by = "stopped because the other side failed"
+                elif s.popen.returncode == WORKER_EXIT_TIMEOUT and running:
+                    # Its wait at the barrier timed out: the sides still running are the ones
+                    # that never arrived (hung in an iteration, or never started).
+                    s.stopped_by = "stopped after waiting for the other side at the barrier"
+                    for other in running:
+                        other.timed_out = True
+                        other.container.kill()
+                elif s.popen.returncode != 0 and s.stopped_by is None:
                     barrier.abort(ABORT_PARTY_EXITED)
                     for other in running:
                         other.stopped_by = f"stopped because the {s.name} side failed"

@@ -1,0 +1,442 @@
+"""The duet worker: runs one side of a run for ``command`` and ``python`` benchmarks.
+
+Executed by path with the version's own interpreter (Python >= 3.8, standard library only, never
+imports ``duet``)::
+
+    python duet_worker.py SPEC.json              # a run: warmup + iterations, at the barrier
+    python duet_worker.py --calibrate SPEC.json  # prints {"inner_loops": N, "per_call_ns": X}
+
+The worker spec and the samples file are described in ``docs/architecture.md``; the barrier in
+``docs/barrier-protocol.md``. Every iteration starts right after leaving the barrier
+(``start_ns``), and its line is appended and flushed before the next wait, so a crash never loses
+a measured iteration.
+
+- ``command``: ``spec["shell"] -c spec["command"]`` is spawned (``posix_spawnp``) and reaped with
+  ``wait4`` in every iteration; stdin and stdout are /dev/null, stderr is inherited (the runner
+  captures it). ``cpu_ns`` is the child's user + system time from ``wait4`` (microsecond
+  resolution).
+- ``python``: ``spec["sys_path"]`` is prepended to ``sys.path``, ``callable`` (``module:function``,
+  the function may be a dotted attribute path) imported, ``setup`` called once before the first
+  wait (its value, unless None, is passed to every call), then the callable is called
+  ``inner_loops`` times per iteration. ``cpu_ns`` is the worker's process CPU time over the
+  iteration.
+
+Exit codes (the runner's contract):
+
+0. every iteration done, ``{"done": true, ...}`` written
+2. usage: bad arguments, an invalid spec, a samples file that cannot be written
+3. the benchmark failed: the command exited non-zero or was killed by a signal, or the
+   callable, its setup or its import raised (the worker aborts the barrier, reason
+   ``PARTY_FAILED``, so the other side stops at once)
+4. a barrier wait timed out (the worker aborts the barrier, reason ``PARTY_TIMEOUT``)
+5. the barrier was aborted by someone else (the orchestrator or the other side)
+6. the barrier file cannot be used (missing, malformed, another protocol version, slot taken)
+
+Every failure writes ``{"error": "Type: message"}`` to the samples file when it is open, and
+the traceback or the message to stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import itertools
+import json
+import os
+import resource
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from typing import IO, TYPE_CHECKING, Any
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_FAILED = 3
+EXIT_TIMEOUT = 4
+EXIT_ABORTED = 5
+EXIT_BARRIER = 6
+
+SPEC_PROTOCOL = 1
+SAMPLES_VERSION = 1
+DEFAULT_TARGET_ITERATION_NS = 10_000_000
+DEFAULT_MAX_INNER_LOOPS = 10_000_000
+
+
+def _harness_directory_last() -> None:
+    """Put this file's directory at the END of sys.path, for ``import duet_barrier``.
+
+    Run as a script, Python puts the script's directory first on sys.path, where it would shadow
+    the benchmarked code's own modules.
+    """
+    here = os.path.dirname(os.path.realpath(__file__))
+    if sys.path and sys.path[0] and os.path.realpath(sys.path[0]) == here:
+        del sys.path[0]
+    if here not in sys.path:
+        sys.path.append(here)
+
+
+_harness_directory_last()
+
+if TYPE_CHECKING:  # the type checker sees the file where it lies in the duet source tree
+    from duet.harness import duet_barrier
+else:
+    import duet_barrier
+
+
+class SpecError(Exception):
+    """The worker spec is not valid (exit 2)."""
+
+
+class BenchmarkFailed(Exception):
+    """The command failed (exit 3)."""
+
+
+# -- the spec ----------------------------------------------------------------------------------
+
+
+def _require(spec: dict[str, Any], key: str, kind: type, what: str) -> Any:
+    if key not in spec:
+        raise SpecError(f"the worker spec has no {key!r} ({what})")
+    value = spec[key]
+    if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise SpecError(f"the worker spec's {key!r} must be an integer ({what}), got {value!r}")
+    if not isinstance(value, kind):
+        raise SpecError(
+            f"the worker spec's {key!r} must be a {kind.__name__} ({what}), got {value!r}"
+        )
+    return value
+
+
+def _check_callable_name(spec: dict[str, Any], key: str) -> None:
+    name = spec.get(key)
+    if name is None and key == "setup":
+        return
+    if not isinstance(name, str) or name.count(":") != 1 or not all(name.split(":")):
+        raise SpecError(f"the worker spec's {key!r} must be 'module:function', got {name!r}")
+
+
+def validate_spec(spec: Any, calibrate: bool = False) -> dict[str, Any]:
+    """Check a parsed worker spec; raise :class:`SpecError` naming the first problem."""
+    if not isinstance(spec, dict):
+        raise SpecError("the worker spec must be a JSON object")
+    protocol = _require(spec, "protocol", int, "the spec version")
+    if protocol != SPEC_PROTOCOL:
+        raise SpecError(
+            f"worker spec protocol {protocol}, this worker speaks {SPEC_PROTOCOL}: the runner "
+            "and the harness come from different duet releases"
+        )
+    kind = _require(spec, "kind", str, "command or python")
+    if kind not in ("command", "python"):
+        raise SpecError(f"the worker spec's 'kind' must be 'command' or 'python', got {kind!r}")
+    if kind == "python" or calibrate:
+        if kind != "python":
+            raise SpecError("calibration applies to python benchmarks only (a command runs once)")
+        _check_callable_name(spec, "callable")
+        _check_callable_name(spec, "setup")
+        sys_path = spec.get("sys_path", [])
+        if not isinstance(sys_path, list) or not all(isinstance(p, str) for p in sys_path):
+            raise SpecError(f"the worker spec's 'sys_path' must be a list of strings: {sys_path!r}")
+        inner_loops = spec.get("inner_loops", 1)
+        if isinstance(inner_loops, bool) or not isinstance(inner_loops, int) or inner_loops < 1:
+            raise SpecError(f"'inner_loops' must be a positive integer, got {inner_loops!r}")
+    if calibrate:
+        return spec
+    _require(spec, "side", str, "baseline or candidate")
+    slot = _require(spec, "slot", int, "the barrier slot")
+    _require(spec, "barrier", str, "the barrier file")
+    warmup = _require(spec, "warmup", int, "warmup iterations")
+    iterations = _require(spec, "iterations", int, "measured iterations")
+    timeout_ns = _require(spec, "timeout_ns", int, "the barrier timeout")
+    _require(spec, "samples", str, "the samples file")
+    if slot < 0 or warmup < 0 or iterations < 0 or timeout_ns <= 0:
+        raise SpecError(
+            "slot, warmup and iterations must be >= 0 and timeout_ns > 0, got "
+            f"slot={slot} warmup={warmup} iterations={iterations} timeout_ns={timeout_ns}"
+        )
+    if kind == "command":
+        _require(spec, "command", str, "the shell command")
+        shell = spec.setdefault("shell", "/bin/sh")
+        if not isinstance(shell, str) or not shell:
+            raise SpecError(f"the worker spec's 'shell' must be a path, got {shell!r}")
+    return spec
+
+
+def load_spec(path: str, calibrate: bool = False) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            spec = json.load(f)
+    except (OSError, ValueError) as e:
+        raise SpecError(f"cannot read the worker spec {path}: {e}") from e
+    return validate_spec(spec, calibrate)
+
+
+# -- the work ----------------------------------------------------------------------------------
+
+
+def _resolve(name: str) -> Callable[..., Any]:
+    module_name, _, attribute = name.partition(":")
+    target: Any = importlib.import_module(module_name)
+    for part in attribute.split("."):
+        target = getattr(target, part)
+    if not callable(target):
+        raise TypeError(f"{name} is not callable ({type(target).__name__})")
+    return target  # type: ignore[no-any-return]
+
+
+def prepare_python(spec: dict[str, Any]) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """Import the callable (and run the setup once); return the function and its arguments."""
+    sys.path[0:0] = spec.get("sys_path", [])
+    function = _resolve(spec["callable"])
+    args: tuple[Any, ...] = ()
+    if spec.get("setup"):
+        value = _resolve(spec["setup"])()
+        if value is not None:
+            args = (value,)
+    return function, args
+
+
+def _cpu_ns_from_rusage(usage: resource.struct_rusage) -> int:
+    # ru_utime/ru_stime are float seconds with microsecond resolution.
+    return round((usage.ru_utime + usage.ru_stime) * 1e6) * 1000
+
+
+def _describe_status(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        return f"was killed by signal {os.WTERMSIG(status)}"
+    if os.WIFEXITED(status):
+        return f"exited with status {os.WEXITSTATUS(status)}"
+    return f"ended with wait status {status}"
+
+
+class Samples:
+    """The samples file: JSON lines, flushed after every line."""
+
+    def __init__(self, path: str, side: str) -> None:
+        self._file: IO[str] = open(path, "w", encoding="utf-8")  # noqa: SIM115
+        self.write({"duet_samples": SAMPLES_VERSION, "side": side, "pid": os.getpid()})
+
+    def write(self, record: dict[str, Any]) -> None:
+        self._file.write(json.dumps(record) + "\n")
+        self._file.flush()
+
+    def sample(self, done: int, warmup: int, start_ns: int, end_ns: int, cpu_ns: int) -> None:
+        in_warmup = done < warmup
+        self.write(
+            {
+                "phase": "warmup" if in_warmup else "measure",
+                "index": done if in_warmup else done - warmup,
+                "start_ns": start_ns,
+                "duration_ns": end_ns - start_ns,
+                "cpu_ns": cpu_ns,
+            }
+        )
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def run_command(spec: dict[str, Any], barrier: duet_barrier.Barrier, samples: Samples) -> None:
+    shell = spec["shell"]
+    argv = [shell, "-c", spec["command"]]
+    warmup = spec["warmup"]
+    total = warmup + spec["iterations"]
+    timeout_ns = spec["timeout_ns"]
+    environ = dict(os.environ)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    # stdin and stdout to /dev/null, stderr inherited (the runner captures it).
+    actions = [(os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, devnull, 1)]
+    spawn = os.posix_spawnp
+    wait4 = os.wait4
+    clock = time.monotonic_ns
+    try:
+        for done in range(total):
+            start_ns = barrier.wait(timeout_ns)
+            pid = spawn(shell, argv, environ, file_actions=actions)
+            _, status, usage = wait4(pid, 0)
+            end_ns = clock()
+            if status != 0:
+                raise BenchmarkFailed(
+                    f"the command {_describe_status(status)} in iteration {done} "
+                    f"({'warmup' if done < warmup else 'measure'}): {spec['command']}"
+                )
+            samples.sample(done, warmup, start_ns, end_ns, _cpu_ns_from_rusage(usage))
+    finally:
+        os.close(devnull)
+
+
+def run_python(
+    spec: dict[str, Any],
+    barrier: duet_barrier.Barrier,
+    samples: Samples,
+    function: Callable[..., Any],
+    args: tuple[Any, ...],
+) -> None:
+    warmup = spec["warmup"]
+    total = warmup + spec["iterations"]
+    timeout_ns = spec["timeout_ns"]
+    inner_loops = spec.get("inner_loops", 1)
+    repeat = itertools.repeat
+    clock = time.monotonic_ns
+    cpu_clock = time.process_time_ns
+    for done in range(total):
+        start_ns = barrier.wait(timeout_ns)
+        cpu_start = cpu_clock()
+        if args:
+            for _ in repeat(None, inner_loops):
+                function(*args)
+        else:
+            for _ in repeat(None, inner_loops):
+                function()
+        end_ns = clock()
+        cpu_ns = cpu_clock() - cpu_start
+        samples.sample(done, warmup, start_ns, end_ns, cpu_ns)
+
+
+# -- entry points ------------------------------------------------------------------------------
+
+
+def _error_text(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
+def run(spec_path: str) -> int:
+    """One side of one run; returns the exit code."""
+    samples: Samples | None = None
+    try:
+        try:
+            spec = load_spec(spec_path)
+        except SpecError as e:
+            raw: Any = None
+            try:
+                with open(spec_path, encoding="utf-8") as f:
+                    raw = json.load(f)
+            except (OSError, ValueError):
+                pass
+            if isinstance(raw, dict) and isinstance(raw.get("samples"), str):
+                try:
+                    samples = Samples(raw["samples"], str(raw.get("side", "unknown")))
+                    samples.write({"error": _error_text(e)})
+                except OSError:
+                    pass
+            print(f"duet_worker: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        try:
+            samples = Samples(spec["samples"], spec["side"])
+        except OSError as e:
+            print(f"duet_worker: cannot write the samples file: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        return _run_attached(spec, samples)
+    finally:
+        if samples is not None:
+            samples.close()
+
+
+def _run_attached(spec: dict[str, Any], samples: Samples) -> int:
+    try:
+        barrier = duet_barrier.attach(spec["barrier"], spec["slot"])
+    except (duet_barrier.BarrierError, OSError) as e:
+        samples.write({"error": _error_text(e)})
+        print(f"duet_worker: cannot use the barrier: {e}", file=sys.stderr)
+        return EXIT_BARRIER
+    try:
+        if spec["kind"] == "command":
+            run_command(spec, barrier, samples)
+        else:
+            function, args = prepare_python(spec)
+            run_python(spec, barrier, samples, function, args)
+        inner_loops = spec.get("inner_loops", 1) if spec["kind"] == "python" else 1
+        samples.write({"done": True, "inner_loops": inner_loops})
+        return EXIT_OK
+    except duet_barrier.BarrierTimeout as e:
+        barrier.abort(duet_barrier.REASON_PARTY_TIMEOUT)
+        return _failed(samples, e, EXIT_TIMEOUT, with_traceback=False)
+    except duet_barrier.BarrierAborted as e:
+        return _failed(samples, e, EXIT_ABORTED, with_traceback=False)
+    except duet_barrier.BarrierError as e:
+        barrier.abort(duet_barrier.REASON_PARTY_FAILED)
+        return _failed(samples, e, EXIT_BARRIER, with_traceback=False)
+    except BenchmarkFailed as e:
+        barrier.abort(duet_barrier.REASON_PARTY_FAILED)
+        return _failed(samples, e, EXIT_FAILED, with_traceback=False)
+    except (Exception, SystemExit) as e:
+        # The benchmarked code raised (or called sys.exit): a failure of the benchmark.
+        barrier.abort(duet_barrier.REASON_PARTY_FAILED)
+        return _failed(samples, e, EXIT_FAILED, with_traceback=True)
+    except KeyboardInterrupt as e:
+        barrier.abort(duet_barrier.REASON_ORCHESTRATOR)
+        _failed(samples, e, EXIT_FAILED, with_traceback=False)
+        raise
+    finally:
+        barrier.close()
+
+
+def _failed(samples: Samples, error: BaseException, code: int, with_traceback: bool) -> int:
+    with contextlib.suppress(OSError, ValueError):
+        samples.write({"error": _error_text(error)})
+    if with_traceback:
+        traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
+    else:
+        print(f"duet_worker: {_error_text(error)}", file=sys.stderr)
+    return code
+
+
+def _time_calls(function: Callable[..., Any], args: tuple[Any, ...], n: int) -> int:
+    repeat = itertools.repeat
+    start = time.perf_counter_ns()
+    if args:
+        for _ in repeat(None, n):
+            function(*args)
+    else:
+        for _ in repeat(None, n):
+            function()
+    return time.perf_counter_ns() - start
+
+
+def calibrate(spec_path: str) -> int:
+    """Print {"inner_loops": N, "per_call_ns": X}: the smallest N found whose loop takes at
+    least the target iteration time (spec "target_iteration_ns", 10 ms by default), capped at
+    "max_inner_loops" (10 million by default)."""
+    try:
+        spec = load_spec(spec_path, calibrate=True)
+        target = spec.get("target_iteration_ns", DEFAULT_TARGET_ITERATION_NS)
+        cap = spec.get("max_inner_loops", DEFAULT_MAX_INNER_LOOPS)
+        for key, value in (("target_iteration_ns", target), ("max_inner_loops", cap)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise SpecError(f"{key!r} must be a positive integer, got {value!r}")
+    except SpecError as e:
+        print(json.dumps({"error": _error_text(e)}))
+        print(f"duet_worker: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        function, args = prepare_python(spec)
+        _time_calls(function, args, 1)  # first call: imports, caches, lazy initialisation
+        n = 1
+        while True:
+            elapsed = _time_calls(function, args, n)
+            if elapsed >= target or n >= cap:
+                break
+            # Aim 10% past the target from the rate seen so far; grow at most 100x a round so
+            # a noisy tiny first timing cannot overshoot wildly.
+            wanted = n * target * 1.1 / max(elapsed, 1)
+            n = int(min(cap, n * 100, max(n + 1, wanted)))
+    except (Exception, SystemExit) as e:
+        print(json.dumps({"error": _error_text(e)}))
+        traceback.print_exception(type(e), e, e.__traceback__, file=sys.stderr)
+        return EXIT_FAILED
+    print(json.dumps({"inner_loops": n, "per_call_ns": elapsed / n}))
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) == 2 and args[0] == "--calibrate":
+        return calibrate(args[1])
+    if len(args) == 1 and not args[0].startswith("-"):
+        return run(args[0])
+    print("usage: duet_worker.py SPEC.json | duet_worker.py --calibrate SPEC.json", file=sys.stderr)
+    return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,457 @@
+"""duet_worker.py in real processes, through a real barrier: the two kinds of benchmark, the
+failures and their exit codes, the samples file, calibration."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from duet.harness import duet_barrier as db
+from tests.duet import test_barrier as shared
+from tests.duet.test_barrier import HARNESS, Processes, old_pythons, two_cpus
+
+shm_path = shared.shm_path
+processes = shared.processes
+
+WORKER = HARNESS / "duet_worker.py"
+
+USER_MODULE = textwrap.dedent(
+    """
+    import json, os, sys
+
+    def setup():
+        with open(os.environ["DUET_TEST_PATH_LOG"], "w") as f:
+            json.dump(sys.path, f)
+        return open(os.environ["DUET_TEST_CALL_LOG"], "a")
+
+    def record(log):
+        log.write("x")
+        log.flush()
+
+    def work():
+        return sum(range(200))
+
+    def fails():
+        raise ValueError("boom in the benchmark")
+
+    class Holder:
+        @staticmethod
+        def nested():
+            return 1
+    """
+)
+
+
+@pytest.fixture
+def user_dir(tmp_path: Path) -> Path:
+    directory = tmp_path / "user code"
+    directory.mkdir()
+    (directory / "userbench.py").write_text(USER_MODULE)
+    return directory
+
+
+def write_spec(tmp_path: Path, barrier: str, slot: int, **fields: Any) -> Path:
+    spec: dict[str, Any] = {
+        "protocol": 1,
+        "kind": "command",
+        "side": ("baseline", "candidate")[slot],
+        "slot": slot,
+        "barrier": barrier,
+        "warmup": 2,
+        "iterations": 4,
+        "timeout_ns": 20_000_000_000,
+        "samples": str(tmp_path / f"samples-{slot}.jsonl"),
+        "command": "true",
+        "shell": "/bin/sh",
+        "callable": None,
+        "setup": None,
+        "sys_path": [],
+        "inner_loops": 1,
+    }
+    spec.update(fields)
+    path = tmp_path / f"spec-{slot}.json"
+    path.write_text(json.dumps(spec))
+    return path
+
+
+def start_worker(
+    processes: Processes,
+    spec: Path,
+    *args: str,
+    python: str = sys.executable,
+    cpu: int = -1,
+    env: dict[str, str] | None = None,
+) -> subprocess.Popen[str]:
+    # -I: no site-packages, no user site, no PYTHON* variables: the worker needs nothing but the
+    # standard library and its own directory.
+    process = processes.start(
+        [python, "-I", str(WORKER), *args, str(spec)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=None if env is None else {**os.environ, **env},
+    )
+    if cpu >= 0:
+        os.sched_setaffinity(process.pid, {cpu})
+    return process
+
+
+def finish(process: subprocess.Popen[str], timeout_s: float = 30) -> tuple[int, str, str]:
+    out, err = process.communicate(timeout=timeout_s)
+    return process.returncode, out, err
+
+
+def read_samples(path: str | Path) -> list[dict[str, Any]]:
+    text = Path(path).read_text()
+    assert text.endswith("\n"), "every line is complete"
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def check_complete_samples(
+    lines: list[dict[str, Any]], side: str, pid: int, warmup: int, iterations: int, inner: int
+) -> list[dict[str, Any]]:
+    assert lines[0] == {"duet_samples": 1, "side": side, "pid": pid}
+    assert lines[-1] == {"done": True, "inner_loops": inner}
+    samples = lines[1:-1]
+    assert [(s["phase"], s["index"]) for s in samples] == [("warmup", i) for i in range(warmup)] + [
+        ("measure", i) for i in range(iterations)
+    ]
+    for sample in samples:
+        assert set(sample) == {"phase", "index", "start_ns", "duration_ns", "cpu_ns"}
+        assert all(isinstance(sample[k], int) for k in ("start_ns", "duration_ns", "cpu_ns"))
+        assert sample["duration_ns"] > 0
+        assert sample["cpu_ns"] >= 0
+    starts = [s["start_ns"] for s in samples]
+    assert starts == sorted(starts)
+    return samples
+
+
+def run_pair(
+    processes: Processes,
+    tmp_path: Path,
+    barrier: str,
+    env: dict[str, str] | None = None,
+    **fields: Any,
+) -> list[tuple[int, str, str]]:
+    cpus = two_cpus()
+    workers = [
+        start_worker(
+            processes, write_spec(tmp_path, barrier, slot, **fields), cpu=cpus[slot], env=env
+        )
+        for slot in (0, 1)
+    ]
+    return [finish(worker) for worker in workers]
+
+
+# -- the two kinds -----------------------------------------------------------------------------
+
+
+def test_command_benchmark_on_both_sides(
+    processes: Processes, shm_path: str, tmp_path: Path
+) -> None:
+    # CPU-bound in the shell itself, so the child's CPU time (wait4) is close to the wall time;
+    # stdout must vanish, stderr must reach the runner, stdin is /dev/null (cat ends at once).
+    command = (
+        "cat; echo to-stdout; echo to-stderr >&2; i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done"
+    )
+    with db.create(shm_path) as orchestrator:
+        results = run_pair(processes, tmp_path, shm_path, command=command)
+        assert orchestrator.generations() == (6, 6)
+    per_side = []
+    for slot, (code, out, err) in enumerate(results):
+        assert code == 0, err
+        assert out == ""
+        assert err.count("to-stderr") == 6
+        pid = read_samples(tmp_path / f"samples-{slot}.jsonl")[0]["pid"]
+        samples = check_complete_samples(
+            read_samples(tmp_path / f"samples-{slot}.jsonl"),
+            ("baseline", "candidate")[slot],
+            pid,
+            2,
+            4,
+            1,
+        )
+        # The child's CPU time (wait4), not the worker's, which sleeps in wait4: the shell's
+        # busy loop makes it most of the wall time, unless a busy machine preempts it.
+        ratios = [s["cpu_ns"] / s["duration_ns"] for s in samples]
+        assert all(0 < ratio < 1.5 for ratio in ratios), ratios
+        assert max(ratios) > 0.3, ratios
+        per_side.append(samples)
+    # Both sides started the iterations together (the best one: a busy machine may preempt).
+    skews = sorted(abs(a["start_ns"] - b["start_ns"]) for a, b in zip(*per_side, strict=True))
+    assert skews[0] < 1_000_000, skews
+
+
+def test_python_benchmark_on_both_sides(
+    processes: Processes, shm_path: str, tmp_path: Path, user_dir: Path
+) -> None:
+    env = {
+        "DUET_TEST_PATH_LOG": str(tmp_path / "path.json"),
+        "DUET_TEST_CALL_LOG": str(tmp_path / "calls.txt"),
+    }
+    fields = {
+        "kind": "python",
+        "callable": "userbench:record",
+        "setup": "userbench:setup",
+        "sys_path": [str(user_dir)],
+        "inner_loops": 5,
+    }
+    with db.create(shm_path) as orchestrator:
+        results = run_pair(processes, tmp_path, shm_path, env=env, **fields)
+        assert orchestrator.generations() == (6, 6)
+    for slot, (code, _, err) in enumerate(results):
+        assert code == 0, err
+        lines = read_samples(tmp_path / f"samples-{slot}.jsonl")
+        check_complete_samples(lines, ("baseline", "candidate")[slot], lines[0]["pid"], 2, 4, 5)
+    # setup ran once per side and its value was passed to every call: 2 sides x 6 x 5 calls.
+    assert (tmp_path / "calls.txt").read_text() == "x" * 60
+    # The user's directories come first, the harness's own directory last.
+    path = json.loads((tmp_path / "path.json").read_text())
+    assert path[0] == str(user_dir)
+    assert path[-1] == str(HARNESS)
+    assert path.count(str(HARNESS)) == 1
+
+
+def test_python_benchmark_without_setup_and_nested_name(
+    processes: Processes, shm_path: str, tmp_path: Path, user_dir: Path
+) -> None:
+    fields = {"kind": "python", "callable": "userbench:Holder.nested", "sys_path": [str(user_dir)]}
+    with db.create(shm_path):
+        results = run_pair(processes, tmp_path, shm_path, **fields)
+    assert [code for code, _, _ in results] == [0, 0], results
+
+
+def test_python_3_8_worker_against_the_current_one(
+    processes: Processes, shm_path: str, tmp_path: Path, user_dir: Path
+) -> None:
+    pythons = old_pythons()
+    if not pythons:
+        pytest.skip("no Python 3.8 interpreter on this machine (looked in ~/.pyenv and /usr)")
+    cpus = two_cpus()
+    with db.create(shm_path) as orchestrator:
+        old = start_worker(
+            processes,
+            write_spec(
+                tmp_path,
+                shm_path,
+                0,
+                kind="python",
+                callable="userbench:work",
+                sys_path=[str(user_dir)],
+            ),
+            python=pythons[0],
+            cpu=cpus[0],
+        )
+        new = start_worker(
+            processes, write_spec(tmp_path, shm_path, 1, command="true"), cpu=cpus[1]
+        )
+        assert finish(old)[0] == 0, finish(old)
+        assert finish(new)[0] == 0
+        assert orchestrator.generations() == (6, 6)
+    assert read_samples(tmp_path / "samples-0.jsonl")[-1] == {"done": True, "inner_loops": 1}
+
+
+# -- failures ----------------------------------------------------------------------------------
+
+
+def test_failing_command_exits_3_and_stops_the_other_side(
+    processes: Processes, shm_path: str, tmp_path: Path
+) -> None:
+    with db.create(shm_path) as orchestrator:
+        failing = start_worker(processes, write_spec(tmp_path, shm_path, 0, command="exit 7"))
+        other = start_worker(processes, write_spec(tmp_path, shm_path, 1, command="sleep 0.01"))
+        code, _, err = finish(failing)
+        other_code, _, other_err = finish(other)
+        assert orchestrator.abort_reason() == db.REASON_PARTY_FAILED
+    assert code == 3, err
+    assert "exited with status 7 in iteration 0 (warmup)" in err
+    lines = read_samples(tmp_path / "samples-0.jsonl")
+    assert len(lines) == 2
+    assert lines[1]["error"].startswith("BenchmarkFailed: the command exited with status 7")
+    assert other_code == 5, other_err
+    assert read_samples(tmp_path / "samples-1.jsonl")[-1]["error"].startswith("BarrierAborted: ")
+
+
+def test_killed_command_is_a_failure(processes: Processes, shm_path: str, tmp_path: Path) -> None:
+    with db.create(shm_path, parties=1):
+        worker = start_worker(processes, write_spec(tmp_path, shm_path, 0, command="kill -9 $$"))
+        code, _, err = finish(worker)
+    assert code == 3
+    assert "was killed by signal 9" in err
+
+
+def test_exception_in_the_callable(
+    processes: Processes, shm_path: str, tmp_path: Path, user_dir: Path
+) -> None:
+    fields = {"kind": "python", "callable": "userbench:fails", "sys_path": [str(user_dir)]}
+    with db.create(shm_path) as orchestrator:
+        failing = start_worker(processes, write_spec(tmp_path, shm_path, 0, **fields))
+        other = start_worker(processes, write_spec(tmp_path, shm_path, 1))
+        code, _, err = finish(failing)
+        other_code, _, _ = finish(other)
+        assert orchestrator.abort_reason() == db.REASON_PARTY_FAILED
+    assert code == 3
+    assert "Traceback (most recent call last)" in err
+    assert "ValueError: boom in the benchmark" in err
+    assert read_samples(tmp_path / "samples-0.jsonl")[-1] == {
+        "error": "ValueError: boom in the benchmark"
+    }
+    assert other_code == 5
+
+
+@pytest.mark.parametrize(
+    ("callable_name", "expected"),
+    [
+        ("userbench:missing", "AttributeError: "),
+        ("nosuchmodule:work", "ModuleNotFoundError: No module named 'nosuchmodule'"),
+    ],
+)
+def test_import_failures(
+    processes: Processes,
+    shm_path: str,
+    tmp_path: Path,
+    user_dir: Path,
+    callable_name: str,
+    expected: str,
+) -> None:
+    fields = {"kind": "python", "callable": callable_name, "sys_path": [str(user_dir)]}
+    with db.create(shm_path, parties=1):
+        code, _, err = finish(start_worker(processes, write_spec(tmp_path, shm_path, 0, **fields)))
+    assert code == 3, err
+    assert read_samples(tmp_path / "samples-0.jsonl")[-1]["error"].startswith(expected)
+
+
+def test_a_side_that_never_arrives_means_a_timeout(
+    processes: Processes, shm_path: str, tmp_path: Path
+) -> None:
+    with db.create(shm_path) as orchestrator:
+        alone = start_worker(processes, write_spec(tmp_path, shm_path, 0, timeout_ns=300_000_000))
+        begin = time.monotonic()
+        code, _, err = finish(alone)
+        took = time.monotonic() - begin
+        assert orchestrator.abort_reason() == db.REASON_PARTY_TIMEOUT
+        assert orchestrator.generations() == (1, 0)
+    assert code == 4, err
+    assert took < 5
+    error = read_samples(tmp_path / "samples-0.jsonl")[-1]["error"]
+    assert error.startswith("BarrierTimeout: barrier wait timed out after 0.300 s at generation 1")
+
+
+def test_abort_releases_a_waiting_worker_promptly(
+    processes: Processes, shm_path: str, tmp_path: Path
+) -> None:
+    with db.create(shm_path) as orchestrator:
+        waiting = start_worker(processes, write_spec(tmp_path, shm_path, 0))
+        deadline = time.monotonic() + 10
+        while orchestrator.generations()[0] == 0 and time.monotonic() < deadline:
+            time.sleep(0.002)
+        time.sleep(0.05)
+        begin = time.monotonic()
+        orchestrator.abort(db.REASON_ORCHESTRATOR)
+        code, _, err = finish(waiting)
+        took = time.monotonic() - begin
+    assert code == 5, err
+    assert took < 1.0
+    assert (
+        "cancelled by the orchestrator (reason 1)"
+        in read_samples(tmp_path / "samples-0.jsonl")[-1]["error"]
+    )
+
+
+def test_missing_barrier_file_exits_6(processes: Processes, shm_path: str, tmp_path: Path) -> None:
+    code, _, err = finish(start_worker(processes, write_spec(tmp_path, shm_path, 0)))
+    assert code == 6
+    assert "cannot use the barrier" in err
+    lines = read_samples(tmp_path / "samples-0.jsonl")
+    assert lines[-1]["error"].startswith("FileNotFoundError: ")
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"protocol": 2}, "worker spec protocol 2, this worker speaks 1"),
+        ({"kind": "native"}, "'kind' must be 'command' or 'python'"),
+        ({"warmup": "5"}, "'warmup' must be an integer"),
+        ({"kind": "python", "callable": "nocolon"}, "'callable' must be 'module:function'"),
+        ({"timeout_ns": 0}, "timeout_ns > 0"),
+    ],
+)
+def test_invalid_spec_exits_2(
+    processes: Processes, shm_path: str, tmp_path: Path, fields: dict[str, Any], message: str
+) -> None:
+    code, _, err = finish(start_worker(processes, write_spec(tmp_path, shm_path, 0, **fields)))
+    assert code == 2
+    assert message in err
+    assert message in read_samples(tmp_path / "samples-0.jsonl")[-1]["error"]
+
+
+def test_usage_exits_2(processes: Processes, tmp_path: Path) -> None:
+    process = processes.start([sys.executable, "-I", str(WORKER)], stderr=subprocess.PIPE)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 2
+    assert "usage: duet_worker.py SPEC.json" in err
+    code, _, err = finish(start_worker(processes, tmp_path / "missing.json"))
+    assert code == 2
+    assert "cannot read the worker spec" in err
+
+
+# -- calibration -------------------------------------------------------------------------------
+
+
+def calibrate(
+    processes: Processes, tmp_path: Path, user_dir: Path, **fields: Any
+) -> dict[str, Any]:
+    spec = write_spec(tmp_path, "/dev/null", 0, kind="python", sys_path=[str(user_dir)], **fields)
+    code, out, err = finish(start_worker(processes, spec, "--calibrate"))
+    assert code == 0, err
+    result: dict[str, Any] = json.loads(out)
+    return result
+
+
+def test_calibration_reaches_the_target(
+    processes: Processes, tmp_path: Path, user_dir: Path
+) -> None:
+    result = calibrate(
+        processes, tmp_path, user_dir, callable="userbench:work", target_iteration_ns=5_000_000
+    )
+    assert set(result) == {"inner_loops", "per_call_ns"}
+    assert result["inner_loops"] > 10
+    assert 50 < result["per_call_ns"] < 1_000_000
+    # The chosen count takes at least the target, and not absurdly more.
+    assert 5_000_000 <= result["inner_loops"] * result["per_call_ns"] < 50_000_000
+
+
+def test_calibration_is_capped(processes: Processes, tmp_path: Path, user_dir: Path) -> None:
+    result = calibrate(
+        processes,
+        tmp_path,
+        user_dir,
+        callable="userbench:work",
+        target_iteration_ns=10_000_000_000,
+        max_inner_loops=50,
+    )
+    assert result["inner_loops"] == 50
+
+
+def test_calibration_of_a_failing_callable(
+    processes: Processes, tmp_path: Path, user_dir: Path
+) -> None:
+    spec = write_spec(
+        tmp_path,
+        "/dev/null",
+        0,
+        kind="python",
+        callable="userbench:fails",
+        sys_path=[str(user_dir)],
+    )
+    code, out, err = finish(start_worker(processes, spec, "--calibrate"))
+    assert code == 3
+    assert json.loads(out) == {"error": "ValueError: boom in the benchmark"}
+    assert "Traceback" in err
