@@ -2,4 +2,69 @@
 
 ``stats`` never imports ``duet``: thresholds and verdict words live on the ``duet`` side; these
 functions return numbers (ratios, intervals, impact factors, variance components), never opinions.
+Only numpy is imported here; scipy and the optional arch are imported inside the functions that
+need them, so that ``import stats`` stays fast.
+
+Modules: :mod:`stats.ratio` (duet ratio and bootstrap interval), :mod:`stats.winsor` (outlier
+winsorization), :mod:`stats.sequential` (shuffled and sequential baselines, gains),
+:mod:`stats.impact` (impact factor of the random initial state), :mod:`stats.planning` (variance
+components, interval half-width, optimal iterations, runs needed).
 """
+
+from stats.impact import ImpactFactors, impact_factor, impact_factors
+from stats.planning import (
+    T_QUANTILE_BELOW,
+    VarianceComponents,
+    ci_half_width,
+    optimal_iterations,
+    runs_needed,
+    variance_components,
+)
+from stats.ratio import (
+    MIN_BOOTSTRAP_RUNS,
+    Interval,
+    RatioEstimate,
+    bootstrap_ci,
+    duet_ratio,
+    grand_geomean,
+    iteration_ratios,
+    run_geomeans,
+)
+from stats.sequential import (
+    SequentialEstimate,
+    ShuffledEstimate,
+    accuracy_gain,
+    sequential_ci,
+    shuffled_ratio,
+    sync_gain,
+)
+from stats.winsor import DEFAULT_FRACTION, winsorize_run, winsorize_runs
+
+__all__ = [
+    "DEFAULT_FRACTION",
+    "MIN_BOOTSTRAP_RUNS",
+    "T_QUANTILE_BELOW",
+    "ImpactFactors",
+    "Interval",
+    "RatioEstimate",
+    "SequentialEstimate",
+    "ShuffledEstimate",
+    "VarianceComponents",
+    "accuracy_gain",
+    "bootstrap_ci",
+    "ci_half_width",
+    "duet_ratio",
+    "grand_geomean",
+    "impact_factor",
+    "impact_factors",
+    "iteration_ratios",
+    "optimal_iterations",
+    "run_geomeans",
+    "runs_needed",
+    "sequential_ci",
+    "shuffled_ratio",
+    "sync_gain",
+    "variance_components",
+    "winsorize_run",
+    "winsorize_runs",
+]
