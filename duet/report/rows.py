@@ -45,8 +45,20 @@ def row(b: BenchmarkRecord) -> Row:
         confidence=a.get("confidence"),
         change=units.change(a.get("ratio")),
         verdict=verdict if isinstance(verdict, str) else "no verdict",
-        note=a.get("note"),
+        note=_note(a),
     )
+
+
+def _note(a: Mapping[str, Any]) -> str | None:
+    """The analysis note plus the failed runs (the first two reasons), for the notes list."""
+    parts = [str(a["note"])] if a.get("note") else []
+    failures = [str(f) for f in a.get("failures") or []]
+    if failures:
+        shown = "; ".join(failures[:2]) + (
+            f"; and {len(failures) - 2} more" if len(failures) > 2 else ""
+        )
+        parts.append(f"{len(failures)} failed run{'s' if len(failures) > 1 else ''}: {shown}")
+    return "; ".join(parts) or None
 
 
 def rows(doc: ResultsDocument) -> list[Row]:
