@@ -77,10 +77,11 @@ def analysis_options(fn: F) -> F:
         ),
         click.option(
             "--interval",
-            type=click.Choice(["percentile", "bca", "basic", "studentized"]),
+            type=click.Choice(["percentile", "expanded", "bca", "basic", "studentized"]),
             default="percentile",
             show_default=True,
-            help="Bootstrap interval method; basic and studentized need duet-bench[arch].",
+            help="Bootstrap interval method; expanded widens percentile for few runs; "
+            "basic and studentized need duet-bench[arch].",
         ),
         click.option(
             "--winsorize/--no-winsorize",
@@ -114,8 +115,12 @@ class LazyGroup(click.Group):
 
 #: Commands that live in their own module under ``duet/commands/`` (name -> "module:attribute").
 LAZY_COMMANDS: dict[str, str] = {
+    "doctor": "duet.commands.doctor:doctor",
+    "calibrate": "duet.commands.calibrate:calibrate",
+    "comment": "duet.commands.comment:comment",
     "compare": "duet.commands.compare:compare",
     "merge": "duet.commands.merge:merge",
+    "report": "duet.commands.report:report",
 }
 
 

@@ -10,4 +10,4 @@ import numpy.typing as npt
 FloatArray: TypeAlias = npt.NDArray[np.float64]
 IntArray: TypeAlias = npt.NDArray[np.int64]
 ArrayLike: TypeAlias = npt.ArrayLike
-IntervalMethod: TypeAlias = Literal["percentile", "bca", "basic", "studentized"]
+IntervalMethod: TypeAlias = Literal["percentile", "expanded", "bca", "basic", "studentized"]
