@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
@@ -286,6 +287,12 @@ def run_options(fn: F) -> F:
             help="Stop a benchmark, and exit 3, when more runs than this failed.",
         ),
         click.option(
+            "--user",
+            metavar="USER",
+            help="Run the measured programs as USER (root only; under sudo the default is the "
+            "user who ran sudo).",
+        ),
+        click.option(
             "--plan-seed",
             type=int,
             default=0,
@@ -392,6 +399,7 @@ def run(**o: Any) -> None:
 
     from duet.analysis import AnalysisSettings
     from duet.errors import UsageError
+    from duet.isolation import RunAs
     from duet.plan import BenchmarkSpec, SideSpec
     from duet.session import SessionOptions, measure
 
@@ -455,6 +463,7 @@ def run(**o: Any) -> None:
         max_failures=o["max_failures"],
         analysis=settings,
         progress=not o["quiet"],
+        run_as=RunAs.from_environment(o["user"], os.environ),
         config={"command": "run", "argv": sys.argv[1:]},
     )
     click.echo(

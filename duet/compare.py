@@ -22,6 +22,7 @@ from typing import Any
 from duet import results
 from duet.analysis import AnalysisSettings, analyze_benchmark
 from duet.errors import ConfigError, VersionError
+from duet.isolation import RunAs
 from duet.plan import select_shard
 from duet.results import BenchmarkRecord, ResultsDocument
 from duet.session import SessionOptions, measure
@@ -50,6 +51,7 @@ class CompareOptions:
     plan_seed: int = 0
     progress: bool = True
     plots: bool = True
+    run_as: RunAs | None = None
 
 
 def repo_root(path: Path) -> Path:
@@ -207,6 +209,7 @@ def compare(options: CompareOptions) -> ResultsDocument:
             analysis=settings,
             per_benchmark=per_benchmark,
             progress=options.progress,
+            run_as=options.run_as,
             config={
                 "command": "compare",
                 "suite": dict(config.raw),

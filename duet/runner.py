@@ -30,7 +30,7 @@ from typing import IO, Any
 from duet import units
 from duet.errors import EnvironmentNotReady
 from duet.harness import duet_barrier
-from duet.isolation import Backend, Container, Limits, Usage
+from duet.isolation import Backend, Container, Limits, RunAs, Usage
 from duet.isolation.sandbox import Sandbox, make_sandbox
 from duet.plan import BenchmarkSpec, RunPlan, SideSpec
 from duet.results import SIDES, RunRecord, SideName, SideRecord
@@ -63,6 +63,10 @@ class RunnerContext:
     #: The interpreter that runs the worker of ``command`` benchmarks (ours).
     worker_python: str = sys.executable
     barrier_dir: str = "/dev/shm"
+    #: Run the sides as this user (root drops to it before exec); None runs them as we are.
+    run_as: RunAs | None = None
+    #: The worker file the sides execute (a copy in ``workdir``, see :func:`install_harness`).
+    worker: Path = WORKER
 
 
 @dataclass(slots=True)
@@ -213,7 +217,7 @@ def _argv_and_env(
     spec_path = side.directory / "spec.json"
     spec_path.write_text(json.dumps(wspec))
     python = ctx.worker_python if spec.kind == "command" else str(spec.interpreter)
-    return [python, str(WORKER), str(spec_path)], env
+    return [python, str(ctx.worker), str(spec_path)], env
 
 
 def uses_host_tmp(spec: SideSpec) -> bool:
@@ -229,6 +233,68 @@ def uses_host_tmp(spec: SideSpec) -> bool:
         if p and (os.path.realpath(os.path.abspath(p)) + "/").startswith(tmp + "/"):
             return True
     return False
+
+
+def accessible_by(path: str, run_as: RunAs | None, *, mode: int = os.X_OK) -> bool:
+    """Whether ``run_as`` may execute (or read, with ``mode=os.R_OK``) ``path``: every directory
+    on the way must be searchable by that user, and the file itself executable (readable)."""
+    if run_as is None:
+        return os.access(path, mode)
+    import stat
+
+    real = os.path.realpath(path)
+    parts = real.split("/")
+    dirs = ["/".join(parts[:i]) or "/" for i in range(1, len(parts))]
+    checks = [(d, stat.S_IXUSR, stat.S_IXGRP, stat.S_IXOTH) for d in dirs]
+    if mode == os.X_OK:
+        checks.append((real, stat.S_IXUSR, stat.S_IXGRP, stat.S_IXOTH))
+    else:
+        checks.append((real, stat.S_IRUSR, stat.S_IRGRP, stat.S_IROTH))
+    for target, user_bit, group_bit, other_bit in checks:
+        try:
+            st = os.stat(target)
+        except OSError:
+            return False
+        if st.st_uid == run_as.uid:
+            ok = st.st_mode & user_bit
+        elif st.st_gid == run_as.gid or st.st_gid in run_as.groups:
+            ok = st.st_mode & group_bit
+        else:
+            ok = st.st_mode & other_bit
+        if not ok:
+            return False
+    return True
+
+
+def worker_python_for(run_as: RunAs | None) -> str:
+    """The interpreter that runs the worker of ``command`` benchmarks.
+
+    Ours, unless the sides run as a user who cannot execute it (duet installed under /root and
+    run with sudo): then a system python3, which the stdlib-only worker is written for.
+    """
+    candidates = [sys.executable, "/usr/bin/python3", "/usr/local/bin/python3"]
+    for candidate in candidates:
+        if os.path.exists(candidate) and accessible_by(candidate, run_as):
+            return candidate
+    who = run_as.name if run_as else "this user"
+    raise EnvironmentNotReady(
+        f"no Python interpreter that {who} may execute was found (tried {', '.join(candidates)})",
+        fix="install python3 system-wide (apt-get install python3) or install duet where that "
+        "user can read it",
+    )
+
+
+def install_harness(workdir: Path) -> Path:
+    """Copy the worker and the barrier client into the work directory (world-readable), so
+    the sides can run them whatever user they run as and wherever duet is installed."""
+    import shutil
+
+    target = workdir / "harness"
+    target.mkdir(mode=0o755, exist_ok=True)
+    for name in ("duet_worker.py", "duet_barrier.py"):
+        shutil.copyfile(WORKER.parent / name, target / name)
+        os.chmod(target / name, 0o644)
+    return target / "duet_worker.py"
 
 
 def _open_pidfd(pid: int) -> int | None:
@@ -430,6 +496,7 @@ def _execute(
                     stdout=subprocess.DEVNULL,
                     stderr=stderr,
                     sandbox=s.sandbox,
+                    run_as=ctx.run_as,
                 )
             except OSError as e:
                 raise EnvironmentNotReady(
@@ -519,7 +586,7 @@ def calibrate_inner_loops(
         spec["target_iteration_ns"] = target_iteration_ns
         spec_path = d / "spec.json"
         spec_path.write_text(json.dumps(spec))
-        argv = [str(side.interpreter), str(WORKER), "--calibrate", str(spec_path)]
+        argv = [str(side.interpreter), str(ctx.worker), "--calibrate", str(spec_path)]
         try:
             done = subprocess.run(
                 argv,
@@ -527,7 +594,7 @@ def calibrate_inner_loops(
                 env={**os.environ, **side.env},
                 capture_output=True,
                 timeout=bench.timeout_s * 5,
-                preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),
+                preexec_fn=_pin_and_drop(cpu, ctx.run_as),
                 check=False,
             )
         except (OSError, subprocess.TimeoutExpired) as e:
@@ -548,6 +615,17 @@ def calibrate_inner_loops(
         raise EnvironmentNotReady(f"{bench.name}: the calibration printed no inner_loops")
     finally:
         _rmtree(d)
+
+
+def _pin_and_drop(cpu: int, run_as: RunAs | None) -> Callable[[], None]:
+    def preexec() -> None:
+        os.sched_setaffinity(0, {cpu})
+        if run_as is not None:
+            os.setgroups(list(run_as.groups))
+            os.setgid(run_as.gid)
+            os.setuid(run_as.uid)
+
+    return preexec
 
 
 def _safe(name: str) -> str:

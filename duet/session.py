@@ -23,11 +23,17 @@ from typing import Any
 from duet import __version__, results
 from duet.analysis import AnalysisSettings, analyze_benchmark
 from duet.errors import BenchmarkFailed
-from duet.isolation import Request, select_backend
+from duet.isolation import Request, RunAs, select_backend
 from duet.plan import BenchmarkSpec, plan_runs
 from duet.progress import Progress
 from duet.results import BenchmarkRecord, ResultsDocument, RunRecord
-from duet.runner import RunnerContext, calibrate_inner_loops, measure_benchmark
+from duet.runner import (
+    RunnerContext,
+    calibrate_inner_loops,
+    install_harness,
+    measure_benchmark,
+    worker_python_for,
+)
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +54,8 @@ class SessionOptions:
     #: Per benchmark name, settings that differ from ``analysis`` (a configured threshold).
     per_benchmark: Mapping[str, AnalysisSettings] = field(default_factory=dict)
     progress: bool = True
+    #: The user the sides run as (root drops to it); None: as ourselves.
+    run_as: RunAs | None = None
     #: Recorded as the document's ``config`` (the exact commands and options).
     config: Mapping[str, Any] = field(default_factory=dict)
 
@@ -125,6 +133,7 @@ def measure(
         environment = dict(
             capture_environment(topology=topology, pair=pair, isolation=backend.level)
         )
+        environment["run_as"] = options.run_as.describe() if options.run_as else None
         doc = ResultsDocument(
             benchmarks=(),
             tool={"name": "duet-bench", "version": __version__},
@@ -136,7 +145,14 @@ def measure(
         results.save(doc, options.out)
         workdir = Path(tempfile.mkdtemp(prefix=f"duet-{os.getpid()}-", dir=WORK_ROOT))
         os.chmod(workdir, 0o755)
-        ctx = RunnerContext(backend=backend, workdir=workdir, share_network=options.share_network)
+        ctx = RunnerContext(
+            backend=backend,
+            workdir=workdir,
+            share_network=options.share_network,
+            run_as=options.run_as,
+            worker=install_harness(workdir),
+            worker_python=worker_python_for(options.run_as),
+        )
         where = "before the first run"
         try:
             for bench in benchmarks:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,7 @@ def compare(ctx: click.Context, /, **o: Any) -> None:
     """
     from duet.compare import CompareOptions
     from duet.compare import compare as run_compare
+    from duet.isolation import RunAs
     from duet.plan import parse_shard
 
     def given(name: str) -> bool:
@@ -112,6 +114,7 @@ def compare(ctx: click.Context, /, **o: Any) -> None:
         plan_seed=o["plan_seed"],
         progress=not o["quiet"],
         plots=not o["no_plots"],
+        run_as=RunAs.from_environment(o["user"], os.environ),
     )
     install_signal_handlers()
     doc = run_compare(options)

@@ -41,7 +41,7 @@ import sys
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from types import MappingProxyType, TracebackType
 from typing import IO, Any, Literal, Self
 
@@ -55,6 +55,7 @@ __all__ = [
     "Limits",
     "Probe",
     "Request",
+    "RunAs",
     "Sandbox",
     "Usage",
     "make_sandbox",
@@ -75,6 +76,58 @@ _NAME_RE = re.compile(r"^[0-9A-Za-z][0-9A-Za-z_-]{0,63}$")
 
 #: How long to wait for a frozen or killed cgroup to settle before trying again.
 SETTLE_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class RunAs:
+    """The user the measured programs and builds run as when duet runs as root."""
+
+    name: str
+    uid: int
+    gid: int
+    groups: tuple[int, ...] = ()
+
+    @classmethod
+    def for_user(cls, name_or_uid: str) -> RunAs:
+        """Look a user up by name or number; raises ``IsolationError`` if unknown."""
+        import grp
+        import pwd
+
+        try:
+            entry = (
+                pwd.getpwuid(int(name_or_uid))
+                if name_or_uid.isdigit()
+                else pwd.getpwnam(name_or_uid)
+            )
+        except KeyError:
+            raise IsolationError(
+                f"no such user: {name_or_uid!r}",
+                fix="give an existing user name or uid to --user",
+            ) from None
+        groups = tuple(
+            sorted({entry.pw_gid, *(g.gr_gid for g in grp.getgrall() if entry.pw_name in g.gr_mem)})
+        )
+        return cls(name=entry.pw_name, uid=entry.pw_uid, gid=entry.pw_gid, groups=groups)
+
+    @classmethod
+    def from_environment(cls, explicit: str | None, environ: Mapping[str, str]) -> RunAs | None:
+        """Who to run as: ``--user`` when given; else, as root under ``sudo``, the user who
+        invoked sudo (``SUDO_UID``/``SUDO_GID``); else nobody else (run as ourselves)."""
+        if explicit:
+            if os.geteuid() != 0:
+                raise IsolationError(
+                    "--user needs root: only root can run programs as another user",
+                    fix="run duet with sudo, or leave out --user",
+                )
+            return cls.for_user(explicit)
+        if os.geteuid() == 0 and environ.get("SUDO_UID", "").isdigit():
+            found = cls.for_user(environ["SUDO_UID"])
+            gid = environ.get("SUDO_GID", "")
+            return found if not gid.isdigit() else replace(found, gid=int(gid))
+        return None
+
+    def describe(self) -> dict[str, object]:
+        return {"user": self.name, "uid": self.uid, "gid": self.gid}
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,8 +218,13 @@ class Container(ABC):
         stdout: int | IO[Any] | None,
         stderr: int | IO[Any] | None,
         sandbox: Sandbox | None = None,
+        run_as: RunAs | None = None,
     ) -> subprocess.Popen[bytes]:
         """Start ``argv`` inside this container.
+
+        With ``run_as`` the child drops to that user (groups, gid, uid) after joining the
+        container and entering the sandbox, which need root, and before it execs: the program
+        runs with no more privileges than that user has.
 
         ``env`` is the child's whole environment (plus ``TMPDIR`` when a sandbox is given);
         stdin is ``/dev/null``. Raises ``IsolationError`` when the child could not join the
@@ -193,6 +251,7 @@ class Container(ABC):
             cpus=frozenset(self.cpus),
             enter_sandbox=enter_sandbox,
             what=f"container {self.name}",
+            run_as=run_as,
         )
         self._popens.append(popen)
         return popen
@@ -427,6 +486,7 @@ def _spawn_prepared(
     cpus: frozenset[int],
     enter_sandbox: Callable[[], None] | None,
     what: str,
+    run_as: RunAs | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` so that it joins ``join_files``, runs on ``cpus``, leads its own session
     and is inside the sandbox before it execs.
@@ -455,6 +515,13 @@ def _spawn_prepared(
             if enter_sandbox is not None:
                 stage = "entering the sandbox"
                 enter_sandbox()
+            if run_as is not None:
+                # Last: joining cgroups, mounting and unsharing need root. setuid from root to
+                # another uid also clears every capability (no PR_SET_KEEPCAPS is set).
+                stage = f"dropping privileges to {run_as.name} (uid {run_as.uid})"
+                os.setgroups(list(run_as.groups))
+                os.setgid(run_as.gid)
+                os.setuid(run_as.uid)
         except BaseException as e:
             with contextlib.suppress(OSError):
                 os.write(write_end, f"{stage}: {e}".encode(errors="replace"))
