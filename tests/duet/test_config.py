@@ -1,0 +1,1275 @@
+"""duet.config: both file forms, validation messages, specs, and the in-place editor.
+
+Real files in tmp_path throughout; the editor's outputs are compared byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import stat
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from duet import config as config_mod
+from duet.config import (
+    CONFIG_FILES,
+    DEFAULT_PYTHON,
+    BenchmarkConfig,
+    Config,
+    Defaults,
+    edit_text,
+    find_config,
+    load_config,
+    to_specs,
+    write_recommendation,
+)
+from duet.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SUITE = """\
+# suite settings
+runs = 12
+iterations = 40
+warmup = 3
+confidence = 0.95
+threshold = 0.01
+isolation = "affinity"
+memory_limit = "512M"
+timeout = 30
+method = "sequential"
+max_failures = 1
+build = "make"
+python = "env/bin/python3"
+"""
+
+BENCHMARKS = """\
+[[benchmark]]
+name = "startup"
+command = "./app --version"
+
+[[benchmark]]
+name = "parse"
+python = "pkg.bench:parse"
+setup = "pkg.bench:make_input"
+runs = 20
+timeout = 5.5
+memory_limit = 1048576
+env = { LC_ALL = "C" }
+
+[[benchmark]]
+name = "kernel"
+native = "./build/kernel --size 4"
+threshold = 0.05
+confidence = 0.9
+method = "duet"
+iterations = 7
+warmup = 0
+"""
+
+
+def as_pyproject(duet_toml: str) -> str:
+    """The same configuration as a pyproject.toml with another tool's tables around it."""
+    text = duet_toml.replace("[[benchmark]]", "[[tool.duet.benchmark]]")
+    return '[project]\nname = "x"\n\n[tool.duet]\n' + text + "\n[tool.ruff]\nline-length = 100\n"
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.encode())
+    return path
+
+
+def refused(text: str, name: str = "duet.toml") -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        load_config(Path(name), text=text)
+    return info.value
+
+
+# --------------------------------------------------------------------------------------------
+# Loading both forms
+
+
+@pytest.mark.parametrize("form", ["duet.toml", "pyproject.toml"])
+def test_both_forms_load_the_same_configuration(tmp_path: Path, form: str) -> None:
+    text = SUITE + "\n" + BENCHMARKS
+    path = write(tmp_path / form, text if form == "duet.toml" else as_pyproject(text))
+    c = load_config(path)
+    assert c.path == path
+    assert c.defaults == Defaults(
+        runs=12,
+        iterations=40,
+        warmup=3,
+        confidence=0.95,
+        threshold=0.01,
+        isolation="affinity",
+        memory_limit_bytes=512 << 20,
+        timeout_s=30.0,
+        method="sequential",
+        max_failures=1,
+    )
+    assert isinstance(c.defaults.timeout_s, float)
+    assert c.build == "make"
+    assert c.python == "env/bin/python3"
+    assert [b.name for b in c.benchmarks] == ["startup", "parse", "kernel"]
+    startup, parse, kernel = c.benchmarks
+    assert startup == BenchmarkConfig(name="startup", kind="command", command="./app --version")
+    assert parse == BenchmarkConfig(
+        name="parse",
+        kind="python",
+        callable="pkg.bench:parse",
+        setup="pkg.bench:make_input",
+        runs=20,
+        timeout_s=5.5,
+        memory_limit_bytes=1 << 20,
+        env={"LC_ALL": "C"},
+    )
+    assert kernel.kind == "native"
+    assert kernel.command == "./build/kernel --size 4"
+    assert (kernel.threshold, kernel.confidence, kernel.method) == (0.05, 0.9, "duet")
+    assert (kernel.iterations, kernel.warmup) == (7, 0)
+    # raw is the duet table itself, JSON-ready, for the results file.
+    assert json.loads(json.dumps(c.raw)) == tomllib.loads(SUITE + BENCHMARKS)
+    assert "project" not in c.raw
+
+
+def test_defaults_when_keys_are_absent() -> None:
+    c = load_config(Path("duet.toml"), text='[[benchmark]]\nname = "a"\ncommand = "true"\n')
+    assert c.defaults == Defaults()
+    assert c.defaults.runs == 10
+    assert c.build is None
+    assert c.python is None  # no python benchmark: no interpreter to name
+    assert c.benchmarks[0].env == {}
+
+
+def test_python_interpreter_defaults_only_with_a_python_benchmark() -> None:
+    c = load_config(Path("duet.toml"), text='[[benchmark]]\nname = "a"\npython = "m:f"\n')
+    assert c.python == DEFAULT_PYTHON == ".venv/bin/python"
+    c = load_config(
+        Path("duet.toml"), text='python = "py/bin/python"\n[[benchmark]]\nname = "a"\ncommand = "x"'
+    )
+    assert c.python == "py/bin/python"
+
+
+def test_text_parsing_names_the_given_path(tmp_path: Path) -> None:
+    text = as_pyproject('[[benchmark]]\nname = "a"\ncommand = "x"\n')
+    c = load_config(Path("sub/pyproject.toml"), text=text)
+    assert c.path == Path("sub/pyproject.toml")
+    assert c.benchmarks[0].name == "a"
+    # Only the name decides the form: nothing is read from disk.
+    assert not (tmp_path / "sub").exists()
+    e = refused("runs = 1\n", name="ci/duet-ci.toml")
+    assert str(e).startswith("ci/duet-ci.toml:1: runs")
+    # Without a path the text is named duet.toml.
+    with pytest.raises(ConfigError, match=r"^duet\.toml:1: runs"):
+        load_config(text="runs = 1\n")
+
+
+def test_other_file_names_are_read_at_top_level(tmp_path: Path) -> None:
+    path = write(tmp_path / "bench.toml", 'runs = 7\n[[benchmark]]\nname = "a"\ncommand = "x"\n')
+    assert load_config(path).defaults.runs == 7
+
+
+# --------------------------------------------------------------------------------------------
+# Finding the file
+
+
+def test_find_config_walks_up_to_the_nearest_file(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    deep = tmp_path / "a" / "b" / "c"
+    deep.mkdir(parents=True)
+    assert find_config(deep) is None
+    write(tmp_path / "duet.toml", "")
+    assert find_config(deep) == tmp_path / "duet.toml"
+    # A pyproject.toml without [tool.duet] on the way is not a configuration.
+    write(tmp_path / "a" / "pyproject.toml", '[project]\nname = "x"\n')
+    assert find_config(deep) == tmp_path / "duet.toml"
+    # One with [tool.duet] is, and the nearer directory wins over duet.toml further up.
+    write(tmp_path / "a" / "b" / "pyproject.toml", "[tool.duet]\nruns = 3\n")
+    assert find_config(deep) == tmp_path / "a" / "b" / "pyproject.toml"
+    # In one directory duet.toml comes first.
+    write(tmp_path / "a" / "b" / "duet.toml", "")
+    assert find_config(deep) == tmp_path / "a" / "b" / "duet.toml"
+    # A file as start means its directory.
+    assert find_config(deep / "x.py") == tmp_path / "a" / "b" / "duet.toml"
+
+
+def test_find_config_stops_at_the_git_root(tmp_path: Path) -> None:
+    write(tmp_path / "duet.toml", "")  # above the checkout: not this project's
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    (repo / ".git").write_text("gitdir: elsewhere\n")  # a worktree has a .git file
+    assert find_config(repo / "src") is None
+    write(repo / "duet.toml", "")
+    assert find_config(repo / "src") == repo / "duet.toml"
+
+
+def test_find_config_claims_a_broken_pyproject_that_mentions_tool_duet(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    write(tmp_path / "pyproject.toml", "[tool.duet]\nruns = \n")
+    assert find_config(tmp_path) == tmp_path / "pyproject.toml"
+    # ... so that loading reports the syntax error rather than "no configuration".
+    with pytest.raises(ConfigError, match=r"pyproject\.toml:2:8: not valid TOML"):
+        load_config(start=tmp_path)
+    write(tmp_path / "pyproject.toml", "[project]\nname = \n")
+    assert find_config(tmp_path) is None
+
+
+def test_load_config_finds_the_file_from_start(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    write(tmp_path / "pyproject.toml", as_pyproject('[[benchmark]]\nname = "a"\ncommand = "x"'))
+    (tmp_path / "pkg").mkdir()
+    c = load_config(start=tmp_path / "pkg")
+    assert c.path == tmp_path / "pyproject.toml"
+    assert c.benchmarks[0].name == "a"
+
+
+def test_no_configuration_found_shows_how_to_create_one(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    with pytest.raises(ConfigError) as info:
+        load_config(start=tmp_path)
+    e = info.value
+    assert str(tmp_path) in e.message
+    assert "duet.toml" in e.message
+    assert "[tool.duet]" in e.message
+    assert e.fix is not None
+    assert "create duet.toml" in e.fix
+    assert "[[benchmark]]" in e.fix
+    assert 'command = "./app --version"' in e.fix
+    assert e.exit_code == 2
+
+
+def test_missing_unreadable_and_wrong_files(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no such file") as info:
+        load_config(tmp_path / "duet.toml")
+    assert info.value.fix is not None
+    assert "[[benchmark]]" in info.value.fix
+    with pytest.raises(ConfigError, match="is a directory"):
+        load_config(tmp_path)
+    path = tmp_path / "latin1.toml"
+    path.write_bytes(b'[[benchmark]]\nname = "caf\xe9"\n')
+    with pytest.raises(ConfigError, match=r"latin1\.toml:2: not UTF-8"):
+        load_config(path)
+    write(tmp_path / "pyproject.toml", '[project]\nname = "x"\n')
+    with pytest.raises(ConfigError, match=r"has no \[tool\.duet\] table") as info:
+        load_config(tmp_path / "pyproject.toml")
+    assert info.value.fix is not None
+    assert "duet.toml" in info.value.fix
+    e = refused("[tool]\nduet = 3\n", name="pyproject.toml")
+    assert "tool.duet must be a table, got an integer" in e.message
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_an_unreadable_file_is_a_config_error(tmp_path: Path) -> None:
+    path = write(tmp_path / "duet.toml", "")
+    path.chmod(0)
+    with pytest.raises(ConfigError, match="cannot be read"):
+        load_config(path)
+
+
+# --------------------------------------------------------------------------------------------
+# Refusals: every message names the file, the table and the key, and says the fix
+
+
+BENCH = '[[benchmark]]\nname = "parse"\ncommand = "x"\n'
+
+
+@pytest.mark.parametrize(
+    ("text", "message", "fix"),
+    [
+        # Unknown keys, with the closest known one.
+        ("iteratons = 5\n" + BENCH, "duet.toml:1: iteratons is not a known key", "'iterations'"),
+        (
+            BENCH + "iteration = 5\n",
+            "duet.toml:4: benchmark[1] 'parse': iteration is not",
+            "'iterations'",
+        ),
+        (
+            "frobnicate = 1\n" + BENCH,
+            "frobnicate is not a known key",
+            "remove it; the keys here are",
+        ),
+        ("[[benchmarks]]\nname = 'a'\n", "benchmarks is not a known key", "'benchmark'"),
+        ("memory-limit = '1G'\n" + BENCH, "memory-limit is not a known key", "'memory_limit'"),
+        # Keys in the wrong table.
+        (
+            BENCH + "build = 'make'\n",
+            "benchmark[1] 'parse': build is not a key of this table",
+            "move it above the first [[benchmark]]",
+        ),
+        (BENCH + "isolation = 'auto'\n", "isolation is not a key of this table", "whole suite"),
+        (BENCH + "max_failures = 3\n", "max_failures is not a key", "whole suite"),
+        (
+            "command = 'x'\n" + BENCH,
+            "duet.toml:1: command is not a key of this table",
+            "belongs in a [[benchmark]] table",
+        ),
+        ("setup = 'm:f'\n" + BENCH, "setup is not a key of this table", "[[benchmark]]"),
+        # Types.
+        (
+            'runs = "10"\n' + BENCH,
+            'duet.toml:1: runs must be an integer, got "10" (a string)',
+            "runs = 10 (without quotes)",
+        ),
+        (
+            "runs = 10.0\n" + BENCH,
+            "runs must be an integer, got 10.0 (a float)",
+            "runs = 10 (an integer",
+        ),
+        ("runs = true\n" + BENCH, "runs must be an integer, got true (a boolean)", "runs = 10"),
+        ("iterations = 1.5\n" + BENCH, "iterations must be an integer", "iterations = 30"),
+        ("warmup = [1]\n" + BENCH, "warmup must be an integer, got [1] (an array)", "warmup = 2"),
+        (
+            "confidence = '0.9'\n" + BENCH,
+            "confidence must be a number",
+            "confidence = 0.9 (without quotes)",
+        ),
+        (
+            "threshold = false\n" + BENCH,
+            "threshold must be a number, got false (a boolean)",
+            "threshold = 0.02",
+        ),
+        (
+            "timeout = 1979-05-27\n" + BENCH,
+            "timeout must be a number, got 1979-05-27 (a date)",
+            "timeout = 60",
+        ),
+        ("timeout = 1" + "0" * 400 + "\n" + BENCH, "timeout is too large", "timeout = 60"),
+        ("build = 3\n" + BENCH, "build must be a string, got 3 (an integer)", 'build = "make"'),
+        ("build = ''\n" + BENCH, "build must not be empty", 'build = "make"'),
+        ("python = ['x']\n" + BENCH, "python must be a string", ".venv/bin/python"),
+        ("isolation = 1\n" + BENCH, "isolation must be a string", 'isolation = "auto"'),
+        (
+            "benchmark = 'x'\n",
+            "benchmark must be an array of tables ([[benchmark]]), got a string",
+            "double brackets",
+        ),
+        (
+            "[benchmark]\nname = 'a'\ncommand = 'x'\n",
+            "duet.toml:1: benchmark must be an array of tables",
+            "[[benchmark]] (double brackets)",
+        ),
+        (
+            "benchmark = [1]\n",
+            "duet.toml:1: benchmark[1]: must be a table, got 1 (an integer)",
+            "[[benchmark]]",
+        ),
+        (
+            BENCH + "env = 'A=1'\n",
+            "env must be a table of variable names to strings",
+            'env = { LC_ALL = "C" }',
+        ),
+        (
+            BENCH + "env = { A = 1 }\n",
+            "env A must be a string, got 1 (an integer)",
+            'A = "1" (environment values are strings',
+        ),
+        (BENCH + "env = { A = true }\n", "env A must be a string, got true", 'A = "1"'),
+        (BENCH + 'env = { A = "x\\u0000" }\n', "env A must not contain a NUL character", "remove"),
+        (
+            "[tool.duet]\nruns = 3\n",
+            "duet.toml:1: tool is not a known key",
+            "drop the 'tool.duet.' prefix",
+        ),
+        (
+            BENCH + "env = { DUET_SIDE = 'x' }\n",
+            "names starting with DUET_ are set by duet",
+            "rename",
+        ),
+        (BENCH + "env = { 'A=B' = 'x' }\n", "invalid variable name 'A=B'", "remove it"),
+        (BENCH + "command2 = 'x'\n", "command2 is not a known key", "'command'"),
+        # Ranges.
+        ("runs = 1\n" + BENCH, "duet.toml:1: runs must be at least 2, got 1", "runs = 10"),
+        ("iterations = 0\n" + BENCH, "iterations must be at least 1, got 0", "iterations = 30"),
+        ("warmup = -1\n" + BENCH, "warmup must be 0 or more, got -1", "warmup = 2"),
+        ("max_failures = -1\n" + BENCH, "max_failures must be 0 or more", "max_failures = 2"),
+        (
+            "confidence = 1\n" + BENCH,
+            "confidence must be strictly between 0 and 1, got 1.0",
+            "0.99",
+        ),
+        ("confidence = 0\n" + BENCH, "confidence must be strictly between 0 and 1", "0.99"),
+        (
+            "confidence = nan\n" + BENCH,
+            "confidence must be strictly between 0 and 1, got nan",
+            "0.99",
+        ),
+        ("threshold = -0.01\n" + BENCH, "threshold must be a finite number, 0 or more", "0.02"),
+        ("threshold = inf\n" + BENCH, "threshold must be a finite number", "0.02"),
+        (
+            "timeout = 0\n" + BENCH,
+            "timeout must be a positive, finite number of seconds, got 0.0",
+            "timeout = 60",
+        ),
+        ("timeout = inf\n" + BENCH, "timeout must be a positive, finite number", "timeout = 60"),
+        (
+            BENCH + "runs = 1\n",
+            "duet.toml:4: benchmark[1] 'parse': runs must be at least 2",
+            "runs = 10",
+        ),
+        # Choices.
+        (
+            "isolation = 'cgroups'\n" + BENCH,
+            "isolation must be one of 'auto', 'cgroup', 'affinity', got \"cgroups\"",
+            'isolation = "cgroup"',
+        ),
+        (
+            "method = 'dual'\n" + BENCH,
+            "method must be one of 'duet', 'sequential'",
+            'method = "duet"',
+        ),
+        (
+            BENCH + "method = 'seq'\n",
+            "benchmark[1] 'parse': method must be one of",
+            'method = "sequential"',
+        ),
+        # Sizes.
+        (
+            "memory_limit = '2 gigs'\n" + BENCH,
+            'memory_limit "2 gigs" is not a size',
+            '"2G", "512MiB"',
+        ),
+        ("memory_limit = 0\n" + BENCH, "memory_limit must be a positive size, got 0", '"2G"'),
+        ("memory_limit = -5\n" + BENCH, "memory_limit must be a positive size", '"2G"'),
+        ("memory_limit = '0'\n" + BENCH, 'memory_limit "0" is not a size', '"2G"'),
+        (
+            "memory_limit = 2.5\n" + BENCH,
+            'memory_limit must be a size such as "2G" or a number of bytes, got 2.5',
+            'memory_limit = "2G"',
+        ),
+        ("memory_limit = '1e300T'\n" + BENCH, "is not a size", '"2G"'),
+        # Kinds, names, setup.
+        (
+            "[[benchmark]]\nname = 'a'\n",
+            "duet.toml:1: benchmark[1] 'a': says neither command, python nor native",
+            "keep exactly one",
+        ),
+        (
+            "[[benchmark]]\nname = 'a'\ncommand = 'x'\nnative = 'y'\n",
+            "benchmark[1] 'a': has both command and native",
+            "keep exactly one",
+        ),
+        (
+            "[[benchmark]]\nname = 'a'\ncommand = 'x'\npython = 'm:f'\nnative = 'y'\n",
+            "has both command and python and native",
+            "keep exactly one",
+        ),
+        (
+            "[[benchmark]]\ncommand = 'x'\n",
+            "duet.toml:1: benchmark[1]: has no name",
+            'name = "parse"',
+        ),
+        ("[[benchmark]]\nname = ''\ncommand = 'x'\n", "name must not be empty", 'name = "parse"'),
+        (
+            "[[benchmark]]\nname = 3\ncommand = 'x'\n",
+            "benchmark[1]: name must be a string, got 3",
+            'name = "parse"',
+        ),
+        (
+            "[[benchmark]]\nname = \"a\\nb\"\ncommand = 'x'\n",
+            "name must be one line without control characters",
+            'name = "parse"',
+        ),
+        ("[[benchmark]]\nname = ' a'\ncommand = 'x'\n", "surrounding spaces", 'name = "parse"'),
+        (
+            BENCH + BENCH,
+            "duet.toml:5: benchmark[2] 'parse': name \"parse\" is already the name of benchmark[1]",
+            "its own name",
+        ),
+        (
+            "[[benchmark]]\nname = 'a'\ncommand = 'x'\nsetup = 'm:f'\n",
+            "setup is only for python benchmarks, and this is a command benchmark",
+            "remove setup",
+        ),
+        (
+            "[[benchmark]]\nname = 'a'\nnative = 'x'\nsetup = 'm:f'\n",
+            "this is a native benchmark",
+            "remove setup",
+        ),
+        (
+            "[[benchmark]]\nname = 'a'\npython = 'mod.func'\n",
+            'python must name a function as module:function, got "mod.func"',
+            'python = "mypkg.bench:parse"',
+        ),
+        ("[[benchmark]]\nname = 'a'\npython = 'a:b:c'\n", "module:function", "mypkg.bench:parse"),
+        ("[[benchmark]]\nname = 'a'\npython = '1m:f'\n", "module:function", "mypkg.bench:parse"),
+        (
+            "[[benchmark]]\nname = 'a'\npython = 3\n",
+            "python must be a string, got 3",
+            'python = "mypkg.bench:parse"',
+        ),
+        (
+            "[[benchmark]]\nname = 'a'\npython = 'm:f'\nsetup = 'prepare'\n",
+            "setup must name a function as module:function",
+            'setup = "mypkg.bench:make_input"',
+        ),
+        ("[[benchmark]]\nname = 'a'\ncommand = ' '\n", "command must not be empty", "command = "),
+        (
+            "[[benchmark]]\nname = 'a'\ncommand = \"a\\u0000b\"\n",
+            "command must not contain a NUL",
+            "\\u0000",
+        ),
+        # The suite itself.
+        ("runs = 5\n", "duet.toml: defines no benchmark", "[[benchmark]]"),
+        ("benchmark = []\n", "duet.toml:1: benchmark is empty", "add a benchmark"),
+        # TOML syntax, with line and column and the line shown.
+        (
+            "runs = 5\nwarmup = two\n",
+            "duet.toml:2:10: not valid TOML: Invalid value\n    warmup = two\n             ^",
+            "strings need quotes",
+        ),
+        ("[[benchmark]\n", "duet.toml:1:", "[[benchmark]]"),
+        ("runs = 5\nruns = 6\n", "duet.toml:2:", "correct the syntax"),
+        ('name = "open', "not valid TOML", "correct the syntax"),
+        ("a = 1 2", "duet.toml:1:7: not valid TOML", "correct the syntax"),
+    ],
+)
+def test_refusals_name_the_file_table_key_and_fix(text: str, message: str, fix: str) -> None:
+    e = refused(text)
+    assert message in e.message, e.message
+    assert e.fix is not None
+    assert fix in e.fix, e.fix
+    assert e.exit_code == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "message", "fix"),
+    [
+        (
+            "iteratons = 5\n" + BENCH,
+            "pyproject.toml:5: [tool.duet]: iteratons is not a known key",
+            "'iterations'",
+        ),
+        (
+            BENCH + "runs = 1\n",
+            "pyproject.toml:8: tool.duet.benchmark[1] 'parse': runs must be at least 2",
+            "runs = 10",
+        ),
+        (
+            BENCH + "build = 'make'\n",
+            "tool.duet.benchmark[1] 'parse': build is not a key of this table",
+            "move it into [tool.duet]",
+        ),
+        (
+            "command = 'x'\n" + BENCH,
+            "[tool.duet]: command is not a key",
+            "belongs in a [[tool.duet.benchmark]] table",
+        ),
+        (
+            "runs = 5\n",
+            "pyproject.toml:4: [tool.duet]: defines no benchmark",
+            "[[tool.duet.benchmark]]",
+        ),
+    ],
+)
+def test_refusals_in_pyproject_name_the_tool_duet_tables(text: str, message: str, fix: str) -> None:
+    e = refused(as_pyproject(text), name="pyproject.toml")
+    assert message in e.message, e.message
+    assert e.fix is not None
+    assert fix in e.fix, e.fix
+
+
+def test_unknown_key_fix_lists_the_known_keys() -> None:
+    e = refused(BENCH + "iteration = 5\n")
+    assert e.fix is not None
+    for key in ("name", "command", "python", "native", "setup", "runs", "iterations", "env"):
+        assert key in e.fix
+    assert "docs/configuration.md" in e.fix
+    assert str(e) == f"{e.message}\n  fix: {e.fix}"
+
+
+def test_errors_in_inline_benchmarks_point_at_the_benchmark_key() -> None:
+    text = (
+        "runs = 3\nbenchmark = [\n"
+        "  { name = 'a', command = 'x' },\n"
+        "  { name = 'b', command = 'x', runs = 0 },\n"
+        "]\n"
+    )
+    e = refused(text)
+    assert e.message.startswith("duet.toml:2: benchmark[2] 'b': runs must be at least 2")
+
+
+def test_line_numbers_survive_multiline_strings_and_env_tables() -> None:
+    text = (
+        'build = """\nmake\n[[benchmark]]\nruns = 0\n"""\n'
+        "[[benchmark]]\nname = 'a'\ncommand = '''x\ny'''\n"
+        "[benchmark.env]\nA = 'x'\n"
+        "[[benchmark]]\nname = 'b'  # second\n  iterations = 0 # indented\ncommand = 'x'\n"
+    )
+    e = refused(text)
+    assert e.message.startswith("duet.toml:14: benchmark[2] 'b': iterations must be at least 1")
+    c = load_config(Path("duet.toml"), text=text.replace("iterations = 0", "iterations = 1"))
+    assert c.build == "make\n[[benchmark]]\nruns = 0\n"
+    assert c.benchmarks[0].env == {"A": "x"}
+
+
+# --------------------------------------------------------------------------------------------
+# Records and precedence
+
+
+def test_records_check_their_values_on_construction() -> None:
+    with pytest.raises(ValueError, match=r"Defaults\.runs must be at least 2"):
+        Defaults(runs=1)
+    with pytest.raises(ValueError, match="isolation must be one of"):
+        Defaults(isolation="x")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="needs a command"):
+        BenchmarkConfig(name="a", kind="native")
+    with pytest.raises(ValueError, match="needs a callable"):
+        BenchmarkConfig(name="a", kind="python")
+    with pytest.raises(ValueError, match=r"BenchmarkConfig\.confidence"):
+        BenchmarkConfig(name="a", kind="command", command="x", confidence=1.5)
+
+
+def load(text: str) -> Config:
+    return load_config(Path("duet.toml"), text=text)
+
+
+def test_precedence_overrides_then_benchmark_then_defaults() -> None:
+    c = load(SUITE + BENCHMARKS)
+    startup, parse, kernel = c.benchmarks
+    e = c.effective(startup)
+    assert (e.runs, e.iterations, e.warmup, e.timeout_s) == (12, 40, 3, 30.0)
+    assert (e.memory_limit_bytes, e.threshold, e.confidence, e.method) == (
+        512 << 20,
+        0.01,
+        0.95,
+        "sequential",
+    )
+    assert e.max_failures == 1
+    e = c.effective(parse)
+    assert (e.runs, e.iterations, e.timeout_s, e.memory_limit_bytes) == (20, 40, 5.5, 1 << 20)
+    e = c.effective(kernel)
+    assert (e.iterations, e.warmup, e.threshold, e.confidence, e.method) == (
+        7,
+        0,
+        0.05,
+        0.9,
+        "duet",
+    )
+    # Options given on the command line win over both.
+    e = c.effective(parse, {"runs": 30, "timeout_s": 1.0, "method": "duet", "max_failures": 0})
+    assert (e.runs, e.timeout_s, e.method, e.max_failures) == (30, 1.0, "duet", 0)
+    assert e.iterations == 40
+    # A present override wins even when it is None: --memory-limit none lifts the limit.
+    assert c.effective(parse, {"memory_limit_bytes": None}).memory_limit_bytes is None
+    # For the others None cannot be a value: it means "not given".
+    assert c.effective(parse, {"runs": None, "method": None}) == c.effective(parse)
+    # isolation is accepted (it is a run option) but is a setting of the whole invocation.
+    assert c.effective(parse, {"isolation": "cgroup"}) == c.effective(parse)
+    with pytest.raises(ValueError, match="unknown override"):
+        c.effective(parse, {"timeout": 3})
+
+
+# --------------------------------------------------------------------------------------------
+# Specs
+
+
+def test_to_specs_resolves_each_kind_in_each_version_directory(tmp_path: Path) -> None:
+    base, head = tmp_path / "base", tmp_path / "head"
+    base.mkdir()
+    head.mkdir()
+    c = load(SUITE + BENCHMARKS)
+    specs = to_specs(c, baseline_dir=base, candidate_dir=head)
+    assert [s.name for s in specs] == ["startup", "parse", "kernel"]
+    startup, parse, kernel = specs
+    for spec in specs:
+        assert spec.baseline.cwd == str(base.resolve())
+        assert spec.candidate.cwd == str(head.resolve())
+    assert startup.kind == "command"
+    assert startup.baseline.command == startup.candidate.command == "./app --version"
+    assert parse.kind == "python"
+    assert parse.baseline.interpreter == str(base.resolve() / "env/bin/python3")
+    assert parse.candidate.interpreter == str(head.resolve() / "env/bin/python3")
+    assert parse.baseline.sys_path == (str(base.resolve()),)
+    assert parse.candidate.sys_path == (str(head.resolve()),)
+    assert (parse.candidate.callable, parse.candidate.setup) == (
+        "pkg.bench:parse",
+        "pkg.bench:make_input",
+    )
+    assert dict(parse.baseline.env) == {"LC_ALL": "C"}
+    assert kernel.kind == "native"
+    assert kernel.candidate.command == "./build/kernel --size 4"
+    # Settings: the merged values.
+    assert (startup.runs, startup.iterations, startup.warmup) == (12, 40, 3)
+    assert (startup.timeout_s, startup.memory_limit_bytes, startup.method) == (
+        30.0,
+        512 << 20,
+        "sequential",
+    )
+    assert startup.max_failures == 1
+    assert (parse.runs, parse.timeout_s, parse.memory_limit_bytes) == (20, 5.5, 1 << 20)
+    assert (kernel.iterations, kernel.warmup, kernel.method) == (7, 0, "duet")
+
+
+def test_to_specs_relative_dirs_become_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    c = load('[[benchmark]]\nname = "p"\npython = "m:f"\n')
+    (spec,) = to_specs(c, baseline_dir=Path("a"), candidate_dir=Path("b"))
+    assert spec.baseline.interpreter == str(tmp_path / "a" / DEFAULT_PYTHON)
+    assert spec.candidate.cwd == str(tmp_path / "b")
+    # An absolute interpreter is used as is by both versions.
+    c = load('python = "/usr/bin/python3"\n[[benchmark]]\nname = "p"\npython = "m:f"\n')
+    (spec,) = to_specs(c, baseline_dir=Path("a"), candidate_dir=Path("b"))
+    assert spec.baseline.interpreter == spec.candidate.interpreter == "/usr/bin/python3"
+
+
+def test_to_specs_applies_overrides_and_selection(tmp_path: Path) -> None:
+    c = load(SUITE + BENCHMARKS)
+    specs = to_specs(
+        c,
+        baseline_dir=tmp_path,
+        candidate_dir=tmp_path,
+        select="p*",
+        overrides={"runs": 4, "warmup": 1, "memory_limit_bytes": None, "isolation": "auto"},
+    )
+    assert [(s.name, s.runs, s.warmup, s.memory_limit_bytes) for s in specs] == [
+        ("parse", 4, 1, None)
+    ]
+
+
+def test_select_patterns() -> None:
+    text = "".join(
+        f'[[benchmark]]\nname = "{n}"\ncommand = "x"\n'
+        for n in ("parse-small", "parse-large", "render", "io[fast]")
+    )
+    c = load(text)
+    assert c.select(None) == c.benchmarks
+    assert [b.name for b in c.select("parse-*")] == ["parse-small", "parse-large"]
+    assert [b.name for b in c.select("*e")] == ["parse-large"]
+    assert [b.name for b in c.select("render")] == ["render"]
+    assert [b.name for b in c.select("?ender")] == ["render"]
+    assert [b.name for b in c.select("io[fast]")] == ["io[fast]"]  # the exact name, not a glob
+    assert [b.name for b in c.select("*")] == [b.name for b in c.benchmarks]
+    with pytest.raises(ConfigError) as info:
+        c.select("PARSE-*")  # names are matched case-sensitively, as they are reported
+    assert "no benchmark matches 'PARSE-*'" in info.value.message
+    assert "parse-small, parse-large, render, io[fast]" in info.value.message
+    assert info.value.fix is not None
+    assert "glob" in info.value.fix
+
+
+def test_benchmark_by_name() -> None:
+    c = load(SUITE + BENCHMARKS)
+    assert c.benchmark("parse").kind == "python"
+    with pytest.raises(ConfigError, match="no benchmark named 'prase'") as info:
+        c.benchmark("prase")
+    assert info.value.fix == "did you mean 'parse'?"
+
+
+# --------------------------------------------------------------------------------------------
+# write_recommendation: byte for byte
+
+
+def check_edit(
+    tmp_path: Path,
+    name: str,
+    before: str,
+    after: str,
+    *,
+    benchmark: str | None,
+    values: dict[str, int],
+    reload: bool = True,
+) -> Path:
+    path = write(tmp_path / name, before)
+    write_recommendation(path, benchmark=benchmark, values=values)
+    assert path.read_bytes().decode() == after
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # no temporary file left
+    if reload:
+        c = load_config(path)
+        table = c.benchmark(benchmark) if benchmark is not None else c.defaults
+        for key, value in values.items():
+            assert getattr(table, key) == value
+    return path
+
+
+DUET_TOML = """\
+# duet suite for the app
+build = "make"   # both versions
+runs = 10  # from the last calibration
+iterations=30
+warmup    = 2 # keep it short
+
+# --- benchmarks ---
+[[benchmark]]
+name = "startup"
+command = "./app --version"
+runs = 5
+
+# the parser, our hot path
+[[benchmark]]
+name = "parse"   # the big one
+python = "pkg.bench:parse"
+
+[benchmark.env]
+LC_ALL = "C"
+
+[[benchmark]]
+name = "render"
+command = "./app render"
+iterations = 3
+"""
+
+
+def test_global_keys_present_are_replaced_in_place(tmp_path: Path) -> None:
+    after = (
+        DUET_TOML.replace("runs = 10  #", "runs = 14  #")
+        .replace("iterations=30", "iterations=60")
+        .replace("warmup    = 2 #", "warmup    = 4 #")
+    )
+    check_edit(
+        tmp_path,
+        "duet.toml",
+        DUET_TOML,
+        after,
+        benchmark=None,
+        values={"runs": 14, "iterations": 60, "warmup": 4},
+    )
+
+
+def test_global_keys_absent_are_added_after_the_last_key(tmp_path: Path) -> None:
+    before = DUET_TOML.replace("runs = 10  # from the last calibration\niterations=30\n", "")
+    after = before.replace(
+        "warmup    = 2 # keep it short\n",
+        "warmup    = 3 # keep it short\nruns = 12\niterations = 50\n",
+    )
+    check_edit(
+        tmp_path,
+        "duet.toml",
+        before,
+        after,
+        benchmark=None,
+        values={"runs": 12, "iterations": 50, "warmup": 3},
+    )
+
+
+def test_global_keys_in_a_file_without_top_level_keys(tmp_path: Path) -> None:
+    body = '[[benchmark]]\nname = "a"\ncommand = "x"\n'
+    values = {"runs": 12, "iterations": 50, "warmup": 3}
+    added = "runs = 12\niterations = 50\nwarmup = 3\n"
+    # The file starts with a table: the keys go first.
+    check_edit(
+        tmp_path / "1", "duet.toml", body, added + "\n" + body, benchmark=None, values=values
+    )
+    # Comments that introduce the first table stay with it.
+    before = "# header of the file\n\n# the first benchmark\n" + body
+    after = "# header of the file\n\n" + added + "\n# the first benchmark\n" + body
+    check_edit(tmp_path / "2", "duet.toml", before, after, benchmark=None, values=values)
+    # A comment block opening the file describes the file: the keys go below it.
+    before = "# duet configuration\n# of the app\n" + body
+    after = "# duet configuration\n# of the app\n\n" + added + "\n" + body
+    check_edit(tmp_path / "3", "duet.toml", before, after, benchmark=None, values=values)
+
+
+def test_a_benchmark_in_the_middle_of_the_file(tmp_path: Path) -> None:
+    values = {"runs": 20, "iterations": 100, "warmup": 5}
+    after = DUET_TOML.replace(
+        'python = "pkg.bench:parse"\n',
+        'python = "pkg.bench:parse"\nruns = 20\niterations = 100\nwarmup = 5\n',
+    )
+    check_edit(tmp_path / "1", "duet.toml", DUET_TOML, after, benchmark="parse", values=values)
+    # Present and absent keys together; the other benchmarks' runs are untouched.
+    after = DUET_TOML.replace("runs = 5\n", "runs = 20\niterations = 100\nwarmup = 5\n")
+    check_edit(tmp_path / "2", "duet.toml", DUET_TOML, after, benchmark="startup", values=values)
+    after = DUET_TOML.replace("iterations = 3\n", "iterations = 100\nruns = 20\nwarmup = 5\n")
+    check_edit(tmp_path / "3", "duet.toml", DUET_TOML, after, benchmark="render", values=values)
+
+
+def test_a_file_without_a_final_newline(tmp_path: Path) -> None:
+    before = DUET_TOML.rstrip("\n")
+    after = before + "\nwarmup = 1"
+    check_edit(tmp_path, "duet.toml", before, after, benchmark="render", values={"warmup": 1})
+
+
+PYPROJECT = """\
+[project]
+name = "mypkg"   # runs = 1 is not ours
+dependencies = [
+    "numpy",  # [[tool.duet.benchmark]]
+]
+
+[tool.duet]
+build = "pip install ."
+runs = 10 # old
+
+[[tool.duet.benchmark]]
+name = "parse"
+python = "mypkg.bench:parse"
+    warmup = 0   # indented
+
+[tool.ruff]
+line-length = 100
+"""
+
+
+def test_pyproject_global_and_per_benchmark(tmp_path: Path) -> None:
+    after = PYPROJECT.replace("runs = 10 # old\n", "runs = 16 # old\niterations = 45\nwarmup = 2\n")
+    check_edit(
+        tmp_path / "1",
+        "pyproject.toml",
+        PYPROJECT,
+        after,
+        benchmark=None,
+        values={"runs": 16, "iterations": 45, "warmup": 2},
+    )
+    after = PYPROJECT.replace(
+        "    warmup = 0   # indented\n",
+        "    warmup = 2   # indented\n    runs = 16\n    iterations = 45\n",
+    )
+    check_edit(
+        tmp_path / "2",
+        "pyproject.toml",
+        PYPROJECT,
+        after,
+        benchmark="parse",
+        values={"runs": 16, "iterations": 45, "warmup": 2},
+    )
+
+
+def test_pyproject_without_a_tool_duet_header_gets_one(tmp_path: Path) -> None:
+    before = PYPROJECT.replace(
+        '[tool.duet]\nbuild = "pip install ."\nruns = 10 # old\n\n', "# duet\n"
+    )
+    assert "[tool.duet]" not in before
+    after = before.replace("# duet\n", "[tool.duet]\nruns = 16\n\n# duet\n")
+    check_edit(tmp_path, "pyproject.toml", before, after, benchmark=None, values={"runs": 16})
+
+
+def test_crlf_line_endings_are_kept(tmp_path: Path) -> None:
+    before = DUET_TOML.replace("\n", "\r\n")
+    after = (
+        DUET_TOML.replace(
+            'python = "pkg.bench:parse"\n', 'python = "pkg.bench:parse"\nwarmup = 9\n'
+        )
+        .replace("runs = 10  #", "runs = 11  #")
+        .replace("\n", "\r\n")
+    )
+    path = write(tmp_path / "duet.toml", before)
+    write_recommendation(path, benchmark=None, values={"runs": 11})
+    write_recommendation(path, benchmark="parse", values={"warmup": 9})
+    assert path.read_bytes() == after.encode()
+
+
+def test_strings_and_quoted_keys_do_not_confuse_the_editor(tmp_path: Path) -> None:
+    before = (
+        'build = """\nruns = 3\n[[benchmark]]\n"""  # a script\n'
+        '"runs" = 4\n'
+        "[[benchmark]]\nname = 'a'\ncommand = '''\n[[benchmark]]\nruns = 1\n'''\n"
+        "env = { 'runs' = \"x\" }  # not the key\n"
+        '[[benchmark]]\nname = "b"\ncommand = "echo \\"runs = 7\\" # not a comment"\n'
+        "runs = 8 # the key\n"
+    )
+    after = before.replace('"runs" = 4', '"runs" = 5').replace("runs = 8 #", "runs = 9 #")
+    after = after.replace("# not the key\n", "# not the key\nruns = 6\n")
+    path = check_edit(
+        tmp_path / "1",
+        "duet.toml",
+        before,
+        before.replace('"runs" = 4', '"runs" = 5'),
+        benchmark=None,
+        values={"runs": 5},
+    )
+    write_recommendation(path, benchmark="a", values={"runs": 6})
+    write_recommendation(path, benchmark="b", values={"runs": 9})
+    assert path.read_text() == after
+    c = load_config(path)
+    assert c.build == "runs = 3\n[[benchmark]]\n"
+    assert [c.effective(b).runs for b in c.benchmarks] == [6, 9]
+
+
+def test_inline_benchmarks_can_get_global_keys_but_are_not_edited(tmp_path: Path) -> None:
+    before = "runs = 3\nbenchmark = [{ name = 'a', command = 'x' }]\n"
+    check_edit(
+        tmp_path,
+        "duet.toml",
+        before,
+        "runs = 4\nbenchmark = [{ name = 'a', command = 'x' }]\n",
+        benchmark=None,
+        values={"runs": 4},
+    )
+    path = tmp_path / "duet.toml"
+    with pytest.raises(ConfigError, match="cannot be written without disturbing") as info:
+        write_recommendation(path, benchmark="a", values={"runs": 5, "warmup": 1})
+    assert info.value.fix == "set runs = 5, warmup = 1 by hand in benchmark 'a'"
+    assert path.read_text() == "runs = 4\nbenchmark = [{ name = 'a', command = 'x' }]\n"
+
+
+def test_dotted_tool_duet_keys_are_refused_not_broken(tmp_path: Path) -> None:
+    before = "[tool]\nduet.runs = 3\n"
+    path = write(tmp_path / "pyproject.toml", before)
+    with pytest.raises(ConfigError, match="nothing was written") as info:
+        write_recommendation(path, benchmark=None, values={"runs": 5})
+    assert info.value.fix == "set runs = 5 by hand in [tool.duet]"
+    assert path.read_text() == before
+
+
+def test_write_recommendation_refusals_leave_the_file_alone(tmp_path: Path) -> None:
+    path = write(tmp_path / "duet.toml", DUET_TOML)
+    with pytest.raises(
+        ConfigError, match=r"no benchmark named 'prase' \(the benchmarks: startup, parse, render\)"
+    ):
+        write_recommendation(path, benchmark="prase", values={"runs": 5})
+    dup = write(tmp_path / "dup" / "duet.toml", BENCH + BENCH)
+    with pytest.raises(ConfigError, match="more than one benchmark named 'parse'"):
+        write_recommendation(dup, benchmark="parse", values={"runs": 5})
+    with pytest.raises(ValueError, match="not 'threshold'"):
+        write_recommendation(path, benchmark=None, values={"threshold": 1})
+    with pytest.raises(ValueError, match="runs must be at least 2"):
+        write_recommendation(path, benchmark=None, values={"runs": 1})
+    with pytest.raises(ValueError, match="must be an int"):
+        write_recommendation(path, benchmark=None, values={"runs": True})
+    assert path.read_text() == DUET_TOML
+    broken = write(tmp_path / "broken" / "duet.toml", "runs = \n")
+    with pytest.raises(ConfigError, match=r"duet\.toml:1:8: not valid TOML"):
+        write_recommendation(broken, benchmark=None, values={"runs": 5})
+    other = write(tmp_path / "other" / "pyproject.toml", '[project]\nname = "x"\n')
+    with pytest.raises(ConfigError, match=r"no \[tool\.duet\] table"):
+        write_recommendation(other, benchmark=None, values={"runs": 5})
+    with pytest.raises(ConfigError, match="no such file"):
+        write_recommendation(tmp_path / "nothing" / "duet.toml", benchmark=None, values={"runs": 5})
+
+
+def test_write_recommendation_keeps_mode_and_symlinks(tmp_path: Path) -> None:
+    real = write(tmp_path / "conf" / "duet.toml", DUET_TOML)
+    real.chmod(0o640)
+    link = tmp_path / "duet.toml"
+    link.symlink_to(real)
+    write_recommendation(link, benchmark=None, values={"runs": 11})
+    assert link.is_symlink()
+    assert stat.S_IMODE(real.stat().st_mode) == 0o640
+    assert "runs = 11  #" in real.read_text()
+
+
+def test_write_recommendation_with_unchanged_values_does_not_rewrite(tmp_path: Path) -> None:
+    path = write(tmp_path / "duet.toml", DUET_TOML)
+    inode = path.stat().st_ino
+    write_recommendation(path, benchmark=None, values={"runs": 10, "iterations": 30})
+    assert path.stat().st_ino == inode
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
+def test_write_recommendation_into_a_read_only_directory(tmp_path: Path) -> None:
+    path = write(tmp_path / "ro" / "duet.toml", DUET_TOML)
+    path.parent.chmod(0o555)
+    try:
+        with pytest.raises(ConfigError, match="could not write the recommendation") as info:
+            write_recommendation(path, benchmark=None, values={"runs": 11})
+        assert info.value.fix is not None
+        assert "runs = 11" in info.value.fix
+    finally:
+        path.parent.chmod(0o755)
+    assert path.read_text() == DUET_TOML
+
+
+# --------------------------------------------------------------------------------------------
+# The documentation
+
+
+def test_every_key_is_documented_and_every_example_loads(tmp_path: Path) -> None:
+    doc = (ROOT / "docs" / "configuration.md").read_text()
+    for key in [*config_mod._GLOBAL_KEYS, *config_mod._BENCHMARK_KEYS]:
+        assert re.search(rf"^\| `{key}` \|", doc, re.MULTILINE), f"{key} is not in the tables"
+    blocks = re.findall(r"```toml\n(.*?)```", doc, re.DOTALL)
+    assert len(blocks) == 3
+    for i, block in enumerate(blocks):
+        name = "pyproject.toml" if "[tool.duet]" in block else "duet.toml"
+        c = load_config(write(tmp_path / str(i) / name, block))
+        assert c.benchmarks
+    assert CONFIG_FILES == ("duet.toml", "pyproject.toml")
+
+
+# --------------------------------------------------------------------------------------------
+# Fuzz: whatever the input, a Config or a ConfigError and nothing else
+
+
+def toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return (
+            "nan"
+            if math.isnan(v)
+            else ("inf" if v == math.inf else "-inf" if v == -math.inf else repr(v))
+        )
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{json.dumps(k)} = {toml_value(x)}" for k, x in v.items()) + "}"
+    return str(v.isoformat())
+
+
+KEYS = sorted({*config_mod._GLOBAL_KEYS, *config_mod._BENCHMARK_KEYS})
+SCALARS = (
+    st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=12)
+    | st.sampled_from(
+        ["2G", "512MiB", "m:f", "a.b:c.d", "auto", "duet", "sequential", "1e309T", "0"]
+    )
+    | st.dates()
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+TABLE_KEYS = st.sampled_from(KEYS) | st.text(max_size=10)
+BENCHMARK_TABLES = st.dictionaries(TABLE_KEYS, VALUES, max_size=6) | st.sampled_from(
+    ["command", "python", "native"]
+).flatmap(
+    lambda kind: st.fixed_dictionaries(
+        {"name": st.text(max_size=5), kind: st.text(max_size=8) | st.just("m:f")},
+        optional=dict.fromkeys(
+            ("setup", "runs", "env", "memory_limit", "timeout", "method"), VALUES
+        ),
+    )
+)
+SUITES = st.dictionaries(TABLE_KEYS, VALUES, max_size=6).flatmap(
+    lambda d: (
+        st.lists(BENCHMARK_TABLES, max_size=3).map(lambda bs: {**d, "benchmark": bs} if bs else d)
+        | st.just(d)
+    )
+)
+
+
+def loads_or_refuses(text: str, name: str) -> None:
+    try:
+        c = load_config(Path(name), text=text)
+    except ConfigError:
+        return
+    json.dumps(c.raw, allow_nan=False)  # recorded in results: JSON-ready
+    to_specs(c, baseline_dir=Path("/b"), candidate_dir=Path("/c"))
+
+
+FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@settings(FUZZ, max_examples=120)  # recursive values: the slowest strategy to draw
+@given(SUITES)
+def test_fuzz_random_tables(suite: dict[str, Any]) -> None:
+    text = "".join(f"{json.dumps(k)} = {toml_value(v)}\n" for k, v in suite.items())
+    loads_or_refuses(text, "duet.toml")
+    loads_or_refuses(f"[tool]\nduet = {toml_value(suite)}\n", "pyproject.toml")
+
+
+TOMLISH = st.text(
+    alphabet=st.sampled_from(list("[]{}=\"'#.,:\n\r\\ tabrunsmem_0123456789-+eifnTGZ\t\x00é")),
+    max_size=80,
+)
+
+
+@FUZZ
+@given(TOMLISH)
+def test_fuzz_random_text(text: str) -> None:
+    loads_or_refuses(text, "duet.toml")
+    loads_or_refuses(text, "pyproject.toml")
+
+
+@FUZZ
+@given(st.sampled_from([DUET_TOML, SUITE + BENCHMARKS, PYPROJECT]), st.data())
+def test_fuzz_mutated_files_load_and_edit_or_refuse(base: str, data: st.DataObject) -> None:
+    text = base
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(text)))
+        cut = data.draw(st.integers(0, 3))
+        text = text[:at] + data.draw(TOMLISH.filter(lambda s: len(s) < 6)) + text[at + cut :]
+    form: config_mod.Form = "pyproject" if base is PYPROJECT else "duet"
+    loads_or_refuses(text, f"{form}.toml" if form == "pyproject" else "duet.toml")
+    values = {"runs": 17, "warmup": 4}
+    for benchmark in (None, "parse"):
+        try:
+            new = edit_text(text, form=form, benchmark=benchmark, values=values)
+        except ConfigError:
+            continue
+        # The editor's promise (checked inside as well): the new values where they belong.
+        table: Any = tomllib.loads(new)
+        if form == "pyproject":
+            table = table["tool"]["duet"]
+        if benchmark is not None:
+            table = next(b for b in table["benchmark"] if b.get("name") == benchmark)
+        assert {k: table[k] for k in values} == values
+
+
+LINE_FILLERS = st.sampled_from(["", "# note", "  # indented note", "# runs = 1", "\t"])
+
+
+@FUZZ
+@given(
+    st.lists(LINE_FILLERS, max_size=3),
+    st.lists(st.sampled_from(["runs", "iterations", "warmup", "build"]), unique=True),
+    st.lists(
+        st.lists(st.sampled_from(["runs", "iterations", "warmup", "timeout"]), unique=True),
+        min_size=1,
+        max_size=3,
+    ),
+    st.lists(LINE_FILLERS, max_size=3),
+    st.sampled_from([" = ", "=", "   =  "]),
+    st.sampled_from(["", "  # c", " #"]),
+    st.booleans(),
+    st.data(),
+)
+def test_fuzz_editor_changes_only_the_recommended_keys(
+    head: list[str],
+    suite_keys: list[str],
+    benchmark_keys: list[list[str]],
+    gap: list[str],
+    eq: str,
+    comment: str,
+    pyproject: bool,
+    data: st.DataObject,
+) -> None:
+    example = {"runs": "10", "iterations": "30", "warmup": "2", "build": '"make"', "timeout": "5"}
+    lines = [*head]
+    prefix = "tool.duet." if pyproject else ""
+    if pyproject:
+        lines += ['[project]\nname = "x"', "[tool.duet]"]
+    lines += [f"{k}{eq}{example[k]}{comment}" for k in suite_keys] + gap
+    for i, keys in enumerate(benchmark_keys):
+        lines += [f"[[{prefix}benchmark]]", f'name = "b{i}"{comment}', 'command = "x"']
+        lines += [f"{k}{eq}{example[k]}{comment}" for k in keys] + gap
+    text = "\n".join(lines) + "\n"
+    benchmark = data.draw(st.sampled_from([None] + [f"b{i}" for i in range(len(benchmark_keys))]))
+    values = data.draw(
+        st.dictionaries(
+            st.sampled_from(["runs", "iterations", "warmup"]), st.integers(2, 99), min_size=1
+        )
+    )
+    new = edit_text(
+        text, form="pyproject" if pyproject else "duet", benchmark=benchmark, values=values
+    )
+    c = load_config(Path("pyproject.toml" if pyproject else "duet.toml"), text=new)
+    target = c.defaults if benchmark is None else c.benchmark(benchmark)
+    assert {k: getattr(target, k) for k in values} == values
+
+    def others(t: str) -> list[str]:
+        return [
+            line for line in t.splitlines() if not re.match(r"(runs|iterations|warmup)\s*=", line)
+        ]
+
+    # The separator lines around an inserted block are the only new blank lines.
+    assert [x for x in others(new) if x.strip()] == [x for x in others(text) if x.strip()]
+    assert len(others(new)) - len(others(text)) <= 2
+    # Every line that held a changed key keeps its spelling and its comment.
+    for old_line in text.splitlines():
+        m = re.match(r"(runs|iterations|warmup)(\s*=\s*)\d+(.*)$", old_line)
+        if m and not any(new_line == old_line for new_line in new.splitlines()):
+            assert any(
+                re.fullmatch(rf"{m.group(1)}{re.escape(m.group(2))}\d+{re.escape(m.group(3))}", n)
+                for n in new.splitlines()
+            )
