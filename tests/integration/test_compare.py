@@ -1,0 +1,196 @@
+"""``duet compare`` end to end on real git repositories made by the tests (asv's way)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import is_root
+from tests.integration.gitrepo import GitRepo, make_repo, shallow_clone
+
+pytestmark = pytest.mark.usefixtures("no_leftovers")
+
+WORK_C = textwrap.dedent(
+    """
+    #include <stdint.h>
+    #include <stdio.h>
+    int main(void) {
+        uint64_t x = 88172645463325252ULL, acc = 0;
+        for (uint64_t i = 0; i < STEPS; i++) {
+            x ^= x << 13; x ^= x >> 7; x ^= x << 17; acc += x & 0xff;
+        }
+        printf("%llu\\n", (unsigned long long)acc);
+        return 0;
+    }
+    """
+)
+
+
+def config(*benchmarks: str, build: str = "cc -O2 -o work work.c", extra: str = "") -> str:
+    head = (
+        f'runs = 6\niterations = 5\nwarmup = 1\nisolation = "{ISOLATION}"\n'
+        f'build = "{build}"\n{extra}'
+    )
+    return head + "".join(benchmarks)
+
+
+ISOLATION = "cgroup" if is_root() else "affinity"
+
+
+def bench(name: str, command: str) -> str:
+    return f'\n[[benchmark]]\nname = "{name}"\ncommand = "{command}"\n'
+
+
+def project(tmp_path: Path, steps_base: int = 8_000_000, steps_head: int = 10_400_000) -> GitRepo:
+    files = {
+        "work.c": WORK_C.replace("STEPS", str(steps_base)),
+        "duet.toml": config(bench("xorshift", "./work")),
+    }
+    repo = make_repo(tmp_path / "project", [files])
+    repo.tag("base", "HEAD")
+    repo.commit({"work.c": WORK_C.replace("STEPS", str(steps_head))}, "make it 30% slower")
+    return repo
+
+
+def duet(repo: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "duet", "compare", *args, "--quiet", "--reps", "2000"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def test_a_slower_head_is_a_regression_and_every_output_is_written(tmp_path: Path) -> None:
+    repo = project(tmp_path)
+    before = repo.state()
+    out = tmp_path / "out"
+    done = duet(repo.path, "base", "HEAD", "--out", str(out))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "regression" in done.stdout
+    doc = json.loads((out / "results.json").read_text())
+    b = doc["benchmarks"][0]
+    assert b["analysis"]["verdict"] == "regression"
+    assert 1.15 < b["analysis"]["ratio"] < 1.5
+    versions = doc["config"]["versions"]
+    assert versions["baseline"]["commit"] == repo.rev_parse("base")
+    assert versions["candidate"]["commit"] == repo.rev_parse("HEAD")
+    for name in ("report.md", "junit.xml", "metrics.txt", "logs/build-baseline.log"):
+        assert (out / name).is_file(), name
+    assert "regression" in (out / "report.md").read_text()
+    assert (
+        'type="regression"' in (out / "junit.xml").read_text()
+        or "<failure" in (out / "junit.xml").read_text()
+    )
+    assert list((out / "plots").glob("*.png"))
+    # The user's checkout, index and branches are untouched; no worktree is left registered.
+    assert repo.state() == before
+
+
+def test_head_against_itself_is_not_a_regression(tmp_path: Path) -> None:
+    repo = project(tmp_path)
+    done = duet(repo.path, "HEAD", "HEAD", "--out", str(tmp_path / "out"), "--no-plots")
+    assert done.returncode == 0, done.stdout + done.stderr
+    doc = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert doc["benchmarks"][0]["analysis"]["verdict"] != "regression"
+
+
+def test_a_failing_build_exits_3_with_the_log_tail(tmp_path: Path) -> None:
+    repo = project(tmp_path)
+    repo.commit({"work.c": "this is not C"}, "break the build")
+    out = tmp_path / "out"
+    done = duet(repo.path, "base", "HEAD", "--out", str(out))
+    assert done.returncode == 3
+    assert "build" in done.stderr
+    assert "error" in done.stderr  # the compiler's message, from the log tail
+    assert "Traceback" not in done.stderr
+    doc = json.loads((out / "results.json").read_text())
+    assert "build failed" in doc["state"]["stopped"]
+
+
+def test_a_benchmark_missing_in_base_is_reported_not_measured(tmp_path: Path) -> None:
+    repo = project(tmp_path)
+    repo.commit(
+        {"duet.toml": config(bench("xorshift", "./work"), bench("new-one", "./work"))},
+        "add a benchmark",
+    )
+    out = tmp_path / "out"
+    done = duet(repo.path, "base", "HEAD", "--out", str(out), "--no-plots", "--fail-on", "never")
+    assert done.returncode == 0, done.stdout + done.stderr
+    doc = json.loads((out / "results.json").read_text())
+    by_name = {b["name"]: b for b in doc["benchmarks"]}
+    assert by_name["new-one"]["runs"] == []
+    assert "missing in the baseline" in by_name["new-one"]["note"]
+    assert by_name["xorshift"]["analysis"]["verdict"] == "regression"
+    assert "missing in the baseline" in done.stdout
+
+
+def test_a_shallow_clone_fetches_the_base(tmp_path: Path) -> None:
+    origin = project(tmp_path)
+    ci = shallow_clone(origin.path, tmp_path / "ci", depth=1)
+    done = duet(ci.path, "HEAD~1", "HEAD", "--out", str(tmp_path / "out"), "--no-plots")
+    assert done.returncode == 1, done.stdout + done.stderr
+
+
+def test_unknown_ref_is_a_clean_error(tmp_path: Path) -> None:
+    repo = project(tmp_path)
+    done = duet(repo.path, "no-such-branch", "HEAD", "--out", str(tmp_path / "out"))
+    assert done.returncode in (2, 3)
+    assert "no-such-branch" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_python_benchmarks_in_two_virtualenvs(tmp_path: Path) -> None:
+    bench_py = "def run():\n    return sum(i * i for i in range({n}))\n"
+    toml = (
+        f'runs = 5\niterations = 5\nwarmup = 1\nisolation = "{ISOLATION}"\n'
+        f'build = "{sys.executable} -m venv --without-pip .venv"\npython = ".venv/bin/python"\n'
+        '\n[[benchmark]]\nname = "squares"\npython = "benchmod:run"\n'
+    )
+    repo = make_repo(
+        tmp_path / "py", [{"benchmod.py": bench_py.format(n=20000), "duet.toml": toml}]
+    )
+    repo.tag("base", "HEAD")
+    repo.commit({"benchmod.py": bench_py.format(n=40000)}, "twice the work")
+    out = tmp_path / "out"
+    done = duet(repo.path, "base", "HEAD", "--out", str(out), "--no-plots")
+    assert done.returncode == 1, done.stdout + done.stderr
+    b = json.loads((out / "results.json").read_text())["benchmarks"][0]
+    assert b["kind"] == "python"
+    assert ".venv/bin/python" in b["versions"]["baseline"]["interpreter"]
+    assert 1.3 < b["analysis"]["ratio"] < 2.6
+
+
+def test_shards_and_merge(tmp_path: Path) -> None:
+    repo = project(tmp_path)
+    repo.commit(
+        {"duet.toml": config(bench("a", "./work"), bench("b", "./work"), bench("c", "./work"))},
+        "three",
+    )
+    repo.tag("base3", "HEAD")
+    shards = []
+    for i in (1, 2):
+        out = tmp_path / f"shard{i}"
+        done = duet(
+            repo.path, "base3", "HEAD", "--out", str(out), "--shard", f"{i}/2", "--no-plots"
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        shards.append(out / "results.json")
+    names = [[b["name"] for b in json.loads(p.read_text())["benchmarks"]] for p in shards]
+    assert names == [["a", "c"], ["b"]]
+    merged = tmp_path / "merged.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "duet", "merge", *map(str, shards), "--out", str(merged)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert [b["name"] for b in json.loads(merged.read_text())["benchmarks"]] == ["a", "b", "c"]
