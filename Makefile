@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test install lint types pytest bench-stats bench-barrier clean
+.PHONY: demo test install lint types pytest bench-stats bench-barrier bench-overhead accuracy accuracy-quick soak clean
 
 $(STAMP): pyproject.toml scripts/bootstrap.sh
 	PYTHON=$(PYTHON) VENV=$(VENV) sh scripts/bootstrap.sh
@@ -29,6 +29,22 @@ pytest: $(STAMP)
 
 bench-stats: $(STAMP)
 	$(BIN)/python benchmarks/bench_stats.py
+
+bench-barrier: $(STAMP)
+	$(BIN)/python benchmarks/bench_barrier.py
+
+bench-overhead: $(STAMP)
+	$(BIN)/python benchmarks/bench_overhead.py
+
+# The accuracy study of docs/accuracy.md (about an hour; root for cgroups); quick: a few minutes.
+accuracy: $(STAMP)
+	$(BIN)/python benchmarks/accuracy.py
+
+accuracy-quick: $(STAMP)
+	$(BIN)/python benchmarks/accuracy.py --quick
+
+soak: $(STAMP)
+	$(BIN)/python benchmarks/soak.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache duet-results
