@@ -5,16 +5,27 @@ Only this package and the CLI print; every renderer is a pure function ``documen
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal, TypeAlias
 
 from duet.results import ResultsDocument
 
-Format: TypeAlias = Literal["text", "markdown", "json"]
-FORMATS: tuple[Format, ...] = ("text", "markdown", "json")
+Format: TypeAlias = Literal["text", "markdown", "json", "junit", "openmetrics", "html"]
+FORMATS: tuple[Format, ...] = ("text", "markdown", "json", "junit", "openmetrics", "html")
 
 
-def render(doc: ResultsDocument, fmt: Format, *, color: bool = False) -> str:
-    """Render an analysed document in ``fmt``."""
+def render(
+    doc: ResultsDocument,
+    fmt: Format,
+    *,
+    color: bool = False,
+    plots: Mapping[str, str] | None = None,
+) -> str:
+    """Render an analysed document in ``fmt``.
+
+    ``color`` is for ``text`` (a terminal); ``plots`` (caption -> SVG document) for ``html``,
+    which inlines them.
+    """
     if fmt == "text":
         from duet.report.text import render_text
 
@@ -23,6 +34,20 @@ def render(doc: ResultsDocument, fmt: Format, *, color: bool = False) -> str:
         from duet.report.markdown import render_markdown
 
         return render_markdown(doc)
+    if fmt == "junit":
+        from duet.report.junit import render_junit
+
+        return render_junit(doc)
+    if fmt == "openmetrics":
+        from duet.report.openmetrics import render_openmetrics
+
+        return render_openmetrics(doc)
+    if fmt == "html":
+        from duet.report.html import render_html
+
+        return render_html(doc, plots=plots)
+    if fmt != "json":
+        raise ValueError(f"unknown report format {fmt!r}; one of {', '.join(FORMATS)}")
     from duet.results import dumps
 
     return dumps(doc)
