@@ -1,0 +1,123 @@
+"""The GitLab template run for real by gitlab-ci-local (shell executor), ending in a note.
+
+A small repository made here includes ``ci-templates/gitlab/duet.gitlab-ci.yml``; the
+merge-request variables point the job at the local fake API. ``duet compare`` is replaced by
+a stand-in (``DUET_COMMAND``) that writes a real, ``duet analyze``-able results file from the
+committed fixture: what is tested is the job (base and head passed, exit code kept, artifacts,
+reports, the note), not the measurement, which has tests of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.ci.conftest import PROJECT
+from tests.ci.fakeapi import GITLAB_BOT, GITLAB_TOKEN, FakeApi
+from tests.ci.test_templates import GITLAB, tool
+
+MR = 7
+STAND_IN = """#!/bin/sh
+# duet, except that compare copies a results file instead of measuring.
+printf '%s\\n' "$*" >> "{log}"
+if [ "$1" = compare ]; then
+    mkdir -p duet-results
+    cp "{results}" duet-results/results.json
+    "{python}" -m duet analyze duet-results/results.json --format markdown > duet-results/report.md
+    echo '<testsuites name="duet"/>' > duet-results/junit.xml
+    echo 'duet_ratio{{benchmark="parse-json"}} 1.05' > duet-results/metrics.txt
+    exit 1
+fi
+exec "{python}" -m duet "$@"
+"""
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = dict(
+        os.environ,
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@example.com",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@example.com",
+    )
+    done = subprocess.run(
+        ["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+@pytest.mark.slow
+def test_gitlab_job_posts_a_note(
+    tmp_path: Path, fake_api: FakeApi, analysed_doc: dict[str, Any]
+) -> None:
+    gcl = tool("gitlab-ci-local")
+    if shutil.which("rsync") is None:
+        pytest.skip("gitlab-ci-local needs rsync: apt-get install rsync (scripts/bootstrap.sh)")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    (repo / "app.txt").write_text("v1\n")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "base")
+    base = _git(repo, "rev-parse", "HEAD")
+    _git(repo, "checkout", "-q", "-b", "feature")
+    (repo / "app.txt").write_text("v2\n")
+    shutil.copy(GITLAB, repo / "duet.gitlab-ci.yml")
+    (repo / ".gitlab-ci.yml").write_text("include:\n  - local: duet.gitlab-ci.yml\n")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "head")
+    head = _git(repo, "rev-parse", "HEAD")
+    _git(repo, "remote", "add", "origin", "https://gitlab.example.com/acme/app.git")
+
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps(analysed_doc))
+    log = tmp_path / "argv.log"
+    stand_in = tmp_path / "duet-stand-in"
+    stand_in.write_text(STAND_IN.format(log=log, results=results, python=sys.executable))
+    stand_in.chmod(0o755)
+    fake_api.gitlab_mr(PROJECT, MR, sha=head)
+
+    variables = {
+        "CI_PIPELINE_SOURCE": "merge_request_event",
+        "CI_MERGE_REQUEST_IID": str(MR),
+        "CI_MERGE_REQUEST_DIFF_BASE_SHA": base,
+        "CI_API_V4_URL": fake_api.gitlab_url,
+        "CI_PROJECT_ID": PROJECT,
+        "DUET_GITLAB_TOKEN": GITLAB_TOKEN,
+        "DUET_COMMAND": str(stand_in),
+    }
+    argv = [gcl, "--force-shell-executor", "--no-color", "--home", str(tmp_path / "home")]
+    argv += ["--ignore-predefined-vars", ",".join(k for k in variables if k.startswith("CI_"))]
+    for k, v in variables.items():
+        argv += ["--variable", f"{k}={v}"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CI_", "GITLAB_", "DUET_"))}
+    done = subprocess.run(
+        [*argv, "duet"], cwd=repo, env=env, capture_output=True, text=True, timeout=120
+    )
+    output = done.stdout + done.stderr
+    # The regression fails the job: exit 1 kept after the note was posted.
+    assert done.returncode == 1, output
+    calls = log.read_text().splitlines()
+    assert f"compare {base} {head} --out duet-results --fail-on regression" in calls
+    assert "doctor" in calls
+    assert any(c.startswith("comment duet-results/results.json --provider gitlab") for c in calls)
+
+    [note] = fake_api.gitlab_notes(PROJECT, MR)
+    assert note["body"].startswith("<!-- duet-report v1 key=default -->\n## duet: 1 regression")
+    assert note["author"]["id"] == GITLAB_BOT["id"]
+    assert GITLAB_TOKEN not in output
+
+    exported = repo / ".gitlab-ci-local" / "artifacts" / "duet" / "duet-results"
+    assert {p.name for p in exported.iterdir()} >= {
+        "results.json",
+        "report.md",
+        "junit.xml",
+        "metrics.txt",
+    }

@@ -1,0 +1,219 @@
+"""The HTTP client against a real local server: retries, Retry-After, redirects, redaction."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+
+import pytest
+
+from duet.ci.comment import (
+    ApiError,
+    CommentError,
+    Http,
+    Redactor,
+    _retry_after,
+    link_next,
+)
+from tests.ci.fakeapi import ACTIONS_TOKEN, FakeApi, Fault
+
+COMMENTS = "/repos/acme/app/issues/12/comments"
+
+
+def _client(api: FakeApi, waits: list[float] | None = None, **kw: object) -> Http:
+    record = waits if waits is not None else []
+    return Http(
+        api.github_url,
+        headers={"Authorization": f"Bearer {ACTIONS_TOKEN}", "User-Agent": "duet-test"},
+        secrets=[ACTIONS_TOKEN],
+        sleep=record.append,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+@pytest.fixture
+def api(fake_api: FakeApi) -> FakeApi:
+    fake_api.github_pull("acme/app", 12, head_sha="a" * 40)
+    return fake_api
+
+
+def test_5xx_is_retried_with_backoff(api: FakeApi) -> None:
+    api.fail(Fault("GET", COMMENTS, 502, "<html>Bad Gateway</html>", times=2))
+    waits: list[float] = []
+    r = _client(api, waits).request("GET", api.github_url + COMMENTS)
+    assert r.status == 200
+    assert waits == [1.0, 2.0]
+    assert len(api.calls("GET")) == 3
+
+
+def test_retry_after_is_honoured_in_real_time(api: FakeApi) -> None:
+    api.fail(Fault("GET", COMMENTS, 429, {"message": "slow down"}, {"Retry-After": "1"}))
+    http = Http(
+        api.github_url, headers={"Authorization": f"Bearer {ACTIONS_TOKEN}", "User-Agent": "t"}
+    )
+    t0 = time.monotonic()
+    assert http.request("GET", api.github_url + COMMENTS).status == 200
+    assert time.monotonic() - t0 >= 1.0
+
+
+def test_secondary_rate_limit_403_waits_what_it_says(api: FakeApi) -> None:
+    api.fail(
+        Fault(
+            "GET",
+            COMMENTS,
+            403,
+            {"message": "You have exceeded a secondary rate limit. Please wait a few minutes."},
+            {"Retry-After": "7"},
+        )
+    )
+    waits: list[float] = []
+    assert _client(api, waits).request("GET", api.github_url + COMMENTS).status == 200
+    assert waits == [7.0]
+
+
+def test_primary_rate_limit_waits_until_the_reset(api: FakeApi) -> None:
+    reset = int(time.time()) + 30
+    api.fail(
+        Fault(
+            "GET",
+            COMMENTS,
+            403,
+            {"message": "API rate limit exceeded for installation ID 1."},
+            {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(reset)},
+        )
+    )
+    waits: list[float] = []
+    _client(api, waits, clock=lambda: reset - 30.0).request("GET", api.github_url + COMMENTS)
+    assert waits == [31.0]
+
+
+def test_a_wait_longer_than_allowed_is_reported_not_slept(api: FakeApi) -> None:
+    api.fail(Fault("GET", COMMENTS, 429, {"message": "later"}, {"Retry-After": "3600"}))
+    waits: list[float] = []
+    with pytest.raises(ApiError, match="rate limited for 3600 s") as info:
+        _client(api, waits).request("GET", api.github_url + COMMENTS)
+    assert info.value.status == 429
+    assert waits == []
+
+
+def test_a_forbidden_answer_is_not_retried(api: FakeApi) -> None:
+    api.fail(Fault("GET", COMMENTS, 403, {"message": "Resource not accessible by integration"}))
+    with pytest.raises(ApiError, match="HTTP 403: Resource not accessible") as info:
+        _client(api).request("GET", api.github_url + COMMENTS)
+    assert info.value.status == 403
+    assert len(api.calls("GET")) == 1
+
+
+def test_a_create_is_not_retried_after_a_5xx_but_marked_ambiguous(api: FakeApi) -> None:
+    api.fail(Fault("POST", COMMENTS, 502, "Bad Gateway"))
+    with pytest.raises(ApiError) as info:
+        _client(api).request(
+            "POST", api.github_url + COMMENTS, body={"body": "x"}, idempotent=False
+        )
+    assert info.value.ambiguous
+    assert len(api.calls("POST")) == 1
+
+
+def test_a_create_is_retried_after_429(api: FakeApi) -> None:
+    api.fail(Fault("POST", COMMENTS, 429, {"message": "slow"}, {"Retry-After": "0"}))
+    r = _client(api).request(
+        "POST", api.github_url + COMMENTS, body={"body": "x"}, idempotent=False
+    )
+    assert r.status == 201
+
+
+def test_redirects_are_not_followed(api: FakeApi) -> None:
+    # urllib would carry the Authorization header along to the other host.
+    api.fail(Fault("GET", COMMENTS, 302, "", {"Location": "http://127.0.0.2:9/steal"}))
+    with pytest.raises(ApiError) as info:
+        _client(api).request("GET", api.github_url + COMMENTS)
+    assert info.value.status == 302
+
+
+def test_links_to_another_host_are_refused(api: FakeApi) -> None:
+    http = _client(api)
+    with pytest.raises(CommentError, match="refusing to send the token"):
+        http.request("GET", "http://evil.example/api/v3/x")
+    assert api.calls() == []
+
+
+def test_unreachable_server_is_retried_then_reported_without_the_token() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    waits: list[float] = []
+    http = Http(
+        f"http://127.0.0.1:{port}/api/v3",
+        headers={"Authorization": f"Bearer {ACTIONS_TOKEN}"},
+        secrets=[ACTIONS_TOKEN],
+        sleep=waits.append,
+        attempts=3,
+    )
+    with pytest.raises(CommentError, match="could not reach") as info:
+        http.request("GET", http.url("/user"))
+    assert waits == [1.0, 2.0]
+    assert ACTIONS_TOKEN not in str(info.value)
+
+
+def test_the_token_echoed_by_the_server_is_redacted(
+    api: FakeApi, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    api.fail(Fault("GET", COMMENTS, 500, {"message": "upstream rejected {authorization}"}, times=5))
+    with pytest.raises(ApiError) as info:
+        _client(api).request("GET", api.github_url + COMMENTS)
+    text = str(info.value)
+    assert "upstream rejected Bearer ***" in text
+    assert "(after 5 attempts)" in text
+    assert ACTIONS_TOKEN not in text
+    assert ACTIONS_TOKEN not in caplog.text
+    assert ACTIONS_TOKEN not in repr(info.value.args)
+
+
+def test_redactor_covers_encoded_forms_and_ignores_tiny_secrets() -> None:
+    r = Redactor(["s3cr+t/tok", None, "", "ab"])
+    assert r("a s3cr+t/tok b s3cr%2Bt%2Ftok c s3cr%2Bt%2Ftok") == "a *** b *** c ***"
+    assert r("ab stays") == "ab stays"
+
+
+@pytest.mark.parametrize(
+    ("header", "now", "seconds"),
+    [
+        ("0", 0.0, 0.0),
+        ("12", 0.0, 12.0),
+        (" 3.5 ", 0.0, 3.5),
+        ("-4", 0.0, 0.0),
+        ("Wed, 21 Oct 2015 07:28:00 GMT", 1445412470.0, 10.0),
+        ("soon", 0.0, None),
+        (None, 0.0, None),
+    ],
+)
+def test_retry_after_forms(header: str | None, now: float, seconds: float | None) -> None:
+    assert _retry_after(header, now) == seconds
+
+
+@pytest.mark.parametrize(
+    ("header", "url"),
+    [
+        (
+            '<https://api.github.com/repositories/1/issues/1/comments?page=2>; rel="next", '
+            '<https://api.github.com/repositories/1/issues/1/comments?page=5>; rel="last"',
+            "https://api.github.com/repositories/1/issues/1/comments?page=2",
+        ),
+        (
+            '<https://x/a?page=1>; rel="prev", <https://x/a?page=3>; rel="next"',
+            "https://x/a?page=3",
+        ),
+        (
+            "<https://gl/api/v4/x?page=2&per_page=100>; rel=next",
+            "https://gl/api/v4/x?page=2&per_page=100",
+        ),
+        ('<https://x/a?page=5>; rel="last"', None),
+        ("", None),
+        (None, None),
+        ("garbage", None),
+    ],
+)
+def test_link_next(header: str | None, url: str | None) -> None:
+    assert link_next(header) == url
