@@ -1,0 +1,133 @@
+"""``duet calibrate`` end to end: a real, short A/A on this machine (cgroups when root, else
+affinity), the plots, ``--compare-sequential``, ``--write`` into a configuration with comments,
+and re-analysis of a results file. Nothing here depends on timing: the machine is shared, so
+only the shape of the answers is checked, never their values."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import is_root
+
+pytestmark = pytest.mark.usefixtures("no_leftovers")
+
+ISOLATION = "cgroup" if is_root() else "affinity"
+
+
+def duet(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "duet", *args],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+        cwd=cwd,
+    )
+
+
+def test_a_real_calibration_with_plots(tmp_path: Path) -> None:
+    out = tmp_path / "cal.json"
+    plots = tmp_path / "plots"
+    done = duet(
+        "calibrate", "--command", "true", "--runs", "6", "--iterations", "8",
+        "--isolation", ISOLATION, "--out", str(out), "--plot", str(plots), "--reps", "1000",
+        "--quiet", "--format", "json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    c = json.loads(done.stdout)
+    assert c["runs"] == 6
+    assert c["iterations"] >= 3  # removing a detected warm-up keeps at least 3 per run
+    for key in ("ratio", "ci_low", "ci_high", "ci_width", "sync_gain", "impact_factor",
+                "variance_components", "optimal_iterations", "recommended", "side_asymmetry",
+                "start_skew_ns", "warmup", "method"):  # fmt: skip
+        assert key in c
+    assert c["ratio"] > 0
+    assert c["ci_low"] <= c["ratio"] <= c["ci_high"]
+    level = c["context"]["isolation"]
+    assert level.startswith("cgroup-") if ISOLATION == "cgroup" else level == "affinity-only"
+    # Start skew from the recorded iteration starts of both sides, start-up from wall times.
+    assert c["start_skew_ns"]["count"] > 0
+    assert c["start_skew_ns"]["median"] <= c["start_skew_ns"]["p99"]
+    assert c["startup_ns"] > 0
+    side = c["side_asymmetry"]
+    assert {side["cpu_a"], side["cpu_b"]} == set(json.loads(out.read_text())["environment"][
+        "pair"]["cpus"])  # fmt: skip
+    assert side["runs_a"] == side["runs_b"] == 3  # balanced alternation
+    rec = c["recommended"]
+    assert rec["method"] in ("duet", "sequential")
+    assert rec["runs"] >= 10
+    assert rec["iterations"] >= 5
+    assert rec["machine_time_ns"] > 0
+    for stem in ("calibration-samples", "calibration-width"):
+        for suffix in (".png", ".svg"):
+            assert (plots / f"{stem}{suffix}").stat().st_size > 1000
+    # The raw samples are in a normal results file: re-analysable without measuring again.
+    again = duet("calibrate", "--results", str(out), "--reps", "1000")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith("duet calibrate: A/A of 'true'")
+    assert "Recommendation for a 2.00% threshold at 99% confidence" in again.stdout
+    assert "runs = " in again.stdout
+
+
+CONFIG = """\
+# The suite's settings (this comment must survive --write).
+runs = 10  # the default
+threshold = 0.02
+
+[[benchmark]]
+name = "noop"   # does nothing, quickly
+command = "true"
+iterations = 30  # overwritten by calibrate --write
+"""
+
+
+def test_compare_sequential_and_write_into_the_configuration(tmp_path: Path) -> None:
+    (tmp_path / "duet.toml").write_text(CONFIG)
+    (tmp_path / ".git").mkdir()  # the configuration search stops at the checkout's root
+    out = tmp_path / "cal.json"
+    done = duet(
+        "calibrate", "--benchmark", "noop", "--runs", "6", "--iterations", "6",
+        "--compare-sequential", "--write", "--isolation", ISOLATION, "--out", str(out),
+        "--reps", "1000", "--quiet", "--format", "json",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    c = json.loads(done.stdout)
+    assert c["sequential"] is not None
+    assert c["accuracy_gain"] is not None
+    assert c["written"] == f"{tmp_path / 'duet.toml'} (benchmark 'noop')"
+    rec = c["recommended"]
+    doc = json.loads(out.read_text())
+    methods = sorted(b["method"] for b in doc["benchmarks"])
+    assert methods == ["duet", "sequential"]
+    names = [b["name"] for b in doc["benchmarks"]]
+    assert names == ["noop", "noop [sequential]"]
+    for b in doc["benchmarks"]:
+        # An A/A: the same command on both sides.
+        assert b["versions"]["baseline"] == b["versions"]["candidate"]
+    written = (tmp_path / "duet.toml").read_text()
+    assert "# The suite's settings (this comment must survive --write)." in written
+    assert 'name = "noop"   # does nothing, quickly' in written
+    assert "runs = 10  # the default" in written  # the suite default is not touched
+    benchmark_table = written.split("[[benchmark]]")[1]
+    assert f"iterations = {rec['iterations']}  # overwritten by calibrate --write" in (
+        benchmark_table
+    )
+    assert f"\nruns = {rec['runs']}\n" in benchmark_table
+    assert f"\nwarmup = {rec['warmup']}\n" in benchmark_table
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    none = duet("calibrate")
+    assert none.returncode == 2
+    assert "--command CMD" in none.stderr
+    both = duet("calibrate", "--command", "true", "--python", sys.executable)
+    assert both.returncode == 2
+    lonely = duet("calibrate", "--python", sys.executable)
+    assert lonely.returncode == 2
+    assert "--callable" in lonely.stderr
