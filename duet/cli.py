@@ -299,6 +299,12 @@ def run_options(fn: F) -> F:
             show_default=True,
             help="Seed of the side-to-core assignment and the sequential order.",
         ),
+        click.option(
+            "--wait",
+            is_flag=True,
+            help="When another duet is measuring on this machine, queue behind it instead of "
+            "refusing (exit 3). The lock is $DUET_LOCK, else /run/lock/duet.lock.",
+        ),
     ]
     for option in reversed(options):
         fn = option(fn)
@@ -465,6 +471,7 @@ def run(**o: Any) -> None:
         progress=not o["quiet"],
         run_as=RunAs.from_environment(o["user"], os.environ),
         config={"command": "run", "argv": sys.argv[1:]},
+        wait=o["wait"],
     )
     click.echo(
         f"duet: {bench.name}: {bench.runs} runs x ({bench.warmup} warm-up + {bench.iterations}) "

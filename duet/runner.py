@@ -117,7 +117,10 @@ def read_samples(path: Path) -> Samples:
     for line in lines:
         try:
             item = json.loads(line)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
+            # Not JSON, or JSON that json refuses to build (an integer of more than 4300
+            # digits, nesting deeper than the recursion limit): the benchmark wrote it, and it
+            # must not take the orchestrator down.
             continue
         if not isinstance(item, dict):
             continue
@@ -223,12 +226,18 @@ def _argv_and_env(
 def uses_host_tmp(spec: SideSpec) -> bool:
     """Whether a side names files under the host's /tmp (its directory, interpreter, python
     path or program), which a private /tmp in its mount namespace would hide."""
+    tmp = os.path.realpath("/tmp")
     paths = [spec.cwd, spec.interpreter, *spec.sys_path]
-    if spec.command:
-        paths += [word for word in spec.command.split() if word.startswith("/")]
+    for word in (spec.command or "").split():
+        # A file the benchmark creates directly in /tmp (a cache, a socket: `--db /tmp/x.db`)
+        # is what the private /tmp is for; only what exists there already (the program, an
+        # input, a directory prepared for it) needs the host's /tmp.
+        if not word.startswith("/") or os.path.realpath(word) == tmp:
+            continue
+        if os.path.lexists(word) or os.path.realpath(os.path.dirname(word)) != tmp:
+            paths.append(word)
     if spec.cwd is None:
         paths.append(os.getcwd())
-    tmp = os.path.realpath("/tmp")
     for p in paths:
         if p and (os.path.realpath(os.path.abspath(p)) + "/").startswith(tmp + "/"):
             return True
@@ -525,11 +534,13 @@ def _remove(path: str) -> None:
 
 
 def _run_status(records: Mapping[SideName, SideRecord]) -> tuple[str, str | None]:
-    # The cause, not the consequence: a side stopped because the other failed is not the reason.
+    # The cause, not the consequence: a side stopped because the other failed, or that gave up
+    # waiting for it at the barrier, is not the reason.
     failed = [(n, r) for n, r in records.items() if r.status != "ok"]
     if not failed:
         return "ok", None
-    causes = [(n, r) for n, r in failed if not (r.reason or "").startswith("stopped because")]
+    consequences = ("stopped because", "stopped after waiting")
+    causes = [(n, r) for n, r in failed if not (r.reason or "").startswith(consequences)]
     name, rec = (causes or failed)[0]
     status = rec.status if rec.status in ("timeout", "out-of-memory", "pids-limit") else "failed"
     return status, f"{name}: {rec.reason}"

@@ -24,6 +24,7 @@ from duet import __version__, results
 from duet.analysis import AnalysisSettings, analyze_benchmark
 from duet.errors import BenchmarkFailed
 from duet.isolation import Request, RunAs, select_backend
+from duet.lock import acquire as acquire_lock
 from duet.plan import BenchmarkSpec, plan_runs
 from duet.progress import Progress
 from duet.results import BenchmarkRecord, ResultsDocument, RunRecord
@@ -58,10 +59,16 @@ class SessionOptions:
     run_as: RunAs | None = None
     #: Recorded as the document's ``config`` (the exact commands and options).
     config: Mapping[str, Any] = field(default_factory=dict)
+    #: When another duet is measuring on this machine: queue behind it instead of refusing.
+    wait: bool = False
 
 
 def _now() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _warn(message: str) -> None:
+    log.warning("%s", message)
 
 
 def _load_average_now() -> list[float] | None:
@@ -109,8 +116,15 @@ def measure(
 
     total = sum(b.runs for b in benchmarks)
     progress = Progress(total, label="duet", enabled=options.progress)
-    note = on_note or progress.note
-    backend = select_backend(options.isolation)
+    # Not progress: what we removed is said even with --quiet.
+    note = on_note or (progress.note if options.progress else _warn)
+    # One duet measures at a time on this machine, from the first cgroup to the last run.
+    lock = acquire_lock(wait=options.wait)
+    try:
+        backend = select_backend(options.isolation)
+    except BaseException:
+        lock.release()
+        raise
     try:
         leftovers = (
             backend.cleanup_stale()
@@ -154,15 +168,18 @@ def measure(
             worker_python=worker_python_for(options.run_as),
         )
         where = "before the first run"
+        # The document as last written, runs of the benchmark in progress included: what a
+        # failure or an interruption keeps.
+        latest = [doc]
         try:
             for bench in benchmarks:
                 where = f"while measuring {bench.name!r}"
-                doc = _measure_one(bench, doc, ctx, pair.cpus, options, progress)
+                doc = _measure_one(bench, doc, ctx, pair.cpus, options, progress, latest)
             where = ""
         except BaseException as e:
             reason = getattr(e, "message", None) or type(e).__name__
             doc = replace(
-                doc,
+                latest[0],
                 state={
                     "complete": False,
                     "stopped": f"{reason} {where}".strip(),
@@ -181,7 +198,10 @@ def measure(
         )
         results.save(doc, options.out)
     finally:
-        backend.close()
+        try:
+            backend.close()
+        finally:
+            lock.release()
     return doc
 
 
@@ -192,6 +212,7 @@ def _measure_one(
     pair: tuple[int, int],
     options: SessionOptions,
     progress: Progress,
+    latest: list[ResultsDocument],
 ) -> ResultsDocument:
     plans = plan_runs(bench, pair, seed=options.seed)
     inner_loops = calibrate_inner_loops(bench, ctx, cpu=plans[0].cpus["baseline"])
@@ -204,7 +225,7 @@ def _measure_one(
         versions={"baseline": bench.baseline.describe(), "candidate": bench.candidate.describe()},
         settings=settings,
     )
-    recorder = _Recorder(doc.with_benchmark(record), record, options.out)
+    recorder = _Recorder(doc.with_benchmark(record), record, options.out, latest)
 
     def on_run(run: RunRecord) -> None:
         recorder.add(run)
@@ -229,8 +250,14 @@ def _measure_one(
 class _Recorder:
     """Holds the growing document and writes it after every run: nothing measured is lost."""
 
-    def __init__(self, doc: ResultsDocument, record: BenchmarkRecord, out: Path) -> None:
-        self.doc, self.record, self.out = doc, record, out
+    def __init__(
+        self,
+        doc: ResultsDocument,
+        record: BenchmarkRecord,
+        out: Path,
+        latest: list[ResultsDocument],
+    ) -> None:
+        self.doc, self.record, self.out, self.latest = doc, record, out, latest
 
     def add(self, run: RunRecord) -> None:
         self.record = replace(self.record, runs=(*self.record.runs, run))
@@ -241,6 +268,7 @@ class _Recorder:
             self.doc.with_benchmark(self.record),
             state={"complete": False, "stopped": None, "updated": _now()},
         )
+        self.latest[0] = self.doc
         results.save(self.doc, self.out)
 
 

@@ -37,6 +37,17 @@ def _leaked(paths: list[str]) -> set[str]:
     return {p for p in paths if _owner_gone(p)}
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _own_measuring_lock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every duet this test run starts, in-process or as a subprocess, takes a measuring lock
+    of its own (``DUET_LOCK``, see ``duet.lock``): the suite never refuses or waits because a
+    real duet measures on the machine, nor because another test run does."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("DUET_LOCK", str(tmp_path_factory.mktemp("lock") / "duet.lock"))
+    yield
+    patch.undo()
+
+
 @pytest.fixture
 def no_leftovers() -> Iterator[None]:
     """Fails the test when it leaves a duet cgroup, barrier file or work directory behind."""

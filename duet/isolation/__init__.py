@@ -76,6 +76,8 @@ _NAME_RE = re.compile(r"^[0-9A-Za-z][0-9A-Za-z_-]{0,63}$")
 
 #: How long to wait for a frozen or killed cgroup to settle before trying again.
 SETTLE_TIMEOUT_S = 5.0
+#: The signals duet turns into ``Interrupted`` (``duet.cli``); see ``Container.spawn``.
+_HELD_WHILE_FORKING = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,19 +243,29 @@ class Container(ABC):
         if sandbox is not None:
             child_env.update(sandbox.env_overrides())
             enter_sandbox = sandbox.child_setup()
-        popen = _spawn_prepared(
-            list(argv),
-            env=child_env,
-            cwd=cwd,
-            stdout=stdout,
-            stderr=stderr,
-            join_files=self._join_files(),
-            cpus=frozenset(self.cpus),
-            enter_sandbox=enter_sandbox,
-            what=f"container {self.name}",
-            run_as=run_as,
-        )
-        self._popens.append(popen)
+        # SIGINT, SIGTERM and SIGHUP are held while we fork: arriving then, their Python
+        # handler would run inside an at-fork callback (logging registers one), where CPython
+        # prints the Interrupted it raises ("Exception ignored") and drops it, and the
+        # orchestrator would go on measuring. Released once the child is registered (so a kill
+        # finds it); the child restores the mask itself before it execs.
+        unheld = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_WHILE_FORKING)
+        try:
+            popen = _spawn_prepared(
+                list(argv),
+                env=child_env,
+                cwd=cwd,
+                stdout=stdout,
+                stderr=stderr,
+                join_files=self._join_files(),
+                cpus=frozenset(self.cpus),
+                enter_sandbox=enter_sandbox,
+                what=f"container {self.name}",
+                run_as=run_as,
+                signal_mask=unheld,
+            )
+            self._popens.append(popen)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, unheld)
         return popen
 
     @abstractmethod
@@ -487,9 +499,11 @@ def _spawn_prepared(
     enter_sandbox: Callable[[], None] | None,
     what: str,
     run_as: RunAs | None = None,
+    signal_mask: Iterable[int] | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` so that it joins ``join_files``, runs on ``cpus``, leads its own session
-    and is inside the sandbox before it execs.
+    and is inside the sandbox before it execs; with ``signal_mask``, the child sets that mask
+    right before exec.
 
     The work happens in ``preexec_fn``, i.e. between ``fork`` and ``exec`` of a process that may
     have other threads; it therefore only makes system calls on data prepared here. CPython
@@ -522,6 +536,10 @@ def _spawn_prepared(
                 os.setgroups(list(run_as.groups))
                 os.setgid(run_as.gid)
                 os.setuid(run_as.uid)
+            if signal_mask is not None:
+                # Last: exec keeps the mask, and the program must get its signals.
+                stage = "restoring the signal mask"
+                signal.pthread_sigmask(signal.SIG_SETMASK, signal_mask)
         except BaseException as e:
             with contextlib.suppress(OSError):
                 os.write(write_end, f"{stage}: {e}".encode(errors="replace"))
