@@ -17,7 +17,9 @@ def render() -> str:
         "Generated from `--help` by `scripts/cli_docs.py`; a test fails when it is out of date.",
         "",
     ]
-    root = click.Context(main, info_name="duet", terminal_width=100, max_content_width=100)
+    # The group's own context settings (help option names, width), as `duet --help` sees them.
+    settings = {**main.context_settings, "terminal_width": 100, "max_content_width": 100}
+    root = click.Context(main, info_name="duet", **settings)
     out += ["## duet", "", "```", main.get_help(root), "```", ""]
     for name in sorted(main.list_commands(root)):
         command = main.get_command(root, name)
@@ -26,8 +28,7 @@ def render() -> str:
             command,
             info_name=name,
             parent=root,
-            terminal_width=100,
-            max_content_width=100,
+            **settings,
         )
         out += [f"## duet {name}", "", "```", command.get_help(ctx), "```", ""]
     return "\n".join(out)
