@@ -11,7 +11,7 @@ import functools
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TypeVar
 
 import click
@@ -326,17 +326,25 @@ def install_signal_handlers() -> None:
     signal.signal(signal.SIGHUP, handler)
 
 
-def finish(doc: Any, out: str, fmt: str, fail_on: str, max_failures: int | None) -> None:
-    """Print the report, then exit by contract: 3 when a benchmark is broken (that outranks a
-    regression: a verdict from a broken suite is not to be trusted), 1 on a regression per
-    ``--fail-on``, else 0."""
+def finish(
+    doc: Any,
+    out: str,
+    fmt: str,
+    fail_on: str,
+    max_failures: int | None,
+    *,
+    missing: Sequence[str] = (),
+) -> None:
+    """Print the report, then exit by contract: 3 when a benchmark is broken or ``missing`` in
+    one version (that outranks a regression: a verdict from a broken suite is not to be
+    trusted), 1 on a regression per ``--fail-on``, else 0."""
     from duet.analysis import fails, verdicts_of
     from duet.report import render
     from duet.session import raise_if_broken
 
     click.echo(render(doc, fmt, color=fmt == "text" and sys.stdout.isatty()), nl=False)  # type: ignore[arg-type]
     click.echo(f"results: {out}", err=True)
-    raise_if_broken(doc, max_failures)
+    raise_if_broken(doc, max_failures, missing=missing)
     if fails(verdicts_of(doc), fail_on):  # type: ignore[arg-type]
         sys.exit(EXIT_REGRESSION)
 

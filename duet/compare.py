@@ -4,8 +4,9 @@ config (read from HEAD's commit) -> versions (two worktrees, two builds) -> plan
 (through :func:`duet.session.measure`) -> results -> reports in ``duet-results/``.
 
 The suite is HEAD's configuration. A benchmark that BASE's configuration does not have is
-reported as "missing in the baseline" with no runs, not measured against something else; when
-BASE has no duet configuration at all (the pull request that adds duet), HEAD's suite is used
+reported as "missing in the baseline" with no runs, not measured against something else, and
+listed in ``config.missing_in_baseline`` (the command exits 3 for it unless ``--allow-missing``);
+when BASE has no duet configuration at all (the pull request that adds duet), HEAD's suite is used
 for both versions.
 """
 
@@ -52,6 +53,8 @@ class CompareOptions:
     progress: bool = True
     plots: bool = True
     run_as: RunAs | None = None
+    #: Queue behind another duet measuring on this machine instead of refusing.
+    wait: bool = False
 
 
 def repo_root(path: Path) -> Path:
@@ -210,12 +213,14 @@ def compare(options: CompareOptions) -> ResultsDocument:
             per_benchmark=per_benchmark,
             progress=options.progress,
             run_as=options.run_as,
+            wait=options.wait,
             config={
                 "command": "compare",
                 "suite": dict(config.raw),
                 "shard": list(options.shard) if options.shard else None,
                 "bench": options.bench,
                 "max_failures": max_failures,
+                "missing_in_baseline": missing,
             },
         )
         doc = measure(specs, session, versions=version_info)

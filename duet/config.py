@@ -302,7 +302,7 @@ def _has_duet_table(pyproject: Path) -> bool:
         return False
     try:
         tool = tomllib.loads(text).get("tool")
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError, ValueError):
         # Broken TOML: claim the file when it mentions the table, so that loading reports the
         # syntax error instead of "no configuration found".
         return re.search(r"^\s*\[\[?\s*tool\s*\.\s*duet\b", text, re.MULTILINE) is not None
@@ -427,6 +427,14 @@ def _parse(path: Path, text: str) -> dict[str, Any]:
             f"{path}:{line}:{col}: not valid TOML: {msg}{shown}",
             fix='correct the syntax at that place (strings need quotes: name = "parse"; '
             f"a benchmark starts with a [[benchmark]] line); {_DOCS}",
+        ) from None
+    except (RecursionError, ValueError) as e:
+        # tomllib recurses into nested arrays and tables and refuses integers of more than
+        # sys.get_int_max_str_digits() digits; neither is a configuration anybody writes.
+        what = "nested too deeply" if isinstance(e, RecursionError) else str(e)
+        raise ConfigError(
+            f"{path}: not a usable configuration: {what}",
+            fix=f"write the configuration as {_DOCS} shows",
         ) from None
 
 

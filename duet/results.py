@@ -288,7 +288,11 @@ def _run(rd: _Reader, raw: Any, where: str) -> RunRecord:
     order: tuple[SideName, SideName] | None = None
     if m.get("order") is not None:
         raw_order = m["order"]
-        if not isinstance(raw_order, list) or sorted(raw_order) != sorted(SIDES):
+        if (
+            not isinstance(raw_order, list)
+            or not all(isinstance(side, str) for side in raw_order)
+            or sorted(raw_order) != sorted(SIDES)
+        ):
             raise rd.fail(f"{where}.order", 'expected ["baseline", "candidate"] in some order')
         order = (raw_order[0], raw_order[1])
     return RunRecord(
@@ -366,6 +370,14 @@ def from_dict(data: Any, *, source: str = "<results>") -> ResultsDocument:
     )
 
 
+class _NonFiniteNumber(ValueError):
+    """``NaN`` or ``Infinity`` in a file: Python's json accepts them, duet never writes them."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NonFiniteNumber(name)
+
+
 def load(path: str | os.PathLike[str]) -> ResultsDocument:
     """Read and validate a results file.
 
@@ -387,8 +399,24 @@ def load(path: str | os.PathLike[str]) -> ResultsDocument:
     if not text.strip():
         raise ResultsError(f"{p}: the file is empty", fix="re-run the benchmark that wrote it")
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
+        data = json.loads(text, parse_constant=_refuse_constant)
+    except _NonFiniteNumber as e:
+        raise ResultsError(
+            f"{p}: holds {e.args[0]}, which is not a JSON number and never written by duet",
+            fix="the file was edited or produced by another tool; re-run the benchmark",
+        ) from None
+    except RecursionError:
+        raise ResultsError(
+            f"{p}: nested too deeply to be a results document",
+            fix="give the path of a results.json written by duet",
+        ) from None
+    except ValueError as e:
+        if not isinstance(e, json.JSONDecodeError):
+            # Integers over sys.get_int_max_str_digits() digits, which duet never writes.
+            raise ResultsError(
+                f"{p}: not a results document: {e}",
+                fix="give the path of a results.json written by duet",
+            ) from None
         truncated = e.pos >= len(text.rstrip()) - 1
         what = "truncated" if truncated else "not valid JSON"
         raise ResultsError(
@@ -481,11 +509,23 @@ def save(doc: ResultsDocument, path: str | os.PathLike[str]) -> None:
     write_atomic(Path(path), dumps(doc))
 
 
+def _umask() -> int:
+    """The process umask, read without setting it (os.umask would, for every thread)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    return 0o022
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Replace ``path`` by ``text`` so that readers see the old or the new file, never a part."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp makes the file 0600; a results file gets the mode any new file would (a CI
+        # artifact another user or a later job uploads), which the umask decides.
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()

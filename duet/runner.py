@@ -223,11 +223,13 @@ def _argv_and_env(
     return [python, str(ctx.worker), str(spec_path)], env
 
 
-def uses_host_tmp(spec: SideSpec) -> bool:
-    """Whether a side names files under the host's /tmp (its directory, interpreter, python
-    path or program), which a private /tmp in its mount namespace would hide."""
+def uses_host_tmp(spec: SideSpec, worker_python: str | None = None) -> bool:
+    """Whether a side names files under the host's /tmp (its directory, interpreter, the
+    worker's interpreter, python path or program), which a private /tmp in its mount namespace
+    would hide."""
     tmp = os.path.realpath("/tmp")
-    paths = [spec.cwd, spec.interpreter, *spec.sys_path]
+    interpreter = worker_python if spec.kind == "command" else spec.interpreter
+    paths = [spec.cwd, interpreter, *spec.sys_path]
     for word in (spec.command or "").split():
         # A file the benchmark creates directly in /tmp (a cache, a socket: `--db /tmp/x.db`)
         # is what the private /tmp is for; only what exists there already (the program, an
@@ -238,10 +240,7 @@ def uses_host_tmp(spec: SideSpec) -> bool:
             paths.append(word)
     if spec.cwd is None:
         paths.append(os.getcwd())
-    for p in paths:
-        if p and (os.path.realpath(os.path.abspath(p)) + "/").startswith(tmp + "/"):
-            return True
-    return False
+    return any(p and under_host_tmp(p) for p in paths)
 
 
 def accessible_by(path: str, run_as: RunAs | None, *, mode: int = os.X_OK) -> bool:
@@ -275,16 +274,37 @@ def accessible_by(path: str, run_as: RunAs | None, *, mode: int = os.X_OK) -> bo
     return True
 
 
+def under_host_tmp(path: str) -> bool:
+    """Whether ``path`` lies under the host's /tmp, which a side's private /tmp hides."""
+    tmp = os.path.realpath("/tmp")
+    return (os.path.realpath(os.path.abspath(path)) + "/").startswith(tmp + "/")
+
+
 def worker_python_for(run_as: RunAs | None) -> str:
     """The interpreter that runs the worker of ``command`` benchmarks.
 
-    Ours, unless the sides run as a user who cannot execute it (duet installed under /root and
-    run with sudo): then a system python3, which the stdlib-only worker is written for.
+    The worker uses only the standard library, so any Python >= 3.11 will do. Ours, unless the
+    sides run as a user who cannot execute it (duet installed under /root and run with sudo),
+    or it lives under /tmp (a checkout in /tmp: a side's private /tmp would hide it); then the
+    interpreter our virtual environment was made from, or a system python3.
     """
-    candidates = [sys.executable, "/usr/bin/python3", "/usr/local/bin/python3"]
-    for candidate in candidates:
-        if os.path.exists(candidate) and accessible_by(candidate, run_as):
-            return candidate
+    base = getattr(sys, "_base_executable", None) or sys.executable
+    candidates = list(
+        dict.fromkeys(
+            [
+                sys.executable,
+                base,
+                os.path.realpath(base),
+                "/usr/bin/python3",
+                "/usr/local/bin/python3",
+            ]
+        )
+    )
+    usable = [c for c in candidates if os.path.exists(c) and accessible_by(c, run_as)]
+    if usable:
+        outside_tmp = [c for c in usable if not under_host_tmp(c)]
+        # Under /tmp only: uses_host_tmp then gives the side the host's /tmp.
+        return (outside_tmp or usable)[0]
     who = run_as.name if run_as else "this user"
     raise EnvironmentNotReady(
         f"no Python interpreter that {who} may execute was found (tried {', '.join(candidates)})",
@@ -458,7 +478,7 @@ def _execute(
             os.chmod(d, 0o777)
             side_spec = bench.baseline if name == "baseline" else bench.candidate
             sandbox = make_sandbox(str(d), "tmp", share_network=ctx.share_network)
-            if sandbox.mount_namespace and uses_host_tmp(side_spec):
+            if sandbox.mount_namespace and uses_host_tmp(side_spec, ctx.worker_python):
                 # A private /tmp would hide the benchmark itself: keep the host's /tmp and
                 # give the side its own directory through TMPDIR only.
                 sandbox = replace(sandbox, mount_namespace=False)

@@ -289,12 +289,22 @@ def broken_benchmarks(doc: ResultsDocument, max_failures: int | None) -> list[st
     return broken
 
 
-def raise_if_broken(doc: ResultsDocument, max_failures: int | None) -> None:
-    """Raise :class:`BenchmarkFailed` (exit 3) when :func:`broken_benchmarks` finds any."""
+def raise_if_broken(
+    doc: ResultsDocument, max_failures: int | None, *, missing: Sequence[str] = ()
+) -> None:
+    """Raise :class:`BenchmarkFailed` (exit 3) when :func:`broken_benchmarks` finds any, or
+    when ``missing`` names benchmarks that one version does not have (``duet compare``)."""
     broken = broken_benchmarks(doc, max_failures)
     if broken:
         raise BenchmarkFailed(
             "; ".join(broken),
             fix="the reasons and stderr tails are in the results file; fix the benchmark or "
             "raise --timeout / --memory-limit",
+        )
+    if missing:
+        raise BenchmarkFailed(
+            f"{', '.join(missing)}: missing in the baseline's configuration, so not measured "
+            "(the other benchmarks were measured and reported)",
+            fix="a benchmark added by this change has nothing to compare against: pass "
+            "--allow-missing to accept that (the verdicts of the others decide the exit code)",
         )

@@ -65,6 +65,12 @@ _RENAMED = {"memory_limit": "memory_limit_bytes", "timeout": "timeout_s"}
     help="A path inside the git checkout.",
 )
 @click.option("--no-plots", is_flag=True, help="Skip the plots (faster).")
+@click.option(
+    "--allow-missing",
+    is_flag=True,
+    help="A benchmark that BASE's configuration lacks (added by this change) is reported as "
+    "not measured instead of failing the command with exit 3.",
+)
 @run_options
 @analysis_options
 @click.option("--fail-on", type=FAIL_ON, default="regression", show_default=True)
@@ -85,7 +91,8 @@ def compare(ctx: click.Context, /, **o: Any) -> None:
     \b
     BASE and HEAD are any git refs: branches, tags, shas, HEAD~1, origin/main.
     Exit codes: 0 no regression, 1 regression (see --fail-on), 2 usage or configuration
-    error, 3 a build failed, a benchmark failed or the machine refused.
+    error, 3 a build failed, a benchmark failed or is missing in BASE (see --allow-missing), or
+    the machine refused.
     """
     from duet.compare import CompareOptions
     from duet.compare import compare as run_compare
@@ -115,11 +122,20 @@ def compare(ctx: click.Context, /, **o: Any) -> None:
         progress=not o["quiet"],
         plots=not o["no_plots"],
         run_as=RunAs.from_environment(o["user"], os.environ),
+        wait=o["wait"],
     )
     install_signal_handlers()
     doc = run_compare(options)
     max_failures = doc.config.get("max_failures", o["max_failures"])
-    finish(doc, str(Path(o["out"]) / "results.json"), o["fmt"], o["fail_on"], max_failures)
+    missing = [] if o["allow_missing"] else doc.config.get("missing_in_baseline") or []
+    finish(
+        doc,
+        str(Path(o["out"]) / "results.json"),
+        o["fmt"],
+        o["fail_on"],
+        max_failures,
+        missing=[str(name) for name in missing],
+    )
     if o["fmt"] == "text":
         click.echo(f"report: {Path(o['out']) / 'report.md'}", err=True)
     sys.stdout.flush()

@@ -53,7 +53,8 @@ def _commits(doc: ResultsDocument) -> str | None:
         return None
 
     def label(v: Mapping[str, Any]) -> str:
-        sha = str(v.get("commit") or "")[:12]
+        # A results file is outside input: the commit is escaped like any other text.
+        sha = markdown_text(str(v.get("commit") or "")[:12])
         ref = v.get("ref")
         text = markdown_text(str(ref)) if ref else ""
         return f"{text} ({sha})" if text and sha else (text or sha or "?")

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from duet import units
+from duet.report.rows import VERDICTS
 from duet.results import ResultsDocument
 
 _LABEL_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n"})
@@ -92,7 +93,7 @@ def render_openmetrics(doc: ResultsDocument) -> str:
         add(_BASE, _seconds(a.get("baseline")), benchmark=b.name)
         add(_CAND, _seconds(a.get("candidate")), benchmark=b.name)
         verdict = a.get("verdict")
-        if isinstance(verdict, str):
+        if verdict in VERDICTS:  # an enum label: a hand-edited value is left out
             samples[_VERDICT.name].append(
                 f"{_VERDICT.name}{_labels(benchmark=b.name, verdict=verdict)} 1"
             )

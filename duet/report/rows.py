@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,23 +29,41 @@ class Row:
         return self.verdict not in ("no change",)
 
 
+VERDICTS = ("regression", "improvement", "inconclusive", "no change")
+
+
+def _number(value: object) -> float | None:
+    """A finite number from an analysis block, else None: a results file is outside input."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _side(a: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    side = a.get(name)
+    return side if isinstance(side, Mapping) else {}
+
+
 def row(b: BenchmarkRecord) -> Row:
     a: Mapping[str, Any] = b.analysis or {}
-    used = int(a.get("runs_used") or 0)
-    failed = int(a.get("runs_failed") or 0)
-    side_a: Mapping[str, Any] = a.get("baseline") or {}
-    side_b: Mapping[str, Any] = a.get("candidate") or {}
+    used = _count(a.get("runs_used"))
+    failed = _count(a.get("runs_failed"))
     verdict = a.get("verdict")
+    ratio = _number(a.get("ratio"))
     return Row(
         name=b.name,
         runs=f"{used}" if not failed else f"{used} ({failed} failed)",
-        baseline=units.duration(side_a.get("median_ns")),
-        candidate=units.duration(side_b.get("median_ns")),
-        ratio=units.ratio(a.get("ratio")),
-        interval=units.interval(a.get("ci_low"), a.get("ci_high")),
-        confidence=a.get("confidence"),
-        change=units.change(a.get("ratio")),
-        verdict=verdict if isinstance(verdict, str) else "no verdict",
+        baseline=units.duration(_number(_side(a, "baseline").get("median_ns"))),
+        candidate=units.duration(_number(_side(a, "candidate").get("median_ns"))),
+        ratio=units.ratio(ratio),
+        interval=units.interval(_number(a.get("ci_low")), _number(a.get("ci_high"))),
+        confidence=_number(a.get("confidence")),
+        change=units.change(ratio),
+        verdict=verdict if verdict in VERDICTS else "no verdict",
         note=_note(a),
     )
 
@@ -52,7 +71,8 @@ def row(b: BenchmarkRecord) -> Row:
 def _note(a: Mapping[str, Any]) -> str | None:
     """The analysis note plus the failed runs (the first two reasons), for the notes list."""
     parts = [str(a["note"])] if a.get("note") else []
-    failures = [str(f) for f in a.get("failures") or []]
+    raw = a.get("failures")
+    failures = [str(f) for f in raw] if isinstance(raw, list) else []
     if failures:
         shown = "; ".join(failures[:2]) + (
             f"; and {len(failures) - 2} more" if len(failures) > 2 else ""

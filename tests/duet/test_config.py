@@ -1273,3 +1273,15 @@ def test_fuzz_editor_changes_only_the_recommended_keys(
                 re.fullmatch(rf"{m.group(1)}{re.escape(m.group(2))}\d+{re.escape(m.group(3))}", n)
                 for n in new.splitlines()
             )
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["x = " + "[" * 100_000, "x = " + "{a = " * 50_000, "x = " + "1" * 5000],
+    ids=["deep-arrays", "deep-tables", "huge-integer"],
+)
+@pytest.mark.parametrize("name", ["duet.toml", "pyproject.toml"])
+def test_toml_that_python_refuses_to_build_is_a_config_error(text: str, name: str) -> None:
+    # tomllib raises RecursionError and ValueError here, not TOMLDecodeError.
+    with pytest.raises(ConfigError, match="not a usable configuration"):
+        load_config(Path(name), text=text)

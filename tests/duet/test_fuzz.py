@@ -8,11 +8,10 @@ exception: in the CLI that would be a traceback and exit 1, which CI reads as "r
 The configuration has its fuzz tests in ``test_config.py``, the CI event payload in
 ``tests/ci/``.
 
-Known bugs this fuzzing found, each pinned by a strict ``xfail`` test below (they XPASS, and
-fail, once fixed: then remove the marker and the matching exclusion in the strategies):
-``results.load`` lets ``RecursionError`` and ``ValueError`` out of ``json.loads`` for deep
-nesting and integers of more than 4300 digits, accepts ``NaN`` that ``dumps`` then refuses,
-and ``from_dict`` sorts a run's ``order`` list without checking its items are strings.
+Bugs this fuzzing found and that stay pinned by a test below: ``results.load`` let
+``RecursionError`` and ``ValueError`` out of ``json.loads`` for deep nesting and integers of
+more than 4300 digits, accepted ``NaN`` that ``dumps`` then refused, and ``from_dict`` sorted a
+run's ``order`` list without checking its items were strings.
 """
 
 from __future__ import annotations
@@ -218,12 +217,6 @@ def test_fuzz_results_load_of_arbitrary_files(scratch: Path, text: str) -> None:
     assert str(path) in message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=(RecursionError, ValueError),
-    reason="bug: results.load catches only JSONDecodeError; json.loads raises RecursionError "
-    "(deep nesting) and ValueError (integers over 4300 digits): a traceback, exit 1",
-)
 @pytest.mark.parametrize(
     "text",
     ["[" * 100_000, '{"schema": "duet-results/1", "benchmarks": [], "x": ' + "1" * 5000 + "}"],
@@ -236,11 +229,6 @@ def test_json_that_python_refuses_to_build_is_a_results_error(tmp_path: Path, te
         results.load(path)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: results.load accepts NaN/Infinity (json.loads does by default) which dumps "
-    "then refuses (allow_nan=False): `duet analyze --format json` ends in a traceback",
-)
 def test_nan_in_a_results_file_is_refused_on_load(tmp_path: Path) -> None:
     doc = copy.deepcopy(BASE)
     doc["environment"]["load_average"] = [math.nan, 1.0, 1.0]
@@ -250,12 +238,6 @@ def test_nan_in_a_results_file_is_refused_on_load(tmp_path: Path) -> None:
         results.dumps(results.load(path))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="bug: from_dict sorts a run's `order` before checking its items are strings "
-    "(TypeError: '<' not supported between 'str' and 'int')",
-)
 def test_order_with_items_of_mixed_types_is_a_results_error() -> None:
     doc = copy.deepcopy(BASE)
     doc["benchmarks"][2]["runs"][0]["order"] = ["baseline", 2]

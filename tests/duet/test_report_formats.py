@@ -547,3 +547,30 @@ def test_cli_report_uses_the_stored_analysis(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert 'duet_ratio{benchmark="stored"} 7.77' in done.stdout  # stored analysis kept
     assert 'duet_ratio{benchmark="missing"} ' in done.stdout  # analysed on the fly
+
+
+def test_a_hand_edited_analysis_block_renders_in_every_format() -> None:
+    # A results file is outside input: `duet report` renders its stored analysis as it is.
+    doc = load(BASIC)
+    junk: dict[str, object] = {
+        "verdict": "<b>pwned</b>",
+        "ratio": "1.5",
+        "ci_low": float("nan"),
+        "ci_high": True,
+        "runs_used": "ten",
+        "runs_failed": -3,
+        "confidence": [0.99],
+        "baseline": "fast",
+        "candidate": {"median_ns": None},
+        "failures": "not a list",
+    }
+    benches = tuple(replace(b, analysis=junk) for b in doc.benchmarks)
+    mangled = replace(doc, benchmarks=benches)
+    for fmt in FORMATS:
+        if fmt == "json":
+            continue  # dumps refuses NaN by design (allow_nan=False)
+        out = render(mangled, fmt)
+        assert "pwned</b>" not in out, fmt
+    text = render(mangled, "text")
+    assert "no verdict" in text
+    assert "n/a" in text

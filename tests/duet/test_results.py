@@ -139,6 +139,18 @@ def test_save_is_atomic_and_leaves_no_temporary(tmp_path: Path) -> None:
     assert sorted(os.listdir(target.parent)) == ["results.json"]
 
 
+def test_saved_file_gets_the_mode_the_umask_gives(tmp_path: Path) -> None:
+    doc = results.from_dict(minimal())
+    old = os.umask(0o027)
+    try:
+        results.save(doc, tmp_path / "a.json")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a.json").stat().st_mode & 0o777 == 0o640
+    results.save(doc, tmp_path / "b.json")
+    assert (tmp_path / "b.json").stat().st_mode & 0o777 == 0o666 & ~old
+
+
 def test_failed_write_keeps_the_old_file(tmp_path: Path) -> None:
     doc = results.from_dict(minimal())
     target = tmp_path / "results.json"

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -130,7 +129,11 @@ def v2_mount() -> str:
 
 @pytest.fixture
 def python() -> str:
-    return sys.executable
+    """An interpreter a side with a private /tmp can execute (not ours when the checkout, and so
+    the virtual environment, lies under /tmp): the one duet's runner would choose."""
+    from duet.runner import worker_python_for
+
+    return worker_python_for(None)
 
 
 @pytest.fixture

@@ -1,0 +1,43 @@
+"""Which paths a side needs from the host's /tmp, and which interpreter runs the worker: a
+checkout (and so duet's virtual environment) under /tmp must not be hidden from the sides by
+their private /tmp."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from duet.plan import SideSpec
+from duet.runner import under_host_tmp, uses_host_tmp, worker_python_for
+
+
+def test_the_worker_interpreter_is_taken_from_outside_tmp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert under_host_tmp(str(tmp_path)), "pytest's tmp_path is expected under /tmp"
+    in_tmp = tmp_path / "venv-python"
+    in_tmp.symlink_to(os.path.realpath(sys.executable))
+    monkeypatch.setattr(sys, "executable", str(in_tmp))
+    chosen = worker_python_for(None)
+    assert not under_host_tmp(chosen), chosen
+    assert os.access(chosen, os.X_OK)
+
+
+def test_a_command_side_whose_worker_lives_in_tmp_keeps_the_host_tmp(tmp_path: Path) -> None:
+    spec = SideSpec(kind="command", command="true", cwd="/")
+    assert not uses_host_tmp(spec, "/usr/bin/python3")
+    assert uses_host_tmp(spec, str(tmp_path / "python"))
+    # A python side runs its own interpreter: the worker's does not matter.
+    py = SideSpec(kind="python", interpreter="/usr/bin/python3", callable="m:f", cwd="/")
+    assert not uses_host_tmp(py, str(tmp_path / "python"))
+
+
+def test_a_program_or_input_under_tmp_keeps_the_host_tmp(tmp_path: Path) -> None:
+    program = tmp_path / "prog"
+    program.write_text("")
+    assert uses_host_tmp(SideSpec(kind="command", command=f"{program} --x", cwd="/"))
+    # A file the benchmark creates directly in /tmp is what the private /tmp is for.
+    assert not uses_host_tmp(SideSpec(kind="command", command="touch /tmp/new.db", cwd="/"))
