@@ -316,8 +316,13 @@ class Driver:
                 self.cell(
                     f"r30/{kind}/noise/trial{trial}",
                     "noise",
-                    [spec("duet", a, b, R, I), spec("sequential", a, b, R, I, "sequential")],
-                    bound_s=self.bound(R, I, 3),
+                    [
+                        spec("duet", a, b, R, I),
+                        spec("sequential", a, b, R, I, "sequential"),
+                        # The false-positive rate at the same R, I and confidence.
+                        spec("aa", a, a, R, I),
+                    ],
+                    bound_s=self.bound(R, I, 4),
                 )
 
     def asym(self) -> None:
@@ -643,8 +648,12 @@ def summarize(raw: dict[str, dict[str, Any]]) -> dict[str, Any]:
             ss = [
                 t["sequential"]["detected"] for t in trials if "detected" in t.get("sequential", {})
             ]
+            aa = [t["aa"]["contains_1"] for t in trials if "contains_1" in t.get("aa", {})]
             r30[kind] = {
                 "detect_duet": sum(dd) / len(dd) if dd else None,
+                # A/A at R = 30: the share of 99% intervals that exclude 1 (either side).
+                "false_positive_duet": (len(aa) - sum(aa)) / len(aa) if aa else None,
+                "aa_trials": len(aa),
                 "detect_sequential": sum(ss) / len(ss) if ss else None,
                 "trials": len(trials),
                 "width_duet": med_range([t["duet"].get("width") for t in trials]),
@@ -834,13 +843,15 @@ def tables(summary: dict[str, Any]) -> str:
     if summary.get("r30_2pct_noise"):
         out += ["", "### 2% slowdown under noise at R = 30 x I = 30", ""]
         out.append("| workload | trials | duet detects | sequential detects | duet width % "
-                   "| sequential width % | duet ratio |")  # fmt: skip
-        out.append("|---|---|---|---|---|---|---|")
+                   "| sequential width % | duet ratio | A/A trials "
+                   "| A/A false positives |")  # fmt: skip
+        out.append("|---|---|---|---|---|---|---|---|---|")
         for kind, v in summary["r30_2pct_noise"].items():
             out.append(
                 f"| {kind} | {v['trials']} | {_pct(v['detect_duet'])}% | "
                 f"{_pct(v['detect_sequential'])}% | {_range(v['width_duet'])} | "
-                f"{_range(v['width_sequential'])} | {_range(v['ratio_duet'], 1)} |"
+                f"{_range(v['width_sequential'])} | {_range(v['ratio_duet'], 1)} | "
+                f"{v.get('aa_trials', 0)} | {_pct(v.get('false_positive_duet'))}% |"
             )
     for title, group in (("python worker", "python_worker"), ("command mode", "command")):
         if not summary.get(group):

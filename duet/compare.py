@@ -129,7 +129,9 @@ def compare(options: CompareOptions) -> ResultsDocument:
     out_dir.mkdir(parents=True, exist_ok=True)
     results_path = out_dir / "results.json"
     root = repo_root(options.repo)
-    with Versions(root, keep=options.keep_worktrees, log_dir=out_dir / "logs") as versions:
+    with Versions(
+        root, keep=options.keep_worktrees, log_dir=out_dir / "logs", run_as=options.run_as
+    ) as versions:
         base_sha = versions.resolve(options.base)
         head_sha = versions.resolve(options.head)
         head_config = _config_text(versions, head_sha, options.config)

@@ -202,7 +202,7 @@ def worker_spec(
 def _argv_and_env(
     spec: SideSpec, side: _Side, wspec: Mapping[str, Any], ctx: RunnerContext
 ) -> tuple[list[str], dict[str, str]]:
-    env = dict(os.environ)
+    env = dict(os.environ) if ctx.run_as is None else ctx.run_as.environment(os.environ)
     env.update(spec.env)
     env.update(side.sandbox.env_overrides())
     env["DUET_SIDE"] = side.name
@@ -275,9 +275,14 @@ def accessible_by(path: str, run_as: RunAs | None, *, mode: int = os.X_OK) -> bo
 
 
 def under_host_tmp(path: str) -> bool:
-    """Whether ``path`` lies under the host's /tmp, which a side's private /tmp hides."""
+    """Whether ``path`` lies under the host's /tmp, which a side's private /tmp hides: the
+    path as written (a symlink in /tmp is hidden too, wherever it points) or resolved."""
     tmp = os.path.realpath("/tmp")
-    return (os.path.realpath(os.path.abspath(path)) + "/").startswith(tmp + "/")
+    written = os.path.normpath(os.path.abspath(path))
+    resolved = os.path.realpath(written)
+    return any(
+        (p + "/").startswith(prefix + "/") for p in (written, resolved) for prefix in {tmp, "/tmp"}
+    )
 
 
 def worker_python_for(run_as: RunAs | None) -> str:

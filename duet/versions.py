@@ -48,6 +48,7 @@ from types import TracebackType
 from typing import Any
 
 from duet.errors import ResultsError, UsageError, VersionError
+from duet.isolation import RunAs
 from duet.results import SIDES, SideName, write_atomic
 
 log = logging.getLogger(__name__)
@@ -216,6 +217,12 @@ class Versions:
     log_dir
         Where ``build-<side>.log`` go (the CLI passes ``duet-results/logs``); without it the
         logs stay beside the worktrees (and are removed with them).
+    run_as
+        When duet runs as root for another user (``sudo``, ``--user``): the builds run as that
+        user, the worktrees belong to that user and the default cache is that user's
+        (``~user/.cache/duet/worktrees``, or ``/var/tmp/duet-worktrees-<uid>`` when the user
+        has no home). Git itself runs as root (git accepts the sudo user's repository, see
+        ``safe.directory``); only what the user's code touches changes hands.
     """
 
     def __init__(
@@ -225,6 +232,7 @@ class Versions:
         cache_dir: Path | None = None,
         keep: bool = False,
         log_dir: Path | None = None,
+        run_as: RunAs | None = None,
     ) -> None:
         # Imported here: the CLI must start without GitPython (tests/duet/test_docs.py), and
         # GitPython raises ImportError when no git binary can be found.
@@ -254,6 +262,7 @@ class Versions:
             ) from None
         self.keep = keep
         self.log_dir = log_dir
+        self.run_as = run_as
         self._closed = False
         self._worktrees: dict[str, _Worktree] = {}
         self._shallow: bool | None = None
@@ -729,11 +738,20 @@ class Versions:
 
     def _choose_cache_dir(self, requested: Path | None) -> Path:
         if requested is None:
-            xdg = os.environ.get("XDG_CACHE_HOME", "")
-            # The XDG spec says to ignore a relative XDG_CACHE_HOME.
-            base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"
             key = hashlib.sha256(str(self.common_dir).encode()).hexdigest()[:16]
-            requested = base / "duet" / "worktrees" / key
+            if self.run_as is not None:
+                # Root's cache (/root, mode 0700) is closed to the user the sides run as.
+                home = self.run_as.home
+                requested = (
+                    Path(home) / ".cache" / "duet" / "worktrees" / key
+                    if home is not None
+                    else Path("/var/tmp") / f"duet-worktrees-{self.run_as.uid}" / key
+                )
+            else:
+                xdg = os.environ.get("XDG_CACHE_HOME", "")
+                # The XDG spec says to ignore a relative XDG_CACHE_HOME.
+                base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"
+                requested = base / "duet" / "worktrees" / key
         cache = Path(requested).expanduser().resolve()
         for inside in (self.root, self.common_dir):
             if inside is not None and (cache == inside or inside in cache.parents):
@@ -743,7 +761,7 @@ class Versions:
                     fix="set XDG_CACHE_HOME to a directory outside the repository",
                 )
         try:
-            cache.mkdir(parents=True, exist_ok=True)
+            _make_dirs(cache, self.run_as)
         except OSError as e:
             raise VersionError(
                 f"cannot create the worktree cache {cache}: {e.strerror or e}",
@@ -778,6 +796,8 @@ class Versions:
                 directory = self.cache_dir / name
                 stamp_dir = self.cache_dir / f"{name}.stamp"
                 reused = self._prepare(directory, stamp_dir, sha)
+                if self.run_as is not None:
+                    _give(directory, self.run_as)
             except BaseException:
                 _unlock(lock_path, fd)
                 raise
@@ -913,9 +933,18 @@ class Versions:
             DUET_VERSION_DIR=str(version.directory),
             PWD=str(version.directory),
         )
+        who: dict[str, Any] = {}
+        if self.run_as is not None:
+            env = self.run_as.environment(env)
+            who = {
+                "user": self.run_as.uid,
+                "group": self.run_as.gid,
+                "extra_groups": list(self.run_as.groups),
+            }
         header = (
             f"# duet build: {version.side}, {version.ref} = {version.commit}\n"
             f"# directory: {version.directory}\n# command: {command}\n"
+            + (f"# user: {self.run_as.name} (uid {self.run_as.uid})\n" if self.run_as else "")
         )
         log.info("%s: building %s: %s", version.side, version.ref, command)
         t0 = time.monotonic()
@@ -934,6 +963,7 @@ class Versions:
                 # Its own process group, so that a timeout or a signal stops the whole build
                 # (make and its compilers), not only the shell.
                 start_new_session=True,
+                **who,
             )
             try:
                 returncode: int | None = proc.wait(timeout=timeout_s)
@@ -1051,6 +1081,27 @@ def _default_remote(remotes: list[str]) -> str | None:
 def _git_version(repo: Any) -> tuple[int, ...]:
     info = repo.git.version_info
     return tuple(int(x) for x in info)
+
+
+def _make_dirs(path: Path, run_as: RunAs | None) -> None:
+    """``mkdir -p path``; the directories it creates belong to ``run_as`` when given."""
+    missing: list[Path] = []
+    for p in (path, *path.parents):
+        if p.exists():
+            break
+        missing.append(p)
+    path.mkdir(parents=True, exist_ok=True)
+    if run_as is not None:
+        for p in missing:
+            os.chown(p, run_as.uid, run_as.gid)
+
+
+def _give(directory: Path, run_as: RunAs) -> None:
+    """Hand a checked-out worktree to the user the build and the sides run as."""
+    os.lchown(directory, run_as.uid, run_as.gid)
+    for root, dirs, files in os.walk(directory):
+        for name in (*dirs, *files):
+            os.lchown(os.path.join(root, name), run_as.uid, run_as.gid)
 
 
 def _try_lock(path: Path) -> int | None:

@@ -131,6 +131,24 @@ class RunAs:
     def describe(self) -> dict[str, object]:
         return {"user": self.name, "uid": self.uid, "gid": self.gid}
 
+    @property
+    def home(self) -> str | None:
+        """The user's home directory, when it exists (``nobody``'s does not)."""
+        import pwd
+
+        try:
+            home = pwd.getpwuid(self.uid).pw_dir
+        except KeyError:
+            return None
+        return home if home and os.path.isdir(home) else None
+
+    def environment(self, env: Mapping[str, str]) -> dict[str, str]:
+        """``env`` with the user's identity: HOME, USER and LOGNAME (sudo leaves root's HOME,
+        which the user can neither read nor write)."""
+        out = dict(env)
+        out.update(USER=self.name, LOGNAME=self.name, HOME=self.home or "/")
+        return out
+
 
 @dataclass(frozen=True, slots=True)
 class Limits:

@@ -20,6 +20,8 @@ def test_the_worker_interpreter_is_taken_from_outside_tmp(
     assert under_host_tmp(str(tmp_path)), "pytest's tmp_path is expected under /tmp"
     in_tmp = tmp_path / "venv-python"
     in_tmp.symlink_to(os.path.realpath(sys.executable))
+    # A virtual environment's python is a symlink: in /tmp it is hidden wherever it points.
+    assert under_host_tmp(str(in_tmp))
     monkeypatch.setattr(sys, "executable", str(in_tmp))
     chosen = worker_python_for(None)
     assert not under_host_tmp(chosen), chosen
