@@ -245,3 +245,47 @@ def test_compare_refuses_or_waits_while_another_duet_measures(tmp_path: Path) ->
     assert returncode in (0, 1), log_path.read_text()
     doc = json.loads((tmp_path / "b" / "results.json").read_text())
     assert doc["benchmarks"][0]["analysis"]["ratio"] > 1
+
+
+@pytest.mark.root
+def test_under_sudo_builds_and_sides_run_as_the_invoking_user(tmp_path: Path) -> None:
+    if not is_root():
+        pytest.skip("running builds as another user needs root (CI runs this as root)")
+    import shutil
+
+    nobody = 65534
+    cache = Path(f"/var/tmp/duet-worktrees-{nobody}")  # nobody has no home directory
+    existed = cache.exists()
+    repo = make_repo(
+        tmp_path / "project",
+        [
+            {
+                "work.c": WORK_C.replace("STEPS", "1000000"),
+                "duet.toml": config(
+                    bench("who", "id -u >&2 && ./work"),
+                    build="id -u && echo HOME=$HOME && cc -O2 -o work work.c",
+                ),
+            }
+        ],
+    )
+    out = tmp_path / "out"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "duet", "compare", "HEAD", "HEAD", "--quiet", "--reps", "2000",
+             "--out", str(out), "--no-plots", "--fail-on", "never"],
+            cwd=repo.path, capture_output=True, text=True, timeout=300, check=False,
+            env={**os.environ, "SUDO_UID": str(nobody), "SUDO_GID": str(nobody)},
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        build_log = (out / "logs" / "build-baseline.log").read_text()
+        assert "# user: nobody (uid 65534)" in build_log
+        assert "\n65534\nHOME=/\n" in build_log
+        doc = json.loads((out / "results.json").read_text())
+        assert doc["environment"]["run_as"]["uid"] == nobody
+        # The worktrees were nobody's, and are gone.
+        assert cache.is_dir()
+        assert cache.stat().st_uid == nobody
+        assert not [p for p in cache.rglob("*") if p.is_dir() and (p / ".git").exists()]
+    finally:
+        if not existed:
+            shutil.rmtree(cache, ignore_errors=True)
