@@ -60,6 +60,7 @@ def test_a_slower_command_is_a_regression(tmp_path: Path, isolation: str) -> Non
     baseline_cores = [r["baseline"]["cores"][0] for r in runs]
     assert len(set(baseline_cores)) == 2
     assert baseline_cores.count(baseline_cores[0]) == 3
+    skews: list[int] = []
     for r in runs:
         assert r["baseline"]["cores"] != r["candidate"]["cores"]
         for side in ("baseline", "candidate"):
@@ -69,9 +70,7 @@ def test_a_slower_command_is_a_regression(tmp_path: Path, isolation: str) -> Non
             assert len(s["iteration_start_ns"]) == 5
             assert s["exit_code"] == 0
             assert s["wall_ns"] > sum(s["iterations_ns"])
-        # Both sides leave the barrier together: the typical start skew is far below a
-        # millisecond (preemption by other load on the machine can delay single iterations).
-        skews = [
+        skews += [
             abs(x - y)
             for x, y in zip(
                 r["baseline"]["iteration_start_ns"],
@@ -79,7 +78,10 @@ def test_a_slower_command_is_a_regression(tmp_path: Path, isolation: str) -> Non
                 strict=True,
             )
         ]
-        assert sorted(skews)[len(skews) // 2] < 3_000_000
+    # Both sides leave the barrier together: the typical start skew is far below a millisecond
+    # (an iteration here takes tens); preemption by other load on the machine can delay single
+    # iterations, so the median over all runs is checked, not each run's.
+    assert sorted(skews)[len(skews) // 2] < 3_000_000, sorted(skews)
     if isolation == "cgroup":
         s = runs[0]["baseline"]
         assert s["cpu_ns"] is not None

@@ -325,6 +325,9 @@ def test_a_side_cannot_see_the_other_sides_tmp(tmp_path: Path, tag: str) -> None
         "--candidate", f"if [ -e {secret} ]; then echo saw the baseline file >&2; exit 1; fi",
         "--name", "private tmp", "--runs", "2", "--iterations", "3", "--isolation", "cgroup",
         "--max-failures", "0", "--fail-on", "never", "--out", str(out), *QUICK, tag=tag,
+        # Started from a directory under /tmp (a checkout there), duet keeps the host's /tmp for
+        # the sides, which need it to find their files (docs/isolation.md).
+        cwd=Path("/"),
     )  # fmt: skip
     clean(done)
     assert done.returncode == 0, done.stderr
