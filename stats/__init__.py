@@ -11,7 +11,7 @@ winsorization), :mod:`stats.sequential` (shuffled and sequential baselines, gain
 components, interval half-width, optimal iterations, runs needed).
 """
 
-from stats.impact import ImpactFactors, impact_factor, impact_factors
+from stats.impact import ImpactFactors, impact_factor, impact_factors, paired_impact_factors
 from stats.planning import (
     T_QUANTILE_BELOW,
     VarianceComponents,
@@ -59,6 +59,7 @@ __all__ = [
     "impact_factors",
     "iteration_ratios",
     "optimal_iterations",
+    "paired_impact_factors",
     "run_geomeans",
     "runs_needed",
     "sequential_ci",

@@ -19,7 +19,7 @@ from stats._typing import ArrayLike, FloatArray, IntArray
 from stats._validate import as_runs, check_count, check_rng
 from stats.ratio import _uniform_indices
 
-__all__ = ["ImpactFactors", "impact_factor", "impact_factors"]
+__all__ = ["ImpactFactors", "impact_factor", "impact_factors", "paired_impact_factors"]
 
 #: The k repetitions are processed in blocks of at most this many drawn values (``c`` per
 #: repetition; 1 MiB of int64 indices), which bounds memory for any ``k`` and keeps the working
@@ -117,12 +117,21 @@ def _impact_medians(
     SD2 (samples of one run) is computed on ``data`` itself: subtracting a run's mean does not
     change the spread within that run, so the transformed data share it exactly.
     """
-    runs, samples = data.shape
+    return _impact_medians_of([(data, variants)], k=k, rng=rng)[0]
+
+
+def _impact_medians_of(
+    groups: list[tuple[FloatArray, list[FloatArray]]], *, k: int, rng: np.random.Generator
+) -> list[list[float]]:
+    """:func:`_impact_medians` for several data sets of one shape, all with the same draws
+    (the index draws are most of the cost; the data sets' estimates stay individually exact
+    in distribution, only correlated with each other)."""
+    runs, samples = groups[0][0].shape
     c = math.floor(0.75 * runs)
     block = max(1, min(_BLOCK_VALUES // c, _BLOCK_MASK // max(runs, samples)))
-    ratios = [np.empty(k, dtype=np.float64) for _ in variants]
-    flat = np.ravel(data)
-    flat_variants = [np.ravel(v) for v in variants]
+    ratios = [[np.empty(k, dtype=np.float64) for _ in variants] for _, variants in groups]
+    flats = [np.ravel(data) for data, _ in groups]
+    flat_variants = [[np.ravel(v) for v in variants] for _, variants in groups]
     for start in range(0, k, block):
         count = min(k, start + block) - start
         # SD1: c distinct runs, one random sample from each (one repetition per column).
@@ -131,10 +140,11 @@ def _impact_medians(
         # SD2: one random run, c distinct samples from it.
         within = _distinct(rng, samples, c, count)
         within += _uniform_indices(rng, runs, (count,)) * samples
-        ss2 = _sum_squares(flat[within])
-        for variant, out in zip(flat_variants, ratios, strict=True):
-            out[start : start + count] = _sd_ratio(_sum_squares(variant[across]), ss2)
-    return [float(np.median(r)) for r in ratios]
+        for flat, variants_of, ratios_of in zip(flats, flat_variants, ratios, strict=True):
+            ss2 = _sum_squares(flat[within])
+            for variant, out in zip(variants_of, ratios_of, strict=True):
+                out[start : start + count] = _sd_ratio(_sum_squares(variant[across]), ss2)
+    return [[float(np.median(r)) for r in ratios_of] for ratios_of in ratios]
 
 
 def _checked(
@@ -253,3 +263,46 @@ def impact_factors(
     centred = data - data.mean(axis=1, keepdims=True)
     plain, transformed = _impact_medians(data, [data, centred], k=k, rng=rng)
     return ImpactFactors(plain=plain, transformed=transformed)
+
+
+def paired_impact_factors(
+    baseline: ArrayLike, candidate: ArrayLike, *, k: int = 10_000, rng: np.random.Generator
+) -> tuple[ImpactFactors, ImpactFactors]:
+    """:func:`impact_factors` of both sides of a duet benchmark, from one set of draws.
+
+    The two sides have the same shape (one run of each per duet run), so the random runs and
+    samples of each repetition can be shared: half the cost of two calls, and each side's
+    estimate has the same distribution as from :func:`impact_factors` (the two are only
+    correlated with each other, as common random numbers are).
+
+    Parameters
+    ----------
+    baseline, candidate : array_like, shape (runs, iterations)
+        As for :func:`impact_factor`; the same shape.
+    k : int, default 10_000
+        Number of repetitions, >= 1.
+    rng : numpy.random.Generator
+        Source of randomness.
+
+    Returns
+    -------
+    tuple of ImpactFactors
+        ``(baseline, candidate)``.
+
+    Raises
+    ------
+    ValueError
+        As :func:`impact_factor`, or when the two shapes differ.
+    TypeError
+        If ``rng`` is not a ``numpy.random.Generator``.
+    """
+    a, k, rng = _checked(baseline, k, rng)
+    b, _, _ = _checked(candidate, k, rng)
+    if a.shape != b.shape:
+        raise ValueError(
+            f"baseline has shape {a.shape} and candidate {b.shape}; paired impact factors need "
+            "the same runs x iterations on both sides"
+        )
+    groups = [(x, [x, x - x.mean(axis=1, keepdims=True)]) for x in (a, b)]
+    (pa, ta), (pb, tb) = _impact_medians_of(groups, k=k, rng=rng)
+    return ImpactFactors(plain=pa, transformed=ta), ImpactFactors(plain=pb, transformed=tb)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from stats import ImpactFactors, impact_factor, impact_factors
+from stats import ImpactFactors, impact_factor, impact_factors, paired_impact_factors
 from stats.impact import _distinct
 
 
@@ -51,6 +51,18 @@ def test_pair_equals_the_two_single_calls_with_the_same_seed() -> None:
     assert isinstance(both, ImpactFactors)
     assert both.plain == impact_factor(samples, k=3000, rng=rng(9))
     assert both.transformed == impact_factor(samples, transformed=True, k=3000, rng=rng(9))
+
+
+def test_both_sides_from_one_draw_equal_the_single_calls_with_the_same_seed() -> None:
+    # The draws do not depend on the data: sharing them changes no side's estimate.
+    a = rng(1).lognormal(0.0, 0.2, (30, 100)) * rng(2).lognormal(0.0, 0.3, (30, 1))
+    b = rng(3).lognormal(0.0, 0.2, (30, 100)) + rng(4).normal(0.0, 0.3, (30, 1))
+    pa, pb = paired_impact_factors(a, b, k=20_000, rng=rng(5))  # several blocks
+    assert pa == impact_factors(a, k=20_000, rng=rng(5))
+    assert pb == impact_factors(b, k=20_000, rng=rng(5))
+    assert pa != pb
+    with pytest.raises(ValueError, match="same runs x iterations"):
+        paired_impact_factors(a, b[:, :50], rng=rng(5))
 
 
 def test_deterministic_for_a_seed() -> None:
