@@ -54,7 +54,7 @@ CONFIG_FILES = ("duet.toml", "pyproject.toml")
 DEFAULT_PYTHON = ".venv/bin/python"
 
 #: The keys ``duet calibrate --write`` sets.
-RECOMMENDATION_KEYS = ("runs", "iterations", "warmup")
+RECOMMENDATION_KEYS = ("runs", "iterations", "warmup", "method")
 
 Isolation: TypeAlias = Literal["auto", "cgroup", "affinity"]
 Form: TypeAlias = Literal["duet", "pyproject"]
@@ -982,9 +982,11 @@ def _side(config: Config, b: BenchmarkConfig, directory: Path) -> SideSpec:
 # Editing the file in place (duet calibrate --write)
 
 
-def write_recommendation(path: Path, *, benchmark: str | None, values: Mapping[str, int]) -> None:
-    """Set ``runs``/``iterations``/``warmup`` in the suite table (``benchmark`` None) or in
-    that benchmark's table of ``path``, keeping everything else byte for byte: comments,
+def write_recommendation(
+    path: Path, *, benchmark: str | None, values: Mapping[str, int | str]
+) -> None:
+    """Set ``runs``/``iterations``/``warmup``/``method`` in the suite table (``benchmark``
+    None) or in that benchmark's table of ``path``, keeping everything else byte for byte: comments,
     order, spacing, line endings. An existing key gets its value replaced (its comment kept);
     a missing one is added after the table's last key. Works for ``duet.toml`` and for
     ``[tool.duet]`` in ``pyproject.toml``; the file is replaced atomically and keeps its mode.
@@ -1000,7 +1002,10 @@ def write_recommendation(path: Path, *, benchmark: str | None, values: Mapping[s
     for key, value in values.items():
         if key not in RECOMMENDATION_KEYS:
             raise ValueError(f"write_recommendation sets {RECOMMENDATION_KEYS}, not {key!r}")
-        if isinstance(value, bool) or not isinstance(value, int):
+        if key == "method":
+            if not isinstance(value, str):
+                raise ValueError(f"method must be a str, got {value!r}")
+        elif isinstance(value, bool) or not isinstance(value, int):
             raise ValueError(f"{key} must be an int, got {value!r}")
         problem = _range_problem(key, value)
         if problem:
@@ -1022,7 +1027,7 @@ def write_recommendation(path: Path, *, benchmark: str | None, values: Mapping[s
         raise ConfigError(
             f"{path}: could not write the recommendation ({reason}); the file is unchanged",
             fix="make the file and its directory writable, or set the values by hand: "
-            + ", ".join(f"{k} = {v}" for k, v in values.items()),
+            + ", ".join(f"{k} = {_toml_value(v)}" for k, v in values.items()),
         ) from e
 
 
@@ -1031,7 +1036,7 @@ def edit_text(
     *,
     form: Form,
     benchmark: str | None,
-    values: Mapping[str, int],
+    values: Mapping[str, int | str],
     path: Path | None = None,
 ) -> str:
     """The text of :func:`write_recommendation` without touching a file (for tests and dry
@@ -1067,7 +1072,7 @@ def edit_text(
         target = target["benchmark"][index]
     target.update(values)
 
-    manual = ", ".join(f"{k} = {v}" for k, v in values.items())
+    manual = ", ".join(f"{k} = {_toml_value(v)}" for k, v in values.items())
     where = (
         ("the top of the file" if form == "duet" else "[tool.duet]")
         if benchmark is None
@@ -1107,12 +1112,17 @@ def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and bool(a == b)
 
 
+def _toml_value(value: int | str) -> str:
+    """An int or a plain string (a method name) as TOML; JSON's quoting is TOML's for them."""
+    return json.dumps(value) if isinstance(value, str) else str(value)
+
+
 def _apply(
     text: str,
     regions: list[_Region],
     form: Form,
     index: int | None,
-    values: Mapping[str, int],
+    values: Mapping[str, int | str],
     n_benchmarks: int,
 ) -> str:
     array = _benchmark_path(form)
@@ -1128,9 +1138,9 @@ def _apply(
         if region is not None:
             stmt = next((s for s in region.stmts if s.kind == "keyval" and s.path == (key,)), None)
         if stmt is not None:
-            edits.append((stmt.value_start, stmt.value_end, str(value)))
+            edits.append((stmt.value_start, stmt.value_end, _toml_value(value)))
         else:
-            missing.append(f"{key} = {value}")
+            missing.append(f"{key} = {_toml_value(value)}")
     if missing:
         at, _, block = _insertion(text, regions, region, missing, nl)
         if at == len(text) and not text.endswith("\n") and block.endswith(nl):

@@ -429,7 +429,11 @@ def _write(
             fix="create duet.toml, or name the file with --config PATH",
         )
     path, _form, benchmark = target
-    values = {k: int(v) for k, v in rec.values().items() if k in RECOMMENDATION_KEYS}
+    values: dict[str, int | str] = {
+        k: (str(v) if k == "method" else int(v))
+        for k, v in rec.values().items()
+        if k in RECOMMENDATION_KEYS
+    }
     write_recommendation(path, benchmark=benchmark, values=values)
     where = f"benchmark {benchmark!r}" if benchmark else "the suite defaults"
     return f"{path} ({where})"

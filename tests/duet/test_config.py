@@ -777,7 +777,7 @@ def check_edit(
     after: str,
     *,
     benchmark: str | None,
-    values: dict[str, int],
+    values: dict[str, int | str],
     reload: bool = True,
 ) -> Path:
     path = write(tmp_path / name, before)
@@ -1010,6 +1010,23 @@ def test_dotted_tool_duet_keys_are_refused_not_broken(tmp_path: Path) -> None:
         write_recommendation(path, benchmark=None, values={"runs": 5})
     assert info.value.fix == "set runs = 5 by hand in [tool.duet]"
     assert path.read_text() == before
+
+
+def test_write_recommendation_sets_the_method(tmp_path: Path) -> None:
+    bench = '\n[[benchmark]]\nname = "a"\ncommand = "true"\n'
+    before = 'runs = 10\nmethod = "duet"  # what calibrate found\n' + bench
+    check_edit(
+        tmp_path,
+        "duet.toml",
+        before,
+        'runs = 12\nmethod = "sequential"  # what calibrate found\n' + bench,
+        benchmark=None,
+        values={"runs": 12, "method": "sequential"},
+    )
+    with pytest.raises(ValueError, match="method must be one of"):
+        write_recommendation(tmp_path / "duet.toml", benchmark=None, values={"method": "fast"})
+    with pytest.raises(ValueError, match="method must be a str"):
+        write_recommendation(tmp_path / "duet.toml", benchmark=None, values={"method": 1})
 
 
 def test_write_recommendation_refusals_leave_the_file_alone(tmp_path: Path) -> None:

@@ -120,6 +120,9 @@ def test_compare_sequential_and_write_into_the_configuration(tmp_path: Path) -> 
     )
     assert f"\nruns = {rec['runs']}\n" in benchmark_table
     assert f"\nwarmup = {rec['warmup']}\n" in benchmark_table
+    # The method that pays on this machine is part of the recommendation, written too.
+    assert rec["method"] in ("duet", "sequential")
+    assert f'\nmethod = "{rec["method"]}"\n' in benchmark_table
 
 
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
