@@ -11,7 +11,7 @@ import functools
 import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn, TypeVar
 
 import click
@@ -217,6 +217,38 @@ def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> in
         raise click.BadParameter(str(e)) from None
 
 
+ANALYSIS_KEYS = ("confidence", "threshold", "reps", "seed", "interval", "winsorize")
+
+
+def analysis_settings(o: Mapping[str, Any]) -> Any:
+    """The :class:`duet.analysis.AnalysisSettings` of the :func:`analysis_options` in ``o``."""
+    from duet.analysis import AnalysisSettings
+
+    return AnalysisSettings(**{k: o[k] for k in ANALYSIS_KEYS})
+
+
+def session_options(o: Mapping[str, Any], settings: Any, command: str) -> Any:
+    """The :class:`duet.session.SessionOptions` of the :func:`run_options` in ``o``."""
+    from pathlib import Path
+
+    from duet.isolation import RunAs
+    from duet.session import SessionOptions
+
+    return SessionOptions(
+        out=Path(o["out"]),
+        isolation=o["isolation"],
+        cores=o["cores"],
+        share_network=o.get("share_network", False),
+        seed=o["plan_seed"],
+        max_failures=o["max_failures"],
+        analysis=settings,
+        progress=not o["quiet"],
+        run_as=RunAs.from_environment(o["user"], os.environ),
+        config={"command": command, "argv": sys.argv[1:]},
+        wait=o["wait"],
+    )
+
+
 def run_options(fn: F) -> F:
     """Options shared by every command that measures."""
     options = [
@@ -411,11 +443,9 @@ def run(**o: Any) -> None:
     """
     from pathlib import Path
 
-    from duet.analysis import AnalysisSettings
     from duet.errors import UsageError
-    from duet.isolation import RunAs
     from duet.plan import BenchmarkSpec, SideSpec
-    from duet.session import SessionOptions, measure
+    from duet.session import measure
 
     python = o["python_baseline"] or o["python_candidate"] or o["callable_"]
     if python:
@@ -460,27 +490,7 @@ def run(**o: Any) -> None:
         memory_limit_bytes=o["memory_limit"],
         method=o["method"],
     )
-    settings = AnalysisSettings(
-        confidence=o["confidence"],
-        threshold=o["threshold"],
-        reps=o["reps"],
-        seed=o["seed"],
-        interval=o["interval"],
-        winsorize=o["winsorize"],
-    )
-    options = SessionOptions(
-        out=Path(o["out"]),
-        isolation=o["isolation"],
-        cores=o["cores"],
-        share_network=o["share_network"],
-        seed=o["plan_seed"],
-        max_failures=o["max_failures"],
-        analysis=settings,
-        progress=not o["quiet"],
-        run_as=RunAs.from_environment(o["user"], os.environ),
-        config={"command": "run", "argv": sys.argv[1:]},
-        wait=o["wait"],
-    )
+    options = session_options(o, analysis_settings(o), "run")
     click.echo(
         f"duet: {bench.name}: {bench.runs} runs x ({bench.warmup} warm-up + {bench.iterations}) "
         f"iterations, timeout {bench.timeout_s:g} s per iteration, method {bench.method}",

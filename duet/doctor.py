@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
-from duet.environment import capture_environment
+from duet.environment import V1_CONTROLLERS, capture_environment
 from duet.errors import DuetError
 from duet.isolation import PARENT_NAME_RE, Level, Probe
 from duet.topology import CorePair, Topology, choose_pair, format_cpu_list, read_topology
@@ -302,24 +302,6 @@ class _Mount:
     controllers: tuple[str, ...]
 
 
-_V1_CONTROLLERS = frozenset(
-    {
-        "blkio",
-        "cpu",
-        "cpuacct",
-        "cpuset",
-        "devices",
-        "freezer",
-        "hugetlb",
-        "memory",
-        "misc",
-        "net_cls",
-        "net_prio",
-        "perf_event",
-        "pids",
-        "rdma",
-    }
-)
 # What duet's backends need (duet/isolation/cgroup_v1.py, cgroup_v2.py).
 _V1_NEEDED = ("cpuset", "cpuacct", "memory", "pids", "freezer")
 _V2_NEEDED = ("cpuset", "cpu", "memory", "pids")
@@ -333,7 +315,7 @@ def _cgroup_mounts(proc: Path) -> list[_Mount]:
         if len(parts) < 4 or parts[2] not in ("cgroup", "cgroup2"):
             continue
         options = parts[3].split(",")
-        controllers = tuple(sorted(o for o in options if o in _V1_CONTROLLERS))
+        controllers = tuple(sorted(o for o in options if o in V1_CONTROLLERS))
         mounts.append(_Mount(_unescape(parts[1]), parts[2], controllers))
     return mounts
 

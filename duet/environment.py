@@ -36,7 +36,7 @@ ENVIRONMENT_VERSION = 1
 
 # Controllers a cgroup-v1 mount can carry; other mount options (rw, relatime, name=systemd,
 # ...) are not controllers.
-_V1_CONTROLLERS = frozenset(
+V1_CONTROLLERS = frozenset(
     {
         "blkio",
         "cpu",
@@ -279,7 +279,7 @@ def _cgroup(proc: Path, sysfs: Path, rec: _Record) -> dict[str, object]:
             continue
         mount_point, fstype, options = _unescape_mount(parts[1]), parts[2], parts[3].split(",")
         if fstype == "cgroup":
-            v1.update(o for o in options if o in _V1_CONTROLLERS)
+            v1.update(o for o in options if o in V1_CONTROLLERS)
         elif fstype == "cgroup2" and v2_mount is None:
             v2_mount = mount_point
     v2_controllers: list[str] | None = []

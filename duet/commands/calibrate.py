@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import sys
 import textwrap
 from dataclasses import replace
 from pathlib import Path
@@ -20,7 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from duet.cli import analysis_options, install_signal_handlers, reports_errors
+from duet.cli import (
+    analysis_options,
+    analysis_settings,
+    install_signal_handlers,
+    reports_errors,
+    session_options,
+)
 
 if TYPE_CHECKING:
     from duet.calibrate import AAData, Calibration, Recommendation
@@ -170,7 +175,6 @@ def calibrate(**o: Any) -> None:
       duet calibrate --benchmark parse --compare-sequential --write
       duet calibrate --python .venv/bin/python --callable mypkg.bench:parse --plot plots/
     """
-    from duet.analysis import AnalysisSettings
     from duet.calibrate import aa_data
     from duet.calibrate import calibrate as run_calibration
     from duet.errors import UsageError
@@ -197,14 +201,7 @@ def calibrate(**o: Any) -> None:
         )
     if o["callable_"] and not o["python"]:
         raise UsageError("--callable needs --python INTERP", fix="e.g. --python .venv/bin/python")
-    settings = AnalysisSettings(
-        confidence=o["confidence"],
-        threshold=o["threshold"],
-        reps=o["reps"],
-        seed=o["seed"],
-        interval=o["interval"],
-        winsorize=o["winsorize"],
-    )
+    settings = analysis_settings(o)
     if settings.threshold <= 0:
         raise UsageError("--threshold must be above 0 for a calibration (the change to detect)")
 
@@ -336,26 +333,13 @@ def _given(name: str) -> bool:
 
 
 def _measure(spec: BenchmarkSpec, o: dict[str, Any], settings: Any) -> ResultsDocument:
-    import os
 
-    from duet.isolation import RunAs
-    from duet.session import SessionOptions, measure, raise_if_broken
+    from duet.session import measure, raise_if_broken
 
     benchmarks = [spec]
     if o["compare_sequential"]:
         benchmarks.append(replace(spec, name=spec.name + SEQUENTIAL_SUFFIX, method="sequential"))
-    options = SessionOptions(
-        out=Path(o["out"]),
-        isolation=o["isolation"],
-        cores=o["cores"],
-        seed=o["plan_seed"],
-        max_failures=o["max_failures"],
-        analysis=settings,
-        progress=not o["quiet"],
-        run_as=RunAs.from_environment(o["user"], os.environ),
-        config={"command": "calibrate", "argv": sys.argv[1:]},
-        wait=o["wait"],
-    )
+    options = session_options(o, settings, "calibrate")
     click.echo(
         f"duet: calibrating {spec.name!r}: A/A, {spec.runs} runs x ({spec.warmup} warm-up + "
         f"{spec.iterations}) iterations"

@@ -11,6 +11,7 @@ import click
 from click.core import ParameterSource
 
 from duet.cli import (
+    ANALYSIS_KEYS,
     FAIL_ON,
     analysis_options,
     finish,
@@ -30,7 +31,7 @@ _CONFIGURABLE = (
     "method",
     "max_failures",
 )
-_ANALYSIS = ("confidence", "threshold", "reps", "seed", "interval", "winsorize")
+_ANALYSIS = ANALYSIS_KEYS
 _RENAMED = {"memory_limit": "memory_limit_bytes", "timeout": "timeout_s"}
 
 

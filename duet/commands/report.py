@@ -11,10 +11,9 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from duet.cli import analysis_options, reports_errors
+from duet.cli import ANALYSIS_KEYS, analysis_options, analysis_settings, reports_errors
 
 _FORMATS = ("text", "markdown", "json", "junit", "openmetrics", "html")
-_ANALYSIS = ("confidence", "threshold", "reps", "seed", "interval", "winsorize")
 
 
 @click.command()
@@ -58,13 +57,15 @@ def report(ctx: click.Context, /, **o: Any) -> None:
     from dataclasses import replace
 
     from duet import results as results_mod
-    from duet.analysis import AnalysisSettings, analyze_benchmark
+    from duet.analysis import analyze_benchmark
     from duet.errors import EnvironmentNotReady, ResultsError
     from duet.report import render
 
     doc = results_mod.load(o["results"])
-    settings = AnalysisSettings(**{k: o[k] for k in _ANALYSIS})
-    explicit = any(ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE for k in _ANALYSIS)
+    settings = analysis_settings(o)
+    explicit = any(
+        ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE for k in ANALYSIS_KEYS
+    )
     for b in doc.benchmarks:
         if explicit or b.analysis is None:
             doc = doc.with_benchmark(replace(b, analysis=analyze_benchmark(b, settings).to_dict()))
