@@ -51,7 +51,7 @@ _BAND = "#E3E3E3"
 _RUN_SHADE = "#F1F1F1"
 
 #: rcParams for every plot (typed loosely: matplotlib types the keys as a Literal of names).
-_RC: dict[Any, Any] = {
+RC_PARAMS: dict[Any, Any] = {
     "font.size": 10,
     "axes.titlesize": 11,
     "axes.labelsize": 10,
@@ -477,7 +477,7 @@ def write_plots(doc: ResultsDocument, directory: str | Path) -> list[Path]:
     out_dir = Path(directory)
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    with matplotlib.rc_context(_RC), warnings.catch_warnings():
+    with matplotlib.rc_context(RC_PARAMS), warnings.catch_warnings():
         # A name in a script DejaVu Sans lacks draws boxes; that is no reason to fail a report.
         warnings.filterwarnings("ignore", message="Glyph .* missing from", category=UserWarning)
         for stem, _caption, draw in plan(doc):

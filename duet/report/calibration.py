@@ -1,0 +1,345 @@
+"""The text report of ``duet calibrate`` (what the A/A measured, what this machine can detect,
+the recommendation and the exact configuration lines) and its JSON helper."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import textwrap
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from duet.calibrate import Calibration, Recommendation
+
+_WIDTH = 100
+_LABEL = 17
+_NBSP = "\u00a0"
+
+
+def config_lines(rec: Recommendation, target: tuple[Path, str, str | None] | None) -> list[str]:
+    """The exact lines for the configuration file, with where they go."""
+    if target is None:
+        where = "duet.toml (top level, or the benchmark's [[benchmark]] table)"
+    else:
+        path, form, benchmark = target
+        table = "[[tool.duet.benchmark]]" if form == "pyproject" else "[[benchmark]]"
+        top = "[tool.duet]" if form == "pyproject" else "the top of the file"
+        where = (
+            f"{path}, in the {table} table with name = {json.dumps(benchmark)}"
+            if benchmark
+            else f"{path}, {top} (suite defaults)"
+        )
+    lines = [
+        f"# {where}:",
+        f"runs = {rec.runs}",
+        f"iterations = {rec.iterations}",
+        f"warmup = {rec.warmup}",
+        f'method = "{rec.method}"',
+    ]
+    return lines
+
+
+# --------------------------------------------------------------------------------------------
+# Text
+
+
+def pct(x: float | None, digits: int = 3) -> str:
+    if x is None or not math.isfinite(x):
+        return "n/a"
+    from duet.units import sig
+
+    return f"{sig(x * 100, digits)}%"
+
+
+def _change(ratio: float) -> str:
+    from duet.units import change
+
+    return change(ratio)
+
+
+def _wrap(text: str, indent: int, *, first: int = 0) -> str:
+    # A command is copied from the terminal: never break one across lines.
+    protected = re.sub(r"`[^`]*`", lambda m: m.group(0).replace(" ", _NBSP), text)
+    filled = textwrap.fill(
+        protected,
+        width=_WIDTH,
+        initial_indent=" " * first,
+        subsequent_indent=" " * indent,
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
+    return filled[first:].replace(_NBSP, " ")
+
+
+def _line(label: str, text: str) -> str:
+    return f"{label:<{_LABEL}}" + _wrap(text, _LABEL, first=_LABEL)
+
+
+def render_text(
+    cal: Calibration,
+    context: dict[str, Any],
+    *,
+    config_target: tuple[Path, str, str | None] | None = None,
+    written: str | None = None,
+    plots: list[Path] | None = None,
+) -> str:
+    """The human report: aligned figures, each with what it means here, then the plan."""
+    from duet.units import duration, interval, percent, sig
+
+    conf = percent(cal.confidence)
+    out: list[str] = []
+    head = (
+        f"duet calibrate: A/A of {cal.benchmark!r}, {cal.runs} runs x {cal.iterations} "
+        f"iterations analysed"
+    )
+    if cal.analysed_from:
+        head += f" (the first {cal.analysed_from} measured iteration(s) of each run left out)"
+    out.append(_wrap(head, 2))
+    if context.get("machine"):
+        out.append(
+            _wrap(
+                f"on {context['machine']}; load average before "
+                f"{_loads(context.get('load_average_before'))}, after "
+                f"{_loads(context.get('load_average_after'))}",
+                2,
+            )
+        )
+    out.append("")
+
+    # The interval.
+    if cal.ci_low is not None and cal.ci_high is not None:
+        verdict_text = (
+            "contains 1, as it must"
+            if cal.contains_one
+            else "DOES NOT CONTAIN 1: the two sides are not equivalent here"
+        )
+        out.append(
+            _line(
+                "A/A ratio",
+                f"{sig(cal.ratio)} {interval(cal.ci_low, cal.ci_high)} {conf} CI, width "
+                f"{pct(cal.ci_width)}: {verdict_text}",
+            )
+        )
+        out.append(
+            _line(
+                "A/A verdict",
+                f"{cal.aa_verdict} at threshold {pct(cal.threshold)}"
+                + (
+                    " (a false positive: identical sides)"
+                    if cal.aa_verdict in ("regression", "improvement")
+                    else ""
+                ),
+            )
+        )
+    else:
+        out.append(_line("A/A ratio", f"{sig(cal.ratio)} (too few runs for an interval)"))
+    if cal.sync_gain is not None:
+        out.append(
+            _line(
+                "sync gain",
+                f"{sig(cal.sync_gain)}x: pairing each run with another run's data gives a "
+                f"{pct(cal.shuffled_width)} wide interval instead of {pct(cal.ci_width)}",
+            )
+        )
+    if cal.sequential is not None:
+        s = cal.sequential
+        out.append(
+            _line(
+                "accuracy gain",
+                f"{sig(s.accuracy_gain) if s.accuracy_gain is not None else 'n/a'}x over the "
+                f"sequential method (its interval: {pct(s.relative_width)} wide, ratio "
+                f"{sig(s.ratio)} {interval(s.ci_low, s.ci_high)})",
+            )
+        )
+
+    # Impact factors and components.
+    parts = []
+    for key, label in (
+        ("baseline", "baseline"),
+        ("candidate", "candidate"),
+        ("log_ratio", "ratio"),
+    ):
+        entry = cal.impact_factor[key]
+        if entry.plain is None:
+            parts.append(f"{label} n/a")
+        else:
+            parts.append(f"{label} {sig(entry.plain)} (centred {sig(entry.transformed or 0)})")
+    lr = cal.impact_factor["log_ratio"]
+    if lr.plain is None:
+        fit = f" ({lr.missing})"
+    elif lr.additive:
+        fit = (
+            "; the additive model fits (centred near 1): the planning below holds"
+            if lr.plain > 1.5
+            else "; runs barely differ more than iterations do"
+        )
+    else:
+        fit = "; the additive model does NOT fit: the plan below is approximate"
+    out.append(_line("impact factor", ", ".join(parts) + fit))
+    if cal.components is not None:
+        c = cal.components
+        out.append(
+            _line(
+                "variance (log)",
+                f"within runs S_X² {sig(c.within_run_var)}, between runs S_A² "
+                f"{sig(c.between_run_var)}, run effect var A {sig(c.run_effect_var)}",
+            )
+        )
+    if cal.startup_ns is not None and cal.startup_iterations is not None:
+        out.append(
+            _line(
+                "start-up cost",
+                f"{duration(cal.startup_ns)} per run = {sig(cal.startup_iterations)} iterations "
+                f"of {duration(cal.mean_iteration_ns)}",
+            )
+        )
+    else:
+        out.append(_line("iteration", duration(cal.mean_iteration_ns)))
+    if cal.warmup is not None:
+        w = cal.warmup
+        if w.iterations:
+            text = (
+                f"{w.iterations} iteration(s): they ran {_change(w.slowdown)} against the "
+                "steady state"
+            )
+        else:
+            text = "none: the series is flat from the first iteration"
+        if w.trending:
+            text += "; still trending in the second half of the runs (runs too short to tell)"
+        out.append(_line("warm-up", text))
+    if cal.side_asymmetry is not None:
+        a = cal.side_asymmetry
+        if a.ci_low is not None:
+            cpu_text = (
+                f"CPU {a.cpu_b} runs {_change(a.ratio)} against CPU {a.cpu_a} "
+                f"{interval(a.ci_low, a.ci_high)} {conf} CI"
+            )
+            if a.significant:
+                cpu_text += (
+                    ": the core matters; balanced alternation cancels it in the ratio but it "
+                    "widens the interval"
+                )
+                if a.share_of_run_variance is not None:
+                    cpu_text += f" ({pct(a.share_of_run_variance, 2)} of the run-to-run variance)"
+            else:
+                cpu_text += ": no detectable difference between the cores"
+        else:
+            cpu_text = f"{a.runs_a} vs {a.runs_b} runs per core: too few to tell"
+        out.append(_line("side asymmetry", cpu_text))
+    if cal.start_skew_ns is not None:
+        k = cal.start_skew_ns
+        out.append(
+            _line(
+                "start skew",
+                f"median {duration(k.median)}, p99 {duration(k.p99)} (p99 is "
+                f"{pct(k.relative_p99, 2)} of an iteration), max {duration(k.max)}",
+            )
+        )
+    out.append(_line("method", f"{cal.method_pays} pays here: {cal.method_reason}"))
+
+    if cal.warnings:
+        out.append("")
+        for warning in cal.warnings:
+            out.append(_wrap(f"warning: {warning}", 9))
+
+    rec = cal.recommended
+    out.append("")
+    if rec is None:
+        out.append("No recommendation: too little data for the variance components.")
+    else:
+        cost = (
+            f", about {_long_duration(rec.machine_time_ns)} of machine time per benchmark"
+            if rec.machine_time_ns is not None
+            else ""
+        )
+        out.append(
+            _wrap(
+                f"Recommendation for a {pct(rec.threshold)} threshold at {conf} confidence: "
+                f"method {rec.method}, {rec.runs} runs x ({rec.warmup} warm-up + "
+                f"{rec.iterations}) iterations. Expected {conf} interval width "
+                f"{pct(rec.expected_ci_width)}{cost}.",
+                0,
+            )
+        )
+        out.append(
+            _wrap(
+                f"Iterations per run from Kalibera's formula 8: n* = {rec.optimal_iterations} "
+                f"with w = {sig(rec.run_cost_iterations)} iterations of start-up and warm-up"
+                + (
+                    f" (raised to the minimum of {rec.iterations})"
+                    if rec.iterations > rec.optimal_iterations
+                    else ""
+                )
+                + (
+                    f" (formula 8 asked for more, capped at {rec.max_iterations}: the run "
+                    "effect is small next to the iteration noise, and runs more than 10 times "
+                    "longer than the measured ones are not extrapolated to)"
+                    if rec.optimal_iterations >= rec.max_iterations
+                    else ""
+                )
+                + ". An unchanged benchmark then gets 'no change', and a change of the "
+                "threshold's size is significant, each with about the confidence's probability.",
+                0,
+            )
+        )
+        if rec.method == "sequential":
+            out.append(
+                _wrap(
+                    "Simultaneous runs measure worse than sequential ones on this machine: "
+                    "measure with `duet run --method sequential` / `duet compare --method "
+                    'sequential`, or method = "sequential" in the configuration.',
+                    0,
+                )
+            )
+        if not rec.reachable:
+            out.append(_wrap("The threshold is out of reach at a practical number of runs.", 0))
+        if cal.width_by_runs:
+            table = ", ".join(f"{k} → {pct(v, 2)}" for k, v in sorted(cal.width_by_runs.items()))
+            out.append(
+                _wrap(f"Interval width by runs (at {rec.iterations} iterations): {table}", 2)
+            )
+        out.append("")
+        lines = config_lines(rec, config_target)
+        if written:
+            out.append(f"Written to {written}:")
+            lines = [ln for ln in lines if not ln.startswith("#")]
+            if rec.method != "duet":
+                out.append('(method = "sequential" is not written by --write: add it by hand)')
+        else:
+            out.append("Configuration lines:")
+        out.extend(f"  {ln}" for ln in lines)
+    if plots:
+        out.append("")
+        out.append("plots: " + ", ".join(str(p) for p in plots if p.suffix == ".png"))
+    return "\n".join(out) + "\n"
+
+
+def _long_duration(ns: float) -> str:
+    """A machine-time budget: seconds up to 100 s, then minutes, then hours."""
+    from duet.units import duration, sig
+
+    seconds = ns / 1e9
+    if seconds < 100:
+        return duration(ns)
+    if seconds < 6000:
+        return f"{sig(seconds / 60)} min"
+    return f"{sig(seconds / 3600)} h"
+
+
+def _loads(value: Any) -> str:
+    if isinstance(value, list) and value:
+        return " ".join(f"{x:.2f}" for x in value)
+    return "n/a"
+
+
+def finite(value: Any) -> Any:
+    """JSON has no infinity or NaN: write them as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
