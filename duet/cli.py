@@ -195,7 +195,7 @@ def analyze(
         sys.exit(EXIT_REGRESSION)
 
 
-def _cores(
+def parse_cores(
     _ctx: click.Context, _param: click.Parameter, value: str | None
 ) -> tuple[int, int] | None:
     if value is None:
@@ -249,33 +249,13 @@ def session_options(o: Mapping[str, Any], settings: Any, command: str) -> Any:
     )
 
 
-def run_options(fn: F) -> F:
-    """Options shared by every command that measures."""
+def machine_options(fn: F) -> F:
+    """Options of every command that measures on this machine (``run``, ``compare``,
+    ``calibrate``): where and how the two sides run, and what makes a run fail."""
     options = [
         click.option(
-            "--runs",
-            type=click.IntRange(2),
-            default=10,
-            show_default=True,
-            help="Runs: fresh pairs of processes; 5 or more give an interval.",
-        ),
-        click.option(
-            "--iterations",
-            type=click.IntRange(1),
-            default=30,
-            show_default=True,
-            help="Measured iterations per run.",
-        ),
-        click.option(
-            "--warmup",
-            type=click.IntRange(0),
-            default=2,
-            show_default=True,
-            help="Warm-up iterations per run (recorded, not analysed).",
-        ),
-        click.option(
             "--cores",
-            callback=_cores,
+            callback=parse_cores,
             metavar="A,B",
             help="The two CPUs to use instead of the automatic choice.",
         ),
@@ -287,24 +267,11 @@ def run_options(fn: F) -> F:
             help="cgroup refuses to run without cgroups; affinity never uses them.",
         ),
         click.option(
-            "--memory-limit",
-            callback=_size,
-            metavar="SIZE",
-            help="Memory limit per side (e.g. 2G); exceeding it fails the run.",
-        ),
-        click.option(
             "--timeout",
             type=click.FloatRange(0, min_open=True),
             default=60.0,
             show_default=True,
             help="Seconds one iteration or one barrier wait may take before the run fails.",
-        ),
-        click.option(
-            "--method",
-            type=click.Choice(["duet", "sequential"]),
-            default="duet",
-            show_default=True,
-            help="sequential: each side alone, one after the other (randomized order).",
         ),
         click.option(
             "--share-network",
@@ -341,6 +308,50 @@ def run_options(fn: F) -> F:
     for option in reversed(options):
         fn = option(fn)
     return fn
+
+
+def run_options(fn: F) -> F:
+    """Options shared by the commands that compare two versions: the plan of runs and
+    iterations, the method, the limits, and :func:`machine_options`."""
+    options = [
+        click.option(
+            "--runs",
+            type=click.IntRange(2),
+            default=10,
+            show_default=True,
+            help="Runs: fresh pairs of processes; 5 or more give an interval.",
+        ),
+        click.option(
+            "--iterations",
+            type=click.IntRange(1),
+            default=30,
+            show_default=True,
+            help="Measured iterations per run.",
+        ),
+        click.option(
+            "--warmup",
+            type=click.IntRange(0),
+            default=2,
+            show_default=True,
+            help="Warm-up iterations per run (recorded, not analysed).",
+        ),
+        click.option(
+            "--memory-limit",
+            callback=_size,
+            metavar="SIZE",
+            help="Memory limit per side (e.g. 2G); exceeding it fails the run.",
+        ),
+        click.option(
+            "--method",
+            type=click.Choice(["duet", "sequential"]),
+            default="duet",
+            show_default=True,
+            help="sequential: each side alone, one after the other (randomized order).",
+        ),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return machine_options(fn)
 
 
 def install_signal_handlers() -> None:

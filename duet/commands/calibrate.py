@@ -20,6 +20,7 @@ from duet.cli import (
     analysis_options,
     analysis_settings,
     install_signal_handlers,
+    machine_options,
     reports_errors,
     session_options,
 )
@@ -31,17 +32,6 @@ if TYPE_CHECKING:
 
 #: The suffix of the sequential copy of the benchmark in the results file.
 SEQUENTIAL_SUFFIX = " [sequential]"
-
-
-def _cores(
-    _ctx: click.Context, _param: click.Parameter, value: str | None
-) -> tuple[int, int] | None:
-    if value is None:
-        return None
-    parts = value.split(",")
-    if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
-        raise click.BadParameter(f"{value!r} is not two CPU numbers; write e.g. --cores 2,3")
-    return int(parts[0]), int(parts[1])
 
 
 @click.command()
@@ -96,35 +86,7 @@ def _cores(
     is_flag=True,
     help="Measure the same A/A with the sequential method too and report the accuracy gain.",
 )
-@click.option("--cores", callback=_cores, metavar="A,B", help="The two CPUs to use.")
-@click.option(
-    "--isolation",
-    type=click.Choice(["auto", "cgroup", "affinity"]),
-    default="auto",
-    show_default=True,
-)
-@click.option(
-    "--timeout",
-    type=click.FloatRange(0, min_open=True),
-    default=60.0,
-    show_default=True,
-    help="Seconds an iteration or barrier wait may take.",
-)
-@click.option(
-    "--max-failures", type=click.IntRange(0), default=2, show_default=True, help="Failed runs."
-)
-@click.option("--plan-seed", type=int, default=0, show_default=True, help="Side assignment seed.")
-@click.option(
-    "--user",
-    metavar="USER",
-    help="Run the measured programs as USER (root only; under sudo the default is the user who "
-    "ran sudo).",
-)
-@click.option(
-    "--wait",
-    is_flag=True,
-    help="When another duet is measuring on this machine, queue behind it instead of refusing.",
-)
+@machine_options
 @analysis_options
 @click.option(
     "--out",
