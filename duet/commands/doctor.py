@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
-import textwrap
 from typing import Any, cast
 
 import click
 
 from duet.cli import reports_errors
+from duet.report.layout import wrap
 
 #: Seconds between the two /proc/stat readings that measure steal and busy time *now*.
 SAMPLE_S = 0.5
-_WIDTH = 100
 _LABEL = 13
-_NBSP = "\u00a0"
 
 
 @click.command()
@@ -73,22 +70,6 @@ def doctor(fmt: str, require: str) -> None:
         sys.exit(EXIT_INFRASTRUCTURE)
 
 
-def _wrap(text: str, indent: int, *, first: int = 0) -> str:
-    """``text`` filled to the report's width, continuation lines indented by ``indent``; the
-    first line is ``first`` columns shorter (it follows a label printed before it)."""
-    # A command is copied from the terminal: never break one across lines.
-    protected = re.sub(r"`[^`]*`", lambda m: m.group(0).replace(" ", _NBSP), text)
-    filled = textwrap.fill(
-        protected,
-        width=_WIDTH,
-        initial_indent=" " * first,
-        subsequent_indent=" " * indent,
-        break_on_hyphens=False,
-        break_long_words=False,
-    )
-    return filled[first:].replace(_NBSP, " ")
-
-
 def render_text(d: dict[str, Any], *, color: bool = False) -> str:
     """The human report: facts one per aligned line, then the findings, most severe first."""
 
@@ -105,7 +86,7 @@ def render_text(d: dict[str, Any], *, color: bool = False) -> str:
     for check in d["checks"]:
         if check["topic"] == "isolation":
             continue  # the level is the first line
-        lines.append(_wrap(f"{check['topic']:<{_LABEL}}{check['summary']}", _LABEL))
+        lines.append(wrap(f"{check['topic']:<{_LABEL}}{check['summary']}", _LABEL))
     findings = d["findings"]
     if not findings:
         lines += ["", style("No problems found.", fg="green")]
@@ -120,7 +101,7 @@ def render_text(d: dict[str, Any], *, color: bool = False) -> str:
     for f in findings:
         head = style(f"{f['severity']:<{pad}}", fg=colours[f["severity"]], bold=True)
         lines.append("")
-        lines.append(head + _wrap(f["what"], pad, first=pad))
-        lines.append(" " * pad + _wrap(f"why: {f['why']}", pad + 5, first=pad))
-        lines.append(" " * pad + _wrap(f"fix: {f['fix']}", pad + 5, first=pad))
+        lines.append(head + wrap(f["what"], pad, first=pad))
+        lines.append(" " * pad + wrap(f"why: {f['why']}", pad + 5, first=pad))
+        lines.append(" " * pad + wrap(f"fix: {f['fix']}", pad + 5, first=pad))
     return "\n".join(lines) + "\n"

@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import json
 import math
-import re
-import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from duet.report.layout import wrap
 
 if TYPE_CHECKING:
     from duet.calibrate import Calibration, Recommendation
 
-_WIDTH = 100
 _LABEL = 17
-_NBSP = "\u00a0"
 
 
 def config_lines(rec: Recommendation, target: tuple[Path, str, str | None] | None) -> list[str]:
@@ -59,22 +57,8 @@ def _change(ratio: float) -> str:
     return change(ratio)
 
 
-def _wrap(text: str, indent: int, *, first: int = 0) -> str:
-    # A command is copied from the terminal: never break one across lines.
-    protected = re.sub(r"`[^`]*`", lambda m: m.group(0).replace(" ", _NBSP), text)
-    filled = textwrap.fill(
-        protected,
-        width=_WIDTH,
-        initial_indent=" " * first,
-        subsequent_indent=" " * indent,
-        break_on_hyphens=False,
-        break_long_words=False,
-    )
-    return filled[first:].replace(_NBSP, " ")
-
-
 def _line(label: str, text: str) -> str:
-    return f"{label:<{_LABEL}}" + _wrap(text, _LABEL, first=_LABEL)
+    return f"{label:<{_LABEL}}" + wrap(text, _LABEL, first=_LABEL)
 
 
 def render_text(
@@ -96,10 +80,10 @@ def render_text(
     )
     if cal.analysed_from:
         head += f" (the first {cal.analysed_from} measured iteration(s) of each run left out)"
-    out.append(_wrap(head, 2))
+    out.append(wrap(head, 2))
     if context.get("machine"):
         out.append(
-            _wrap(
+            wrap(
                 f"on {context['machine']}; load average before "
                 f"{_loads(context.get('load_average_before'))}, after "
                 f"{_loads(context.get('load_average_after'))}",
@@ -242,7 +226,7 @@ def render_text(
     if cal.warnings:
         out.append("")
         for warning in cal.warnings:
-            out.append(_wrap(f"warning: {warning}", 9))
+            out.append(wrap(f"warning: {warning}", 9))
 
     rec = cal.recommended
     out.append("")
@@ -255,7 +239,7 @@ def render_text(
             else ""
         )
         out.append(
-            _wrap(
+            wrap(
                 f"Recommendation for a {pct(rec.threshold)} threshold at {conf} confidence: "
                 f"method {rec.method}, {rec.runs} runs x ({rec.warmup} warm-up + "
                 f"{rec.iterations}) iterations. Expected {conf} interval width "
@@ -264,7 +248,7 @@ def render_text(
             )
         )
         out.append(
-            _wrap(
+            wrap(
                 f"Iterations per run from Kalibera's formula 8: n* = {rec.optimal_iterations} "
                 f"with w = {sig(rec.run_cost_iterations)} iterations of start-up and warm-up"
                 + (
@@ -286,7 +270,7 @@ def render_text(
         )
         if rec.method == "sequential":
             out.append(
-                _wrap(
+                wrap(
                     "Simultaneous runs measure worse than sequential ones on this machine: "
                     "measure with `duet run --method sequential` / `duet compare --method "
                     'sequential`, or method = "sequential" in the configuration.',
@@ -294,12 +278,10 @@ def render_text(
                 )
             )
         if not rec.reachable:
-            out.append(_wrap("The threshold is out of reach at a practical number of runs.", 0))
+            out.append(wrap("The threshold is out of reach at a practical number of runs.", 0))
         if cal.width_by_runs:
             table = ", ".join(f"{k} → {pct(v, 2)}" for k, v in sorted(cal.width_by_runs.items()))
-            out.append(
-                _wrap(f"Interval width by runs (at {rec.iterations} iterations): {table}", 2)
-            )
+            out.append(wrap(f"Interval width by runs (at {rec.iterations} iterations): {table}", 2))
         out.append("")
         lines = config_lines(rec, config_target)
         if written:
