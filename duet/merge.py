@@ -70,6 +70,12 @@ def merge(documents: Sequence[tuple[str, ResultsDocument]]) -> ResultsDocument:
     config = dict(first.config)
     config["shard"] = None
     config["merged_from"] = [n for n, _ in documents]
+    # Each shard lists the benchmarks of its part that BASE lacks (duet compare): all of them.
+    missing = sorted(
+        {str(m) for _, d in documents for m in d.config.get("missing_in_baseline") or []}
+    )
+    if missing:
+        config["missing_in_baseline"] = missing
     return replace(
         merged,
         benchmarks=tuple(sorted(merged.benchmarks, key=lambda b: b.name)),

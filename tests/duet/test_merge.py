@@ -37,6 +37,16 @@ def test_merge_unions_the_benchmarks() -> None:
     assert merged.config["merged_from"] == ["a", "b"]
 
 
+def test_merge_keeps_every_shards_benchmarks_missing_in_base() -> None:
+    a = shard(["parse-json"], config={"missing_in_baseline": ["new-a"]})
+    b = shard(["sort-1M"], config={"missing_in_baseline": ["new-b", "new-a"]})
+    c = shard(["tiny"])
+    merged = merge([("a", a), ("b", b), ("c", c)])
+    assert merged.config["missing_in_baseline"] == ["new-a", "new-b"]
+    plain = merge([("c", c), ("d", shard(["noisy-io"]))])
+    assert "missing_in_baseline" not in plain.config
+
+
 @pytest.mark.parametrize(
     ("change", "what"),
     [
