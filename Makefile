@@ -36,7 +36,7 @@ bench-barrier: $(STAMP)
 bench-overhead: $(STAMP)
 	$(BIN)/python benchmarks/bench_overhead.py
 
-# The accuracy study of docs/accuracy.md (about an hour; root for cgroups); quick: a few minutes.
+# The accuracy study of docs/accuracy.md (about 13 hours at 100 ms; root for cgroups); quick: minutes.
 accuracy: $(STAMP)
 	$(BIN)/python benchmarks/accuracy.py
 

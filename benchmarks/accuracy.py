@@ -15,6 +15,9 @@ and under the reference noise (``benchmarks/noise/``), with ``R`` runs x ``I`` i
 - ``py`` / ``cmd``: the python-worker workloads and a command-mode benchmark (A/A and 2x);
 - ``tools``: the same A/A and 2% pairs with ``pyperf command`` + ``compare_to`` and
   ``hyperfine --export-json`` + Welch's t-test, skipped with a message when a tool is missing.
+- ``calib``: ``duet calibrate --compare-sequential`` per workload and condition, as a user runs
+  it (``--calib-runs`` runs): the method it recommends beside the one the ``aa`` repetitions
+  found narrower.
 
 Every cell is one ``duet.session.measure`` call whose results document is kept gzipped under
 ``benchmarks/results/raw/``; a cell whose file exists is not measured again (``--resume`` is
@@ -30,6 +33,7 @@ import argparse
 import contextlib
 import gzip
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -59,7 +63,7 @@ CONFIDENCE = 0.99
 BOOT_REPS = 10_000
 CONDITIONS = ("quiet", "noise")
 SLOWDOWNS = (0.01, 0.02, 0.05)
-EXPERIMENTS = ("aa", "ab2x", "slow", "r30", "asym", "py", "cmd", "tools")
+EXPERIMENTS = ("aa", "ab2x", "slow", "r30", "asym", "py", "cmd", "tools", "calib")
 PY_KINDS = {"integer": "integer", "float": "floating", "cache": "cache", "memory": "memory"}
 
 
@@ -391,36 +395,98 @@ class Driver:
         if not have_hyperfine:
             log("tools: hyperfine is not installed: skipping it (apt-get install hyperfine)")
         n = self.args.runs * self.args.iterations // 10  # values per version
-        for cond in CONDITIONS:
-            for pair, scale in (("aa", 1.0), ("2pct", 1.02)):
-                for tool, ok, fn in (
-                    ("pyperf", have_pyperf, _pyperf),
-                    ("hyperfine", have_hyperfine, _hyperfine),
-                ):
-                    if not ok:
-                        continue
-                    key = f"tools/{tool}/{cond}/{pair}"
+        for rep, cond, (pair, scale), (tool, ok, fn) in itertools.product(
+            range(self.args.reps_tools),
+            CONDITIONS,
+            (("aa", 1.0), ("2pct", 1.02)),
+            (("pyperf", have_pyperf, _pyperf), ("hyperfine", have_hyperfine, _hyperfine)),
+        ):
+            if not ok:
+                continue
+            # Repetition 0 keeps the key the first measurements were stored under.
+            key = f"tools/{tool}/{cond}/{pair}" + (f"/rep{rep}" if rep else "")
+            path = raw_path(key)
+            self.cells.append(key)
+            if path.exists():
+                continue
+            ops = self.ops["integer"]
+            a = workloads.command("integer", ops, once=True)
+            b = workloads.command("integer", round(ops * scale), once=True)
+            load_before = list(os.getloadavg())
+            t0 = time.time()
+            with condition(cond, key, 900) as info:
+                res = fn(a, b, n)
+            res.update(
+                info,
+                key=key,
+                load_average_before=load_before,
+                load_average_after=list(os.getloadavg()),
+                seconds=round(time.time() - t0, 1),
+            )
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(gzip.compress(json.dumps(res).encode(), 9))
+            log(f"{key}: {res.get('verdict')} width {res.get('width')}")
+
+    def calib(self) -> None:
+        """``duet calibrate --compare-sequential`` as a user runs it, per workload and condition.
+
+        Which method does the calibration recommend, and is it the one the A/A repetitions
+        (``aa``) found narrower? The command runs as a child process exactly as a user types it,
+        with ``DUET_LOCK`` pointing at a private lock file: this script already holds the
+        machine's measuring lock for the whole experiment, and a child taking the same lock
+        would wait for its own parent.
+        """
+        R, I = self.args.calib_runs, self.args.iterations  # noqa: E741
+        for rep in range(self.args.reps_calib):
+            for cond in CONDITIONS:
+                for kind in self.args.workloads:
+                    key = f"calib/{kind}/{cond}/rep{rep}"
                     path = raw_path(key)
                     self.cells.append(key)
                     if path.exists():
                         continue
-                    ops = self.ops["integer"]
-                    a = workloads.command("integer", ops, once=True)
-                    b = workloads.command("integer", round(ops * scale), once=True)
                     load_before = list(os.getloadavg())
                     t0 = time.time()
-                    with condition(cond, key, 900) as info:
-                        res = fn(a, b, n)
-                    res.update(
-                        info,
-                        key=key,
-                        load_average_before=load_before,
-                        load_average_after=list(os.getloadavg()),
-                        seconds=round(time.time() - t0, 1),
-                    )
+                    argv = [
+                        *("calibrate", "--native", "--compare-sequential", "--format", "json"),
+                        *("--command", workloads.command(kind, self.ops[kind])),
+                        *("--runs", str(R), "--iterations", str(I), "-q"),
+                        *("--plan-seed", str(seed_of(key) % 2**31)),
+                    ]
+                    with tempfile.TemporaryDirectory() as tmp:
+                        out = Path(tmp) / "calibration-results.json"
+                        env = {**os.environ, "DUET_LOCK": str(Path(tmp) / "duet.lock")}
+                        with condition(cond, key, 2 * self.bound(R, I, 3)) as info:
+                            proc = subprocess.run(
+                                [sys.executable, "-m", "duet", *argv, "--out", str(out)],
+                                capture_output=True,
+                                text=True,
+                                env=env,
+                                check=False,
+                            )
+                        if proc.returncode != 0:
+                            log(f"{key}: FAILED (exit {proc.returncode}): {proc.stderr[-2000:]}")
+                            continue
+                        results = json.loads(out.read_text())
+                    doc = {
+                        "calibration": json.loads(proc.stdout),
+                        "results": results,
+                        "accuracy_cell": {
+                            "key": key,
+                            **info,
+                            "argv": ["duet", *argv],
+                            "load_average_before": load_before,
+                            "load_average_after": list(os.getloadavg()),
+                            "seconds": round(time.time() - t0, 1),
+                        },
+                    }
                     path.parent.mkdir(parents=True, exist_ok=True)
-                    path.write_bytes(gzip.compress(json.dumps(res).encode(), 9))
-                    log(f"{key}: {res.get('verdict')} width {res.get('width')}")
+                    path.write_bytes(gzip.compress(json.dumps(doc).encode(), 9))
+                    cal = doc["calibration"]
+                    log(
+                        f"{key}: recommends {cal['method']['pays']}, accuracy gain "
+                        f"{cal.get('accuracy_gain')}, {doc['accuracy_cell']['seconds']} s"
+                    )
 
 
 def _module_available(name: str) -> bool:
@@ -531,6 +597,9 @@ def summarize(raw: dict[str, dict[str, Any]]) -> dict[str, Any]:
     for key, doc in raw.items():
         if key.startswith("tools/"):
             cells[key] = {k: v for k, v in doc.items() if not k.startswith("values_")}
+            continue
+        if key.startswith("calib/"):
+            cells[key] = _calib_cell(doc)
             continue
         meta = doc.get("accuracy_cell", {})
         entry: dict[str, Any] = {
@@ -673,12 +742,80 @@ def summarize(raw: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "python_worker": {k: v for k, v in cells.items() if k.startswith("py/")},
         "command": {k: v for k, v in cells.items() if k.startswith("cmd/")},
         "tools": {k: v for k, v in cells.items() if k.startswith("tools/")},
+        "tools_summary": _tools_summary(cells),
+        "calibrate": _calib_verdicts(cells, per),
         "cells": {
             k: v
             for k, v in cells.items()
             if k.startswith(("aa/", "ab2x/", "slow/", "r30/", "asym/"))
         },
     }
+
+
+def _tools_summary(cells: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """pyperf and hyperfine over their repetitions: how often each called the pair significant."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for key, c in sorted(cells.items()):
+        if key.startswith("tools/"):
+            groups.setdefault("/".join(key.split("/")[1:4]), []).append(c)
+    out: dict[str, Any] = {}
+    for group, cs in groups.items():
+        tool = group.split("/")[0]
+        own = [
+            bool(c.get("pyperf_significant")) if tool == "pyperf" else bool(c.get("significant"))
+            for c in cs
+        ]
+        out[group] = {
+            "repetitions": len(cs),
+            "tool_significant": sum(own),
+            "welch_significant": sum(bool(c.get("significant")) for c in cs),
+            "welch_detected_slower": sum(bool(c.get("detected")) for c in cs),
+            "ratio": med_range([c.get("ratio") for c in cs]),
+            "width": med_range([c.get("width") for c in cs]),
+            "load_average": med_range([(c.get("load_average_before") or [None])[0] for c in cs]),
+        }
+    return out
+
+
+def _calib_cell(doc: dict[str, Any]) -> dict[str, Any]:
+    """What one ``duet calibrate --compare-sequential`` said: its method and the figures."""
+    cal, meta = doc["calibration"], doc.get("accuracy_cell", {})
+    seq = cal.get("sequential") or {}
+    rec = cal.get("recommended") or {}
+    return {
+        "recommends": cal["method"]["pays"],
+        "reason": cal["method"]["reason"],
+        "accuracy_gain": cal.get("accuracy_gain"),
+        "sync_gain": cal.get("sync_gain"),
+        "duet_width": cal.get("ci_width"),
+        "sequential_width": seq.get("relative_width"),
+        "aa_ratio": [cal.get("ratio"), cal.get("ci_low"), cal.get("ci_high")],
+        "recommended": {k: rec.get(k) for k in ("method", "runs", "iterations", "warmup")},
+        "expected_ci_width": rec.get("expected_ci_width"),
+        "runs": cal.get("runs"),
+        "load_average_before": meta.get("load_average_before"),
+        "seconds": meta.get("seconds"),
+    }
+
+
+def _calib_verdicts(
+    cells: dict[str, dict[str, Any]], per: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """Each calibration beside the method the A/A repetitions found narrower (median gain)."""
+    out: dict[str, Any] = {}
+    for key, c in sorted(cells.items()):
+        if not key.startswith("calib/"):
+            continue
+        _, kind, cond, _rep = key.split("/")
+        gain = (per.get(kind, {}).get(cond) or {}).get("gain")
+        better = None if gain is None else ("duet" if gain >= 1 else "sequential")
+        out[key] = {
+            **c,
+            "aa_median_gain": gain,
+            "aa_better": better,
+            "agrees": None if better is None else c["recommends"] == better,
+        }
+    return out
 
 
 def _environment(raw: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -870,20 +1007,37 @@ def tables(summary: dict[str, Any]) -> str:
                 f"{ab['ratio']:.3f} [{ab['low']:.3f}, {ab['high']:.3f}] | {aa['mean_ms']:.3g} | "
                 f"{c['load_average_before'][0]:.2f} |"
             )
-    if summary.get("tools"):
+    if summary.get("tools_summary"):
         out += ["", "### pyperf and hyperfine on the integer workload (command per value)", ""]
-        out.append("| tool | condition | pair | tool's verdict | Welch 99%: significant "
-                   "| ratio | relative 99% CI width % | values per side | load avg |")  # fmt: skip
-        out.append("|---|---|---|---|---|---|---|---|---|")
-        for key, t in sorted(summary["tools"].items()):
-            _, tool, cond, pair = key.split("/")
-            verdict = t.get("verdict", "").replace("|", "/")
-            if tool == "pyperf":
-                verdict = ("significant: " if t.get("pyperf_significant") else "") + verdict
+        out.append("| tool | condition | pair | repetitions | the tool calls it significant "
+                   "| Welch 99%: significant | Welch: slower | ratio | relative 99% CI width % "
+                   "| load avg |")  # fmt: skip
+        out.append("|---|---|---|---|---|---|---|---|---|---|")
+        for group, t in summary["tools_summary"].items():
+            tool, cond, pair = group.split("/")
+            n = t["repetitions"]
             out.append(
-                f"| {tool} | {cond} | {pair} | {verdict} | {t['significant']} | "
-                f"{t['ratio']:.3f} | {_pct(t['width'])} | {t['n'][0]} | "
-                f"{t['load_average_before'][0]:.2f} |"
+                f"| {tool} | {cond} | {pair} | {n} | {t['tool_significant']}/{n} | "
+                f"{t['welch_significant']}/{n} | {t['welch_detected_slower']}/{n} | "
+                f"{_range(t['ratio'], 1)} | {_range(t['width'])} | "
+                f"{_range(t['load_average'], 1)} |"
+            )
+    if summary.get("calibrate"):
+        out += ["", "### `duet calibrate --compare-sequential`: the method it recommends", ""]
+        out.append("| cell | recommends | its accuracy gain | its duet / sequential width % "
+                   "| A/A repetitions: median gain | narrower there | agrees "
+                   "| recommended runs x iterations | load avg |")  # fmt: skip
+        out.append("|---|---|---|---|---|---|---|---|---|")
+        for key, c in summary["calibrate"].items():
+            g, ag = c.get("accuracy_gain"), c.get("aa_median_gain")
+            rec = c.get("recommended") or {}
+            out.append(
+                f"| {key} | {c['recommends']} | {'—' if g is None else f'{g:.3g}x'} | "
+                f"{_pct(c.get('duet_width'))} / {_pct(c.get('sequential_width'))} | "
+                f"{'—' if ag is None else f'{ag:.3g}x'} | {c.get('aa_better') or '—'} | "
+                f"{'—' if c.get('agrees') is None else ('yes' if c['agrees'] else '**no**')} | "
+                f"{rec.get('runs')} x {rec.get('iterations')} | "
+                f"{(c.get('load_average_before') or [float('nan')])[0]:.2f} |"
             )
     return "\n".join(out) + "\n"
 
@@ -898,6 +1052,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reps-2x", type=int, default=None)
     p.add_argument("--trials", type=int, default=None, help="trials per slowdown")
     p.add_argument("--trials-r30", type=int, default=None)
+    p.add_argument("--reps-tools", type=int, default=None, help="repetitions of the tools cells")
+    p.add_argument("--calib-runs", type=int, default=None, help="calib cells: R of the calibration")
+    p.add_argument("--reps-calib", type=int, default=None, help="repetitions of the calib cells")
     p.add_argument("--py-runs", type=int, default=None, help="python/command cells: R")
     p.add_argument("--py-iterations", type=int, default=None, help="python/command cells: I")
     p.add_argument("--workloads", default=",".join(workloads.KINDS))
@@ -922,6 +1079,9 @@ def main(argv: list[str] | None = None) -> int:
         "reps_2x": 1 if quick else 5,
         "trials": 2 if quick else 20,
         "trials_r30": 0 if quick else 20,
+        "calib_runs": 5 if quick else 20,
+        "reps_calib": 1,
+        "reps_tools": 1 if quick else 5,
         "py_runs": 5 if quick else 10,
         "py_iterations": 10 if quick else 30,
     }
@@ -975,12 +1135,15 @@ def run_experiments(args: argparse.Namespace, p: argparse.ArgumentParser) -> int
     d = Driver(args)
     d.calibrate()
     steps: dict[str, Callable[[], None]] = {name: getattr(d, name) for name in EXPERIMENTS}
-    for name in args.only.split(","):
+    names = args.only.split(",")
+    for name in names:
         if name not in steps:
             p.error(f"unknown experiment {name!r}: choose from {', '.join(EXPERIMENTS)}")
+    for i, name in enumerate(names):
         log(f"experiment {name}")
         steps[name]()
-        write_summary()
+        if i < len(names) - 1:  # a summary after every experiment: an interrupted run keeps it
+            write_summary()
     summary = write_summary()
     log(f"summary: {RESULTS / 'accuracy.json'} ({len(summary['cells'])} duet cells)")
     return 0
