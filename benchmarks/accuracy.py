@@ -896,6 +896,13 @@ def plots(summary: dict[str, Any]) -> None:
 def write_summary(exclude_reps: tuple[int, ...] = ()) -> dict[str, Any]:
     raw = load_raw()
     summary = summarize(raw)
+    previous = RESULTS / "accuracy.json"
+    if not exclude_reps and previous.exists():
+        # Repetitions once excluded stay excluded in later summaries of the same directory (a
+        # run that adds cells must not silently drop the undisturbed view).
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            kept = json.loads(previous.read_text()).get("workloads_excluding_reps") or {}
+            exclude_reps = tuple(int(n) for n in kept.get("excluded_reps", ()))
     if exclude_reps:
         # The same figures without the A/A repetitions named by --exclude-reps (e.g. ones that
         # another duet measuring on the same cores disturbed): kept beside, never instead.
