@@ -927,14 +927,20 @@ def _range(r: dict[str, Any] | None, scale: float = 100) -> str:
     return f"{scale * r['median']:.3g} ({scale * r['min']:.3g}-{scale * r['max']:.3g})"
 
 
+def _head(title: str, header: str, first: bool = False) -> list[str]:
+    """A markdown table's title, header row (``| a | b |``) and separator row."""
+    columns = header.count("|") - 1
+    return [*([] if first else [""]), title, "", header, "|" + "---|" * columns]
+
+
 def tables(summary: dict[str, Any]) -> str:
     """The markdown tables of docs/accuracy.md, from the summary."""
-    out = ["### A/A: relative 99% CI width (%), median (range) over repetitions", ""]
-    out.append(
+    out = _head(
+        "### A/A: relative 99% CI width (%), median (range) over repetitions",
         "| workload | condition | reps | duet | shuffled duet | sequential | gain seq/duet "
-        "| sync gain | duet CI contains 1 | seq CI contains 1 | corr(log a, log b) | load avg |"
+        "| sync gain | duet CI contains 1 | seq CI contains 1 | corr(log a, log b) | load avg |",
+        first=True,
     )
-    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for kind, conds in summary["workloads"].items():
         for cond, r in conds.items():
             if r.get("duet_width") is None:
@@ -947,10 +953,11 @@ def tables(summary: dict[str, Any]) -> str:
                 f"{_range(gr, 1)}x | {r['sync_gain']:.3g}x | {c1[0]}/{c1[1]} | {c2[0]}/{c2[1]} | "
                 f"{_range(r['correlation'], 1)} | {_range(r['load_average'], 1)} |"
             )
-    out += ["", "### A/B with a 2.00x operation count: measured ratio (99% CI)", ""]
-    out.append("| workload | condition | without fill | with fill | start skew median µs "
-               "(no fill / fill) | skew p99 µs (no fill / fill) |")  # fmt: skip
-    out.append("|---|---|---|---|---|---|")
+    out += _head(
+        "### A/B with a 2.00x operation count: measured ratio (99% CI)",
+        "| workload | condition | without fill | with fill | start skew median µs "
+        "(no fill / fill) | skew p99 µs (no fill / fill) |",
+    )
     for kind, conds in summary["workloads"].items():
         for cond, r in conds.items():
             if not r.get("ratio_2x_nofill_all"):
@@ -965,10 +972,11 @@ def tables(summary: dict[str, Any]) -> str:
                 f"{_range(r['skew_2x_fill_us'], 1)} | {_range(r['skew_2x_nofill_p99_us'], 1)} / "
                 f"{_range(r['skew_2x_fill_p99_us'], 1)} |"
             )
-    out += ["", "### Injected slowdowns: detection rate at 99% (99% CI above 1)", ""]
-    out.append("| workload | condition | slowdown | trials | duet detects | sequential detects "
-               "| duet ratio median | duet width % | sequential width % |")  # fmt: skip
-    out.append("|---|---|---|---|---|---|---|---|---|")
+    out += _head(
+        "### Injected slowdowns: detection rate at 99% (99% CI above 1)",
+        "| workload | condition | slowdown | trials | duet detects | sequential detects "
+        "| duet ratio median | duet width % | sequential width % |",
+    )
     for kind, conds in summary["workloads"].items():
         for cond, r in conds.items():
             for pct, v in (r.get("slowdowns") or {}).items():
@@ -985,11 +993,12 @@ def tables(summary: dict[str, Any]) -> str:
                     f"{_pct(v['false_positive_sequential'])}% | | | |"
                 )
     if summary.get("r30_2pct_noise"):
-        out += ["", "### 2% slowdown under noise at R = 30 x I = 30", ""]
-        out.append("| workload | trials | duet detects | sequential detects | duet width % "
-                   "| sequential width % | duet ratio | A/A trials "
-                   "| A/A false positives |")  # fmt: skip
-        out.append("|---|---|---|---|---|---|---|---|---|")
+        out += _head(
+            "### 2% slowdown under noise at R = 30 x I = 30",
+            "| workload | trials | duet detects | sequential detects | duet width % "
+            "| sequential width % | duet ratio | A/A trials "
+            "| A/A false positives |",
+        )
         for kind, v in summary["r30_2pct_noise"].items():
             out.append(
                 f"| {kind} | {v['trials']} | {_pct(v['detect_duet'])}% | "
@@ -1000,10 +1009,11 @@ def tables(summary: dict[str, Any]) -> str:
     for title, group in (("python worker", "python_worker"), ("command mode", "command")):
         if not summary.get(group):
             continue
-        out += ["", f"### {title}: A/A and 2x (one run set each)", ""]
-        out.append("| cell | A/A ratio [99% CI] | A/A width % | shuffled % | 2x ratio [99% CI] "
-                   "| mean iteration ms | load avg |")  # fmt: skip
-        out.append("|---|---|---|---|---|---|---|")
+        out += _head(
+            f"### {title}: A/A and 2x (one run set each)",
+            "| cell | A/A ratio [99% CI] | A/A width % | shuffled % | 2x ratio [99% CI] "
+            "| mean iteration ms | load avg |",
+        )
         for key, c in summary[group].items():
             aa, ab = c.get("aa", {}), c.get("2x", {})
             if "ratio" not in aa or "ratio" not in ab:
@@ -1015,11 +1025,12 @@ def tables(summary: dict[str, Any]) -> str:
                 f"{c['load_average_before'][0]:.2f} |"
             )
     if summary.get("tools_summary"):
-        out += ["", "### pyperf and hyperfine on the integer workload (command per value)", ""]
-        out.append("| tool | condition | pair | repetitions | the tool calls it significant "
-                   "| Welch 99%: significant | Welch: slower | ratio | relative 99% CI width % "
-                   "| load avg |")  # fmt: skip
-        out.append("|---|---|---|---|---|---|---|---|---|---|")
+        out += _head(
+            "### pyperf and hyperfine on the integer workload (command per value)",
+            "| tool | condition | pair | repetitions | the tool calls it significant "
+            "| Welch 99%: significant | Welch: slower | ratio | relative 99% CI width % "
+            "| load avg |",
+        )
         for group, t in summary["tools_summary"].items():
             tool, cond, pair = group.split("/")
             n = t["repetitions"]
@@ -1030,11 +1041,12 @@ def tables(summary: dict[str, Any]) -> str:
                 f"{_range(t['load_average'], 1)} |"
             )
     if summary.get("calibrate"):
-        out += ["", "### `duet calibrate --compare-sequential`: the method it recommends", ""]
-        out.append("| cell | recommends | its accuracy gain | its duet / sequential width % "
-                   "| A/A repetitions: median gain | narrower there | agrees "
-                   "| recommended runs x iterations | load avg |")  # fmt: skip
-        out.append("|---|---|---|---|---|---|---|---|---|")
+        out += _head(
+            "### `duet calibrate --compare-sequential`: the method it recommends",
+            "| cell | recommends | its accuracy gain | its duet / sequential width % "
+            "| A/A repetitions: median gain | narrower there | agrees "
+            "| recommended runs x iterations | load avg |",
+        )
         for key, c in summary["calibrate"].items():
             g, ag = c.get("accuracy_gain"), c.get("aa_median_gain")
             rec = c.get("recommended") or {}
