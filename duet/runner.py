@@ -434,7 +434,9 @@ def _side_record(s: _Side, bench: BenchmarkSpec, usage: Usage) -> SideRecord:
         status, reason = "failed", f"killed by {signal.Signals(-code).name}"
     elif code != 0:
         status = "failed"
-        reason = samples.error or f"exit code {code}"
+        # The exit code first: "exit code 2 (the side wrote no samples file)" says the program
+        # stopped by itself (a usage error, a crash it caught), not that duet lost its samples.
+        reason = f"exit code {code}" + (f" ({samples.error})" if samples.error else "")
     elif len(samples.iterations_ns) != bench.iterations:
         status = "failed"
         reason = f"wrote {len(samples.iterations_ns)} of {bench.iterations} measured samples" + (

@@ -217,6 +217,15 @@ static int fill_iteration_begin(duet_native *ctx, workload *w, uint64_t chunk) {
     return 1;
 }
 
+/* A count written in decimal digits only; 0 (refused as usage) for anything else: strtoull
+   would read "-5" as 2^64 - 5 and run an iteration that never ends. */
+static uint64_t parse_count(const char *s) {
+    if (*s == '\0') return 0;
+    for (const char *c = s; *c; c++)
+        if (*c < '0' || *c > '9') return 0;
+    return strtoull(s, NULL, 10);
+}
+
 int main(int argc, char **argv) {
     const char *kind_name = NULL;
     uint64_t ops = 0, bare = 0;
@@ -226,8 +235,8 @@ int main(int argc, char **argv) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--kind") && v) kind_name = argv[++i];
-        else if (!strcmp(a, "--ops") && v) ops = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(a, "--bare") && v) bare = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(a, "--ops") && v) ops = parse_count(argv[++i]);
+        else if (!strcmp(a, "--bare") && v) bare = parse_count(argv[++i]);
         else if (!strcmp(a, "--calibrate") && v) calibrate_ms = strtod(argv[++i], NULL);
         else if (!strcmp(a, "--fill")) fill = 1;
         else if (!strcmp(a, "--once")) once = 1;

@@ -156,3 +156,22 @@ def test_the_noise_generator_stops_within_its_bound_when_its_starter_is_killed(
 def test_the_noise_generator_refuses_an_unbounded_run() -> None:
     done = subprocess.run([str(noise.build()), "--duration", "0"], capture_output=True)
     assert done.returncode == 2
+
+
+def test_the_workload_refuses_a_count_that_is_not_a_positive_number(build_dir: Path) -> None:
+    """``--ops -5`` once ran an iteration of 2^64 - 5 operations (strtoull): a usage error now."""
+    binary = workloads.build(build_dir)
+    for bad in ("-5", "0", "12x", ""):
+        proc = subprocess.run(
+            [str(binary), "--kind", "integer", "--ops", bad, "--once"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+        assert proc.returncode == 2, (bad, proc.returncode)
+        assert "usage" in proc.stderr, bad
+    ok = subprocess.run(
+        [str(binary), "--kind", "integer", "--ops", "1000", "--once"], timeout=10, check=False
+    )
+    assert ok.returncode == 0
