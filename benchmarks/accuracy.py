@@ -99,38 +99,74 @@ def raw_path(key: str) -> Path:
     return RESULTS / "raw" / (key.replace("/", "__") + ".json.gz")
 
 
+def store_raw(key: str, doc: dict[str, Any]) -> Path:
+    """Write one finished cell (gzipped JSON) where the summary and ``--resume`` find it."""
+    path = raw_path(key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(gzip.compress(json.dumps(doc, separators=(",", ":")).encode(), 9))
+    return path
+
+
+def keep_failed(key: str, partial: Path, reason: str) -> None:
+    """Keep what a failed or interrupted cell had measured (duet writes its results file after
+    every run) under ``raw/failed/``: not read by the summary, and not a finished cell, so the
+    next run measures the cell again."""
+    if not partial.exists():
+        return
+    try:
+        measured: Any = json.loads(partial.read_text())
+    except ValueError:
+        measured = partial.read_text()
+    name = f"{key.replace('/', '__')}.{time.strftime('%Y%m%dT%H%M%S')}.json.gz"
+    dest = RESULTS / "raw" / "failed" / name
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    doc = {"key": key, "reason": reason, "results": measured}
+    dest.write_bytes(gzip.compress(json.dumps(doc).encode(), 9))
+    log(f"{key}: what it measured before it failed is kept in {dest}")
+
+
+def cell_meta(
+    key: str, info: dict[str, Any], load_before: list[float], started: float
+) -> dict[str, Any]:
+    """The cell's own record: its key, condition (noise seed and timetable), load, duration."""
+    return {
+        "key": key,
+        **info,
+        "load_average_before": load_before,
+        "load_average_after": list(os.getloadavg()),
+        "seconds": round(time.time() - started, 1),
+    }
+
+
 def run_cell(
     key: str,
     cond: str,
     specs: list[BenchmarkSpec],
     *,
     bound_s: float,
-    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Measure ``specs`` under ``cond`` (unless already on disk); return the stored document."""
     path = raw_path(key)
     if path.exists():
         return json.loads(gzip.decompress(path.read_bytes()))
-    path.parent.mkdir(parents=True, exist_ok=True)
     load_before = list(os.getloadavg())
     started = time.time()
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "results.json"
-        with condition(cond, key, bound_s) as info:
-            measure(
-                specs,
-                SessionOptions(out=out, seed=seed_of(key), progress=False, config={"cell": key}),
-            )
+        try:
+            with condition(cond, key, bound_s) as info:
+                measure(
+                    specs,
+                    SessionOptions(
+                        out=out, seed=seed_of(key), progress=False, config={"cell": key}
+                    ),
+                )
+        except BaseException as e:
+            keep_failed(key, out, f"{type(e).__name__}: {e}")
+            raise
         doc = json.loads(out.read_text())
-    doc["accuracy_cell"] = {
-        "key": key,
-        **info,
-        **(extra or {}),
-        "load_average_before": load_before,
-        "load_average_after": list(os.getloadavg()),
-        "seconds": round(time.time() - started, 1),
-    }
-    path.write_bytes(gzip.compress(json.dumps(doc, separators=(",", ":")).encode(), 9))
+    doc["accuracy_cell"] = cell_meta(key, info, load_before, started)
+    store_raw(key, doc)
     log(f"{key}: {doc['accuracy_cell']['seconds']} s")
     return doc
 
@@ -413,18 +449,11 @@ class Driver:
             a = workloads.command("integer", ops, once=True)
             b = workloads.command("integer", round(ops * scale), once=True)
             load_before = list(os.getloadavg())
-            t0 = time.time()
+            started = time.time()
             with condition(cond, key, 900) as info:
                 res = fn(a, b, n)
-            res.update(
-                info,
-                key=key,
-                load_average_before=load_before,
-                load_average_after=list(os.getloadavg()),
-                seconds=round(time.time() - t0, 1),
-            )
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(gzip.compress(json.dumps(res).encode(), 9))
+            # The tools' cells keep their record at the top level (as the first ones were).
+            store_raw(key, {**res, **cell_meta(key, info, load_before, started)})
             log(f"{key}: {res.get('verdict')} width {res.get('width')}")
 
     def calib(self) -> None:
@@ -437,56 +466,55 @@ class Driver:
         would wait for its own parent.
         """
         R, I = self.args.calib_runs, self.args.iterations  # noqa: E741
-        for rep in range(self.args.reps_calib):
-            for cond in CONDITIONS:
-                for kind in self.args.workloads:
-                    key = f"calib/{kind}/{cond}/rep{rep}"
-                    path = raw_path(key)
-                    self.cells.append(key)
-                    if path.exists():
-                        continue
-                    load_before = list(os.getloadavg())
-                    t0 = time.time()
-                    argv = [
-                        *("calibrate", "--native", "--compare-sequential", "--format", "json"),
-                        *("--command", workloads.command(kind, self.ops[kind])),
-                        *("--runs", str(R), "--iterations", str(I), "-q"),
-                        *("--plan-seed", str(seed_of(key) % 2**31)),
-                    ]
-                    with tempfile.TemporaryDirectory() as tmp:
-                        out = Path(tmp) / "calibration-results.json"
-                        env = {**os.environ, "DUET_LOCK": str(Path(tmp) / "duet.lock")}
-                        with condition(cond, key, 2 * self.bound(R, I, 3)) as info:
-                            proc = subprocess.run(
-                                [sys.executable, "-m", "duet", *argv, "--out", str(out)],
-                                capture_output=True,
-                                text=True,
-                                env=env,
-                                check=False,
-                            )
-                        if proc.returncode != 0:
-                            log(f"{key}: FAILED (exit {proc.returncode}): {proc.stderr[-2000:]}")
-                            continue
-                        results = json.loads(out.read_text())
-                    doc = {
-                        "calibration": json.loads(proc.stdout),
-                        "results": results,
-                        "accuracy_cell": {
-                            "key": key,
-                            **info,
-                            "argv": ["duet", *argv],
-                            "load_average_before": load_before,
-                            "load_average_after": list(os.getloadavg()),
-                            "seconds": round(time.time() - t0, 1),
-                        },
-                    }
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    path.write_bytes(gzip.compress(json.dumps(doc).encode(), 9))
-                    cal = doc["calibration"]
-                    log(
-                        f"{key}: recommends {cal['method']['pays']}, accuracy gain "
-                        f"{cal.get('accuracy_gain')}, {doc['accuracy_cell']['seconds']} s"
-                    )
+        for rep, cond, kind in itertools.product(
+            range(self.args.reps_calib), CONDITIONS, self.args.workloads
+        ):
+            key = f"calib/{kind}/{cond}/rep{rep}"
+            self.cells.append(key)
+            if raw_path(key).exists():
+                continue
+            argv = [
+                *("calibrate", "--native", "--compare-sequential", "--format", "json"),
+                *("--command", workloads.command(kind, self.ops[kind])),
+                *("--runs", str(R), "--iterations", str(I), "-q"),
+                *("--plan-seed", str(seed_of(key) % 2**31)),
+            ]
+            load_before = list(os.getloadavg())
+            started = time.time()
+            with tempfile.TemporaryDirectory() as tmp:
+                out = Path(tmp) / "calibration-results.json"
+                env = {**os.environ, "DUET_LOCK": str(Path(tmp) / "duet.lock")}
+                try:
+                    with condition(cond, key, 2 * self.bound(R, I, 3)) as info:
+                        proc = subprocess.run(
+                            [sys.executable, "-m", "duet", *argv, "--out", str(out)],
+                            capture_output=True,
+                            text=True,
+                            env=env,
+                            check=False,
+                        )
+                except BaseException as e:
+                    keep_failed(key, out, f"{type(e).__name__}: {e}")
+                    raise
+                if proc.returncode != 0:
+                    reason = f"duet calibrate exited {proc.returncode}: {proc.stderr[-2000:]}"
+                    log(f"{key}: FAILED: {reason}")
+                    keep_failed(key, out, reason)
+                    continue
+                results = json.loads(out.read_text())
+            doc = {
+                "calibration": json.loads(proc.stdout),
+                "results": results,
+                "accuracy_cell": {
+                    **cell_meta(key, info, load_before, started),
+                    "argv": ["duet", *argv],
+                },
+            }
+            store_raw(key, doc)
+            log(
+                f"{key}: recommends {doc['calibration']['method']['pays']}, accuracy gain "
+                f"{doc['calibration'].get('accuracy_gain')}, {doc['accuracy_cell']['seconds']} s"
+            )
 
 
 def _module_available(name: str) -> bool:

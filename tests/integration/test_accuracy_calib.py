@@ -89,3 +89,34 @@ def test_calib_cells_measure_store_and_summarize(accuracy: ModuleType, tmp_path:
         assert c["accuracy_gain"] > 0
         assert c["agrees"] is None  # no aa cells were measured in this directory
     assert "duet calibrate --compare-sequential" in accuracy.tables(summary)
+
+
+def test_a_failed_calibration_keeps_what_it_measured(
+    accuracy: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``duet calibrate`` exits non-zero (every run of the workload fails): the cell is not
+    stored as finished (the next run measures it again), and the results file the calibration
+    wrote, with its failed runs, is kept under ``raw/failed/`` instead of vanishing with the
+    temporary directory."""
+    import argparse
+
+    accuracy.workloads.build()
+    monkeypatch.setattr(accuracy, "RESULTS", tmp_path)
+    args = argparse.Namespace(
+        calib_runs=5, iterations=3, reps_calib=1, workloads=["integer"], iteration_ms=10.0
+    )
+    driver = accuracy.Driver(args)
+    driver.ops = {"integer": -5}  # the workload refuses a negative count: every run fails
+    monkeypatch.setattr(accuracy, "CONDITIONS", ("quiet",))
+    driver.calib()
+    assert not accuracy.raw_path("calib/integer/quiet/rep0").exists()
+    kept = list((tmp_path / "raw" / "failed").glob("calib__integer__quiet__rep0.*.json.gz"))
+    assert len(kept) == 1, kept
+    doc = json.loads(gzip.decompress(kept[0].read_bytes()))
+    assert doc["key"] == "calib/integer/quiet/rep0"
+    assert "duet calibrate exited" in doc["reason"]
+    statuses = {r["status"] for b in doc["results"]["benchmarks"] for r in b["runs"]}
+    assert statuses, doc["results"]
+    assert "ok" not in statuses
+    # The summary reads only finished cells.
+    assert "calib/integer/quiet/rep0" not in accuracy.load_raw()
