@@ -44,6 +44,13 @@ def reports_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]  # functools.wraps keeps the signature
 
 
+def _apply(options: Sequence[Callable[[Any], Any]], fn: F) -> F:
+    """Decorate ``fn`` with ``options`` so that they appear in ``--help`` in list order."""
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
 def analysis_options(fn: F) -> F:
     """Options shared by every command that analyses samples."""
     options = [
@@ -91,9 +98,7 @@ def analysis_options(fn: F) -> F:
             help="Replace at most one outlying ratio per run by its neighbour (duet paper sec. 4).",
         ),
     ]
-    for option in reversed(options):
-        fn = option(fn)
-    return fn
+    return _apply(options, fn)
 
 
 class LazyGroup(click.Group):
@@ -305,9 +310,7 @@ def machine_options(fn: F) -> F:
             "refusing (exit 3). The lock is $DUET_LOCK, else /run/lock/duet.lock.",
         ),
     ]
-    for option in reversed(options):
-        fn = option(fn)
-    return fn
+    return _apply(options, fn)
 
 
 def run_options(fn: F) -> F:
@@ -349,9 +352,7 @@ def run_options(fn: F) -> F:
             help="sequential: each side alone, one after the other (randomized order).",
         ),
     ]
-    for option in reversed(options):
-        fn = option(fn)
-    return machine_options(fn)
+    return machine_options(_apply(options, fn))
 
 
 def install_signal_handlers() -> None:
