@@ -97,6 +97,15 @@ def analysis_options(fn: F) -> F:
             show_default=True,
             help="Replace at most one outlying ratio per run by its neighbour (duet paper sec. 4).",
         ),
+        click.option(
+            "--metric",
+            type=click.Choice(["auto", "wall", "cpu"]),
+            default="auto",
+            show_default=True,
+            help="What decides the verdict: per-iteration wall time, the CPU time of the measured "
+            "code, or auto (CPU time when both sides are CPU-bound, else wall time). Both are "
+            "always analysed and shown.",
+        ),
     ]
     return _apply(options, fn)
 
@@ -169,7 +178,9 @@ def main(verbose: int) -> None:
     help="Exit 1 on a regression; 'any' also on an improvement; 'never' always exits 0.",
 )
 @reports_errors
+@click.pass_context
 def analyze(
+    ctx: click.Context,
     results: str,
     fmt: str,
     confidence: float,
@@ -178,9 +189,15 @@ def analyze(
     seed: int,
     interval: str,
     winsorize: bool,
+    metric: str,
     fail_on: str,
 ) -> None:
-    """Recompute every benchmark's statistics and verdict from the raw samples in RESULTS."""
+    """Recompute every benchmark's statistics and verdict from the raw samples in RESULTS.
+
+    Without --metric each benchmark keeps the metric it was measured with (duet.toml's
+    `metric`, or --metric of the run)."""
+    from click.core import ParameterSource
+
     from duet import results as results_mod
     from duet.analysis import AnalysisSettings, analyze_document, fails, verdicts_of
     from duet.report import render
@@ -193,8 +210,10 @@ def analyze(
         seed=seed,
         interval=interval,  # type: ignore[arg-type]  # click.Choice guarantees the literal
         winsorize=winsorize,
+        metric=metric,  # type: ignore[arg-type]  # click.Choice guarantees the literal
     )
-    analysed = analyze_document(doc, settings)
+    keep = ctx.get_parameter_source("metric") != ParameterSource.COMMANDLINE
+    analysed = analyze_document(doc, settings, keep_recorded_metric=keep)
     click.echo(render(analysed, fmt, color=fmt == "text" and sys.stdout.isatty()), nl=False)  # type: ignore[arg-type]
     if fails(verdicts_of(analysed), fail_on):  # type: ignore[arg-type]
         sys.exit(EXIT_REGRESSION)
@@ -222,7 +241,7 @@ def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> in
         raise click.BadParameter(str(e)) from None
 
 
-ANALYSIS_KEYS = ("confidence", "threshold", "reps", "seed", "interval", "winsorize")
+ANALYSIS_KEYS = ("confidence", "threshold", "reps", "seed", "interval", "winsorize", "metric")
 
 
 def analysis_settings(o: Mapping[str, Any]) -> Any:

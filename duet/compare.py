@@ -185,6 +185,7 @@ def compare(options: CompareOptions) -> ResultsDocument:
         settings = AnalysisSettings(
             confidence=float(options.analysis_overrides.get("confidence", defaults.confidence)),
             threshold=float(options.analysis_overrides.get("threshold", defaults.threshold)),
+            metric=options.analysis_overrides.get("metric", defaults.metric),
             **{
                 k: v
                 for k, v in options.analysis_overrides.items()
@@ -193,7 +194,9 @@ def compare(options: CompareOptions) -> ResultsDocument:
         )
         per_benchmark = {}
         for b in config.benchmarks:
-            if b.name in measured and (b.threshold is not None or b.confidence is not None):
+            if b.name in measured and (
+                b.threshold is not None or b.confidence is not None or b.metric is not None
+            ):
                 per_benchmark[b.name] = replace(
                     settings,
                     threshold=b.threshold
@@ -202,6 +205,9 @@ def compare(options: CompareOptions) -> ResultsDocument:
                     confidence=b.confidence
                     if b.confidence is not None and "confidence" not in options.analysis_overrides
                     else settings.confidence,
+                    metric=b.metric
+                    if b.metric is not None and "metric" not in options.analysis_overrides
+                    else settings.metric,
                 )
         max_failures = overrides.get("max_failures", defaults.max_failures)
         session = SessionOptions(
