@@ -418,13 +418,17 @@ def choose_metric(
 
 
 def _disagreement(estimates: Mapping[str, MetricEstimate], chosen: Metric) -> str | None:
-    """Say so when wall time and CPU time reach different verdicts and one of them saw a
-    change: a change only wall time shows (more sleeping, I/O or lock waits) is real."""
+    """Say so when wall time and CPU time contradict each other (a change against no change,
+    or opposite changes): a change only wall time shows (more sleeping, I/O or lock waits) is
+    real. An inconclusive metric contradicts nothing."""
     wall, cpu = estimates.get("wall"), estimates.get("cpu")
     if wall is None or cpu is None or wall.verdict == cpu.verdict:
         return None
     changes = ("regression", "improvement")
     if wall.verdict not in changes and cpu.verdict not in changes:
+        return None
+    if "inconclusive" in (wall.verdict, cpu.verdict) or None in (wall.verdict, cpu.verdict):
+        # One metric could not decide: the other is simply the sharper one, not contradicted.
         return None
 
     def say(m: MetricEstimate) -> str:
