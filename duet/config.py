@@ -55,7 +55,7 @@ CONFIG_FILES = ("duet.toml", "pyproject.toml")
 DEFAULT_PYTHON = ".venv/bin/python"
 
 #: The keys ``duet calibrate --write`` sets.
-RECOMMENDATION_KEYS = ("runs", "iterations", "warmup", "method")
+RECOMMENDATION_KEYS = ("runs", "iterations", "warmup", "method", "metric")
 
 Isolation: TypeAlias = Literal["auto", "cgroup", "affinity"]
 Form: TypeAlias = Literal["duet", "pyproject"]
@@ -469,6 +469,7 @@ _EXAMPLES = {
     "memory_limit": '"2G"',
     "timeout": "60",
     "method": '"duet"',
+    "metric": '"auto"',
     "max_failures": "2",
     "build": '"make"',
     "python": '".venv/bin/python"',
@@ -1011,9 +1012,9 @@ def write_recommendation(
     for key, value in values.items():
         if key not in RECOMMENDATION_KEYS:
             raise ValueError(f"write_recommendation sets {RECOMMENDATION_KEYS}, not {key!r}")
-        if key == "method":
+        if key in ("method", "metric"):
             if not isinstance(value, str):
-                raise ValueError(f"method must be a str, got {value!r}")
+                raise ValueError(f"{key} must be a str, got {value!r}")
         elif isinstance(value, bool) or not isinstance(value, int):
             raise ValueError(f"{key} must be an int, got {value!r}")
         problem = _range_problem(key, value)
