@@ -171,12 +171,14 @@ def calibrate(**o: Any) -> None:
         out = Path(o["out"])
     main_record, seq_record = _records(doc)
     from duet.analysis import analyze_benchmark
+    from duet.report.rows import interference_line
 
+    analysis = analyze_benchmark(main_record, settings)
     try:
         cal = calibrate_metrics(
             main_record,
             seq_record,
-            busy_share=analyze_benchmark(main_record, settings).busy_share,
+            busy_share=analysis.busy_share,
             forced=None if settings.metric == "auto" else settings.metric,
             confidence=settings.confidence,
             threshold=settings.threshold,
@@ -198,6 +200,7 @@ def calibrate(**o: Any) -> None:
         "load_average_before": env.get("load_average"),
         "load_average_after": env.get("load_average_after"),
         "command": main_record.versions.get("baseline"),
+        "interference": interference_line(analysis.to_dict()),
     }
     config_target = _config_target(o) if (o["write"] or o["benchmark"]) else None
     written: str | None = None

@@ -91,6 +91,8 @@ def render_text(
                 2,
             )
         )
+    if context.get("interference"):
+        out.append(wrap(str(context["interference"]), 2))
     out.append("")
 
     # The interval.
