@@ -23,11 +23,17 @@ VERDICTS: tuple[Verdict, ...] = ("regression", "improvement", "no change", "inco
 FailOn: TypeAlias = Literal["regression", "any", "never"]
 #: What a per-iteration sample is: wall time (from leaving the barrier to the end of the work)
 #: or the CPU time the measured code used in it (docs/measurement.md).
-Metric: TypeAlias = Literal["wall", "cpu"]
-MetricChoice: TypeAlias = Literal["wall", "cpu", "auto"]
-METRICS: tuple[Metric, ...] = ("wall", "cpu")
-METRIC_CHOICES: tuple[MetricChoice, ...] = ("auto", "wall", "cpu")
-METRIC_NAMES: Mapping[str, str] = {"wall": "wall time", "cpu": "CPU time"}
+#: ``wall-runq`` is the wall time less the time the measured task waited for a CPU: what the
+#: iteration would have taken had nothing else wanted the side's CPU (it keeps sleeping and I/O).
+Metric: TypeAlias = Literal["wall", "cpu", "wall-runq"]
+MetricChoice: TypeAlias = Literal["wall", "cpu", "wall-runq", "auto"]
+METRICS: tuple[Metric, ...] = ("wall", "cpu", "wall-runq")
+METRIC_CHOICES: tuple[MetricChoice, ...] = ("auto", "wall", "cpu", "wall-runq")
+METRIC_NAMES: Mapping[str, str] = {
+    "wall": "wall time",
+    "cpu": "CPU time",
+    "wall-runq": "wall time less run-queue delay",
+}
 DEFAULT_METRIC: MetricChoice = "auto"
 #: ``auto`` takes CPU time when, on both sides, the median iteration spent at least this share
 #: of its wall time on a CPU or waiting for one (run-queue delay): the code was CPU-bound, and
@@ -285,6 +291,20 @@ class _Series:
     runq: tuple[Matrix, Matrix] | None
     cpu_missing: str | None
 
+    def wall_less_runq(self) -> tuple[Matrix, Matrix] | None:
+        if self.runq is None:
+            return None
+        a, b = self.wall[0] - self.runq[0], self.wall[1] - self.runq[1]
+        # The task waited for the whole iteration as measured (clock resolutions): unusable.
+        return (a, b) if (a > 0).all() and (b > 0).all() else None
+
+    def of(self, metric: Metric) -> tuple[Matrix, Matrix] | None:
+        if metric == "cpu":
+            return self.cpu
+        if metric == "wall-runq":
+            return self.wall_less_runq()
+        return self.wall
+
 
 def _series(ok: tuple[RunRecord, ...], n: int) -> _Series:
     """Matrices of the first ``n`` iterations of every run; CPU time and run-queue delay only
@@ -393,57 +413,74 @@ def _interference(series: _Series) -> Interference | None:
 def choose_metric(
     requested: MetricChoice,
     *,
-    cpu_missing: str | None,
+    available: Mapping[str, str | None],
     busy_share: Mapping[str, float],
+    interference: Interference | None,
 ) -> tuple[Metric, str]:
-    """The metric that decides, and why, in words for the report."""
-    if requested == "wall":
-        return "wall", "wall time, as configured"
-    if cpu_missing is not None:
-        if requested == "cpu":
-            return "wall", f"wall time: CPU time was asked for, but {cpu_missing}"
-        return "wall", f"wall time: {cpu_missing}"
-    if requested == "cpu":
-        return "cpu", "CPU time, as configured"
+    """The metric that decides, and why, in words for the report.
+
+    ``available`` maps every metric to None when it was analysed, else to why it was not.
+    """
+    if requested != "auto":
+        why_not = available.get(requested)
+        if why_not is None:
+            return requested, f"{METRIC_NAMES[requested]}, as configured"
+        return "wall", f"wall time: {METRIC_NAMES[requested]} was asked for, but {why_not}"
+    if available.get("cpu") is not None:
+        return "wall", f"wall time: {available['cpu']}"
     shares = ", ".join(f"{name} {units.share(busy_share[name])}" for name in SIDES)
     idle = [name for name in SIDES if busy_share[name] < CPU_BOUND_SHARE]
-    if idle:
-        return "wall", (
-            f"wall time: the {' and the '.join(idle)} spent only {shares} of the iteration "
-            "on a CPU or waiting for one (it sleeps or waits for I/O, which CPU time misses)"
+    if not idle:
+        return "cpu", (
+            f"CPU time: both sides CPU-bound ({shares} of the wall time on a CPU or in its queue)"
         )
-    return "cpu", (
-        f"CPU time: both sides CPU-bound ({shares} of the wall time on a CPU or in its queue)"
+    sleeper = (
+        f"the {' and the '.join(idle)} spent only {shares} of the iteration on a CPU or waiting "
+        "for one (it sleeps or waits for I/O, which CPU time misses)"
     )
+    delayed = interference is not None and interference.share >= INTERFERENCE_NOTICE_SHARE
+    if delayed and available.get("wall-runq") is None:
+        assert interference is not None
+        return "wall-runq", (
+            f"wall time less run-queue delay: {sleeper}, and another process delayed a side in "
+            f"{units.share(interference.share)} of iterations, which wall time would count"
+        )
+    return "wall", f"wall time: {sleeper}"
+
+
+def _contradict(x: Verdict | None, y: Verdict | None) -> bool:
+    """A change against no change, or opposite changes; an inconclusive verdict (or none)
+    contradicts nothing: that metric is simply the less sharp one."""
+    changes = ("regression", "improvement")
+    if x == y or x in ("inconclusive", None) or y in ("inconclusive", None):
+        return False
+    return x in changes or y in changes
 
 
 def _disagreement(estimates: Mapping[str, MetricEstimate], chosen: Metric) -> str | None:
-    """Say so when wall time and CPU time contradict each other (a change against no change,
-    or opposite changes): a change only wall time shows (more sleeping, I/O or lock waits) is
-    real. An inconclusive metric contradicts nothing."""
-    wall, cpu = estimates.get("wall"), estimates.get("cpu")
-    if wall is None or cpu is None or wall.verdict == cpu.verdict:
-        return None
-    changes = ("regression", "improvement")
-    if wall.verdict not in changes and cpu.verdict not in changes:
-        return None
-    if "inconclusive" in (wall.verdict, cpu.verdict) or None in (wall.verdict, cpu.verdict):
-        # One metric could not decide: the other is simply the sharper one, not contradicted.
-        return None
+    """Say so when another metric contradicts the deciding one: a change only wall time shows
+    (more sleeping, I/O or lock waits) is real and must not be hidden."""
+    decided = estimates[chosen]
 
     def say(m: MetricEstimate) -> str:
         return (
             f"{METRIC_NAMES[m.metric]} says {m.verdict or 'no verdict'} ({units.change(m.ratio)})"
         )
 
-    first, second = (wall, cpu) if chosen == "wall" else (cpu, wall)
-    text = f"{say(second)} but {say(first)}, which decided"
-    if wall.verdict in changes and cpu.verdict not in changes:
-        text += (
-            ": the difference is time off the CPU (sleeping, I/O, locks) or a process that "
-            "delayed one side"
-        )
-    return text
+    for name in METRICS:
+        other = estimates.get(name)
+        if other is None or name == chosen or not _contradict(other.verdict, decided.verdict):
+            continue
+        text = f"{say(other)} but {say(decided)}, which decided"
+        wall, rest = (other, decided) if name == "wall" else (decided, other)
+        changes = ("regression", "improvement")
+        if "wall" in (name, chosen) and wall.verdict in changes and rest.verdict not in changes:
+            text += (
+                ": the difference is time off the CPU (sleeping, I/O, locks) or a process that "
+                "delayed one side"
+            )
+        return text
+    return None
 
 
 def analyze_benchmark(record: BenchmarkRecord, settings: AnalysisSettings) -> BenchmarkAnalysis:
@@ -487,20 +524,27 @@ def analyze_benchmark(record: BenchmarkRecord, settings: AnalysisSettings) -> Be
     if len(lengths) != 1:
         notes.append(f"runs had different iteration counts; each cut to {min(lengths)}")
 
-    estimates: dict[str, MetricEstimate] = {
-        "wall": _estimate("wall", *series.wall, name=record.name, settings=settings)
-    }
+    estimates: dict[str, MetricEstimate] = {}
     missing: dict[str, str] = {}
-    if series.cpu is not None:
-        estimates["cpu"] = _estimate("cpu", *series.cpu, name=record.name, settings=settings)
-    elif series.cpu_missing:
-        missing["cpu"] = series.cpu_missing
+    for name in METRICS:
+        data = series.of(name)
+        if data is not None:
+            estimates[name] = _estimate(name, *data, name=record.name, settings=settings)
+        elif name == "cpu":
+            missing[name] = series.cpu_missing or "not recorded"
+        else:
+            missing[name] = (
+                "no per-iteration run-queue delay recorded"
+                if series.runq is None
+                else "the run-queue delay took a whole iteration (clock resolutions)"
+            )
     busy = _busy_share(series)
     interference = _interference(series)
     metric, reason = choose_metric(
         settings.metric,
-        cpu_missing=series.cpu_missing,
+        available={name: missing.get(name) for name in METRICS},
         busy_share=busy,
+        interference=interference,
     )
     chosen = estimates[metric]
     if len(ok) < 2:
@@ -532,7 +576,7 @@ def analyze_benchmark(record: BenchmarkRecord, settings: AnalysisSettings) -> Be
             )
 
     # Both sides from one set of draws (half the cost; see paired_impact_factors).
-    a, b = series.cpu if metric == "cpu" and series.cpu is not None else series.wall
+    a, b = series.of(metric) or series.wall
     factors: tuple[ImpactFactors, ImpactFactors] | None = None
     impact_missing: str | None = None
     try:

@@ -99,12 +99,13 @@ def analysis_options(fn: F) -> F:
         ),
         click.option(
             "--metric",
-            type=click.Choice(["auto", "wall", "cpu"]),
+            type=click.Choice(["auto", "wall", "cpu", "wall-runq"]),
             default="auto",
             show_default=True,
             help="What decides the verdict: per-iteration wall time, the CPU time of the measured "
-            "code, or auto (CPU time when both sides are CPU-bound, else wall time). Both are "
-            "always analysed and shown.",
+            "code, wall time less the time spent waiting for a CPU, or auto (CPU time when both "
+            "sides are CPU-bound; else wall time, less run-queue delay when another process "
+            "delayed the sides). Every metric is analysed and shown.",
         ),
     ]
     return _apply(options, fn)

@@ -142,7 +142,7 @@ def expected_against_measured(measured: list[tuple[Condition, ResultsDocument]])
         a = doc.benchmarks[0].analysis or {}
         metrics = a.get("metrics") or {}
         deciding = str(a.get("metric", "wall"))
-        for key in (deciding, *(k for k in ("wall", "cpu") if k != deciding)):
+        for key in (deciding, *(k for k in METRIC_NAMES if k != deciding)):
             m = metrics.get(key)
             if not isinstance(m, dict) or "ratio" not in m:
                 continue

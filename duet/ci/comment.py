@@ -47,7 +47,7 @@ _KEY = re.compile(r"[A-Za-z0-9._-]{1,64}")
 DEFAULT_KEY = "default"
 
 _VERDICTS = ("regression", "improvement", "no change", "inconclusive")
-_METRICS = ("wall", "cpu")
+_METRICS = ("wall", "cpu", "wall-runq")
 
 
 class CommentError(DuetError):

@@ -34,7 +34,7 @@ _ICON = {
 
 
 def _table(items: list[Row], shared: float | None) -> list[str]:
-    other = any(r.other and not r.other.endswith("not measured") for r in items)
+    other = any(r.other for r in items)
     out = [
         f"| benchmark | baseline | candidate | change | {ratio_header(shared)} | verdict |"
         + (" other metric |" if other else ""),

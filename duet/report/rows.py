@@ -55,7 +55,11 @@ def _side(a: Mapping[str, Any], name: str) -> Mapping[str, Any]:
 
 
 #: Metric keys of an analysis, and how reports name them.
-METRIC_NAMES = {"wall": "wall time", "cpu": "CPU time"}
+METRIC_NAMES = {
+    "wall": "wall time",
+    "cpu": "CPU time",
+    "wall-runq": "wall time less run-queue delay",
+}
 #: Interference is mentioned from this share of iterations on (duet.analysis has the same rule;
 #: a results file is outside input, so the report does not import the analysis to read it).
 INTERFERENCE_NOTICE_SHARE = 0.05
@@ -92,23 +96,23 @@ def row(b: BenchmarkRecord) -> Row:
 
 
 def _other_metric(a: Mapping[str, Any]) -> str:
+    """The metrics that did not decide, each with its ratio, interval and verdict."""
     metrics = a.get("metrics")
     if not isinstance(metrics, Mapping):
         return ""
+    parts = []
     for key, name in METRIC_NAMES.items():
         m = metrics.get(key)
-        if key == a.get("metric") or not isinstance(m, Mapping):
+        if key == a.get("metric") or not isinstance(m, Mapping) or "missing" in m:
             continue
-        if "missing" in m:
-            return f"{name}: not measured"
         ratio = _number(m.get("ratio"))
         verdict = m.get("verdict")
         text = f"{name} {units.ratio(ratio)}"
         interval = units.interval(_number(m.get("ci_low")), _number(m.get("ci_high")))
         if interval != "n/a":
             text += f" {interval}"
-        return text + (f" {verdict}" if verdict in VERDICTS else "")
-    return ""
+        parts.append(text + (f" {verdict}" if verdict in VERDICTS else ""))
+    return "; ".join(parts)
 
 
 def interference_line(a: Mapping[str, Any]) -> str | None:

@@ -48,7 +48,7 @@ def render_text(doc: ResultsDocument, *, color: bool = False) -> str:
         [r.name, r.runs, r.baseline, r.candidate, ratio_cell(r, shared), r.change, r.verdict]
         for r in items
     ]
-    if any(r.other and not r.other.endswith("not measured") for r in items):
+    if any(r.other for r in items):
         # Both metrics are always analysed: the one that did not decide is shown beside.
         header.append("other metric")
         for line, r in zip(body, items, strict=True):

@@ -271,3 +271,38 @@ def test_analyze_keeps_the_recorded_metric_unless_told(tmp_path: Path) -> None:
 
     assert metric() == "cpu"
     assert metric("--metric", "auto") == "wall"
+
+
+def test_auto_takes_wall_less_run_queue_delay_for_sleeping_code_another_process_delays() -> None:
+    record = _two_metric_benchmark(
+        work_ns=2e6, slower=1.0, busy=0.5, wall_slower=1.05, preempted=0.6
+    )
+    a = analyze_benchmark(record, AnalysisSettings(reps=2000))
+    assert a.metric == "wall-runq"
+    assert a.metric_reason is not None
+    assert a.metric_reason.startswith("wall time less run-queue delay: the baseline and the")
+    assert "another process delayed a side in" in a.metric_reason
+    # The 5% more sleeping is found; the preemptions make wall time itself much wider.
+    assert a.verdict == "regression"
+    assert a.ci_low is not None
+    assert a.ci_high is not None
+    wall = a.metrics["wall"]
+    assert wall.ci_low is not None
+    assert wall.ci_high is not None
+    assert (a.ci_high - a.ci_low) * 3 < wall.ci_high - wall.ci_low
+    assert a.to_dict()["metrics"]["wall-runq"]["verdict"] == "regression"
+
+
+def test_without_run_queue_figures_wall_less_runq_is_missing_and_says_why() -> None:
+    doc = analyze_document(results.load(FIXTURE), AnalysisSettings(reps=500))
+    a = doc.benchmark("parse-json").analysis
+    assert a is not None
+    assert a["metrics"]["wall-runq"] == {"missing": "no per-iteration run-queue delay recorded"}
+    forced = analyze_benchmark(
+        doc.benchmark("parse-json"), AnalysisSettings(metric="wall-runq", reps=500)
+    )
+    assert forced.metric == "wall"
+    assert forced.metric_reason == (
+        "wall time: wall time less run-queue delay was asked for, but no per-iteration "
+        "run-queue delay recorded"
+    )
