@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import re
 
-_HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"})
-# Markdown punctuation that can start emphasis, links, images, code or break a table cell.
+_HTML_CHARS = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}
+_HTML = str.maketrans(_HTML_CHARS)
+# Markdown punctuation that can start emphasis, links, images, code or break a table cell, and
+# the HTML characters, in ONE table: translating twice escaped the "#" of "&#39;" again
+# ("&&#35;39;" for a quote).
 _MD = str.maketrans(
     {
+        **_HTML_CHARS,
         "|": "&#124;",
         "`": "&#96;",
         "*": "&#42;",
@@ -34,7 +38,7 @@ def markdown_text(text: str, *, limit: int | None = 200) -> str:
     s = " ".join(str(text).split())
     if limit is not None and len(s) > limit:
         s = s[: limit - 1] + "…"
-    s = s.translate(_HTML).translate(_MD)
+    s = s.translate(_MD)
     return _MENTION.sub("@&#8203;", s)
 
 

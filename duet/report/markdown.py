@@ -18,9 +18,8 @@ from duet.report.rows import (
     headline,
     isolation_line,
     metric_line,
-    ratio_cell,
-    ratio_header,
     rows,
+    summary_sentence,
 )
 from duet.results import ResultsDocument
 
@@ -35,17 +34,20 @@ _ICON = {
 
 def _table(items: list[Row], shared: float | None) -> list[str]:
     other = any(r.other for r in items)
+    level = f" [{units.percent(shared)} CI]" if shared is not None else " [CI]"
     out = [
-        f"| benchmark | baseline | candidate | change | {ratio_header(shared)} | verdict |"
-        + (" other metric |" if other else ""),
-        "|---|---:|---:|---:|---|---|" + ("---|" if other else ""),
+        f"| benchmark | baseline | candidate | change{level} | verdict |"
+        + (" other metrics |" if other else ""),
+        "|---|---:|---:|---|---|" + ("---|" if other else ""),
     ]
     for r in items:
+        change = r.change if r.change_interval == "n/a" else f"{r.change} {r.change_interval}"
+        if shared is None and r.confidence is not None and r.change_interval != "n/a":
+            change += f" {units.percent(r.confidence)}"
         out.append(
-            f"| {markdown_text(r.name)} | {r.baseline} | {r.candidate} | {r.change} | "
-            f"{ratio_cell(r, shared)} | {_ICON.get(r.verdict, '')} {r.verdict} |"
+            f"| {markdown_text(r.name)} | {r.baseline} | {r.candidate} | {change} | "
+            f"{_ICON.get(r.verdict, '')} {r.verdict} |" + (f" {r.other} |" if other else "")
             # Built by duet from numbers and fixed words: nothing to escape.
-            + (f" {r.other} |" if other else "")
         )
     return out
 
@@ -68,15 +70,21 @@ def _commits(doc: ResultsDocument) -> str | None:
 
 
 def render_markdown(doc: ResultsDocument) -> str:
+    """The sentence a reviewer reads first, the table of what changed (or could not be
+    decided), the notes, every benchmark folded away when there is more to see, and the machine
+    in one line."""
     items = rows(doc)
     shared = common_confidence(items)
-    out = ["## duet: " + headline(items), ""]
+    out = [
+        "## duet: " + headline(items),
+        "",
+        summary_sentence(items, name=lambda n: f"**{markdown_text(n)}**"),
+        "",
+    ]
     changed = [r for r in items if r.changed]
     if changed:
         out += _table(changed, shared)
         out.append("")
-    else:
-        out += ["No benchmark changed beyond the threshold.", ""]
     notes = [
         f"- **{markdown_text(r.name)}**: {markdown_text(r.note, limit=400)}"
         for r in items
@@ -89,14 +97,15 @@ def render_markdown(doc: ResultsDocument) -> str:
     ]
     if notes:
         out += ["Notes:", "", *notes, ""]
-    out += [
-        "<details><summary>All benchmarks</summary>",
-        "",
-        *_table(items, shared),
-        "",
-        "</details>",
-        "",
-    ]
+    if len(changed) < len(items):
+        out += [
+            "<details><summary>All benchmarks</summary>",
+            "",
+            *_table(items, shared),
+            "",
+            "</details>",
+            "",
+        ]
     iso = isolation_line(doc)
     decided = metric_line(items, doc)
     facts = [

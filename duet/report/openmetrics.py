@@ -1,9 +1,12 @@
 """The OpenMetrics text report: what GitLab's merge-request metrics widget shows.
 
 GitLab reads ``artifacts:reports:metrics`` as OpenMetrics text and compares each sample line's
-value, *as a string*, with the target branch's. So values carry 3 significant digits
-(method.md section 8): a re-run that moves the fourth digit is not flagged as a change, and the
-widget reads like the other reports. The raw numbers stay in the JSON format.
+value, *as a string*, with the target branch's. Values are written at full precision (the
+shortest text that reads back as the same float): with 3 significant digits a narrow interval
+read ``1.05 [1.05, 1.05]``, which says nothing, and a ratio is a new measurement in every
+pipeline anyway. ``duet_metric_ratio`` has the ratio of every metric analysed (label
+``metric``: wall, cpu, wall-runq), ``duet_interfered_iterations_ratio`` the share of iterations
+another process delayed.
 
 One family per quantity, every benchmark a sample labelled ``benchmark="..."``; the interval
 bounds also carry ``confidence`` so the level stands next to every interval. A null number
@@ -20,7 +23,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from duet import units
 from duet.report.rows import VERDICTS
 from duet.results import ResultsDocument
 
@@ -54,7 +56,15 @@ _VERDICT = _Family(
     "duet_verdict",
     "1 for the verdict of the benchmark: regression, improvement, no change or inconclusive.",
 )
-_FAMILIES = (_RATIO, _CI_LOW, _CI_HIGH, _BASE, _CAND, _VERDICT)
+_METRIC_RATIO = _Family(
+    "duet_metric_ratio",
+    "duet_ratio of each metric analysed (wall, cpu, wall-runq); duet_ratio is the deciding one.",
+)
+_INTERFERED = _Family(
+    "duet_interfered_iterations_ratio",
+    "Share of iterations in which a side waited for a CPU for more than 1% of the iteration.",
+)
+_FAMILIES = (_RATIO, _CI_LOW, _CI_HIGH, _BASE, _CAND, _VERDICT, _METRIC_RATIO, _INTERFERED)
 
 
 def _number(x: Any) -> float | None:
@@ -81,7 +91,9 @@ def render_openmetrics(doc: ResultsDocument) -> str:
     def add(family: _Family, value: float | None, **labels: str) -> None:
         if value is None:
             return
-        samples[family.name].append(f"{family.name}{_labels(**labels)} {units.sig(value)}")
+        # Full precision (repr is the shortest text that reads back as the same float): three
+        # significant digits printed an interval as 1.05 [1.05, 1.05].
+        samples[family.name].append(f"{family.name}{_labels(**labels)} {value!r}")
 
     for b in doc.benchmarks:
         a: Mapping[str, Any] = b.analysis or {}
@@ -92,6 +104,14 @@ def render_openmetrics(doc: ResultsDocument) -> str:
         add(_CI_HIGH, _number(a.get("ci_high")), benchmark=b.name, **level)
         add(_BASE, _seconds(a.get("baseline")), benchmark=b.name)
         add(_CAND, _seconds(a.get("candidate")), benchmark=b.name)
+        metrics = a.get("metrics")
+        for key in ("wall", "cpu", "wall-runq"):
+            m = metrics.get(key) if isinstance(metrics, Mapping) else None
+            if isinstance(m, Mapping):
+                add(_METRIC_RATIO, _number(m.get("ratio")), benchmark=b.name, metric=key)
+        interference = a.get("interference")
+        if isinstance(interference, Mapping):
+            add(_INTERFERED, _number(interference.get("share")), benchmark=b.name)
         verdict = a.get("verdict")
         if verdict in VERDICTS:  # an enum label: a hand-edited value is left out
             samples[_VERDICT.name].append(

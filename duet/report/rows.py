@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,8 @@ class Row:
     other: str = ""
     #: One line when another process delayed the sides in enough iterations, else None.
     interference: str | None = None
+    #: The interval as changes in percent: ``[+2.90%, +5.30%]`` (``n/a`` without one).
+    change_interval: str = "n/a"
 
     @property
     def changed(self) -> bool:
@@ -92,7 +94,14 @@ def row(b: BenchmarkRecord) -> Row:
         metric=METRIC_NAMES.get(metric, "") if isinstance(metric, str) else "",
         other=_other_metric(a),
         interference=interference_line(a),
+        change_interval=_change_interval(_number(a.get("ci_low")), _number(a.get("ci_high"))),
     )
+
+
+def _change_interval(low: float | None, high: float | None) -> str:
+    if low is None or high is None:
+        return "n/a"
+    return f"[{units.change(low)}, {units.change(high)}]"
 
 
 def _other_metric(a: Mapping[str, Any]) -> str:
@@ -193,6 +202,56 @@ def headline(items: list[Row]) -> str:
             }.get(word, word)
             parts.append(f"{n} {label}")
     return ", ".join(parts) if parts else "no benchmarks"
+
+
+#: How many benchmarks the sentence names per verdict before "and N more".
+NAMED_IN_SENTENCE = 3
+
+
+def summary_sentence(items: list[Row], *, name: Callable[[str], str] = str) -> str:
+    """What changed, how much and how sure, in one sentence for a reviewer:
+
+    ``1 of 12 benchmarks is slower: parse +4.10% [+2.90%, +5.30%]; 11 unchanged (99% intervals)``.
+    ``name`` formats a benchmark name for the place the sentence goes (markdown escapes it).
+    """
+    if not items:
+        return "No benchmarks."
+    total = len(items)
+    c = counts(items)
+    slower, faster = c.get("regression", 0), c.get("improvement", 0)
+
+    def named(verdict: str) -> str:
+        chosen = [r for r in items if r.verdict == verdict]
+        shown = [f"{name(r.name)} {r.change} {r.change_interval}" for r in chosen]
+        text = ", ".join(shown[:NAMED_IN_SENTENCE])
+        if len(shown) > NAMED_IN_SENTENCE:
+            text += f" and {len(shown) - NAMED_IN_SENTENCE} more"
+        return text
+
+    def be(n: int) -> str:
+        return "is" if n == 1 else "are"
+
+    noun = "benchmark" if total == 1 else "benchmarks"
+    parts = []
+    if slower:
+        parts.append(f"{slower} of {total} {noun} {be(slower)} slower: {named('regression')}")
+    if faster:
+        lead = f"{faster} faster" if slower else f"{faster} of {total} {noun} {be(faster)} faster"
+        parts.append(f"{lead}: {named('improvement')}")
+    if not parts:
+        parts.append(f"no benchmark of {total} changed beyond the threshold")
+    rest = [
+        (c.get("no change", 0), "unchanged"),
+        (c.get("inconclusive", 0), "inconclusive (the interval could not decide)"),
+        (c.get("no verdict", 0), "without a verdict"),
+    ]
+    parts += [f"{n} {word}" for n, word in rest if n and (slower or faster or word != "unchanged")]
+    shared = common_confidence(items)
+    sure = (
+        f" ({units.percent(shared)} intervals)" if shared is not None and (slower or faster) else ""
+    )
+    sentence = "; ".join(parts) + sure
+    return sentence[0].upper() + sentence[1:] + "."
 
 
 def metric_line(items: list[Row], doc: ResultsDocument) -> str | None:

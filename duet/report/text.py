@@ -6,12 +6,12 @@ import click
 
 from duet.report.rows import (
     common_confidence,
-    headline,
     isolation_line,
     metric_line,
     ratio_cell,
     ratio_header,
     rows,
+    summary_sentence,
 )
 from duet.results import ResultsDocument
 
@@ -68,8 +68,9 @@ def render_text(doc: ResultsDocument, *, color: bool = False) -> str:
     if decided:
         out.append(decided)
     iso = isolation_line(doc)
-    summary = headline(items)
-    out.append(f"{summary}" + (f" ({iso})" if iso else ""))
+    if iso:
+        out.append(iso)
+    out.append(summary_sentence(items))
     if doc.environment.get("isolation") == "affinity-only":
         out.append(
             "WARNING: affinity-only isolation: no cgroups, so CPU time of orphaned children and "

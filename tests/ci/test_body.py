@@ -83,7 +83,7 @@ def test_hostile_results_cannot_inject_markup(hostile_doc: dict[str, Any]) -> No
     assert "e.co" not in body
     # The pipe of the name cannot split the table row.
     row = next(line for line in body.splitlines() if "onerror" in line and line.startswith("|"))
-    assert row.count("|") == 7
+    assert row.count("|") == 6
 
 
 def test_hostile_numbers_do_not_crash_the_report(hostile_doc: dict[str, Any]) -> None:
@@ -145,26 +145,39 @@ def test_neutralize_keeps_our_tags_and_escapes_the_rest() -> None:
     )
 
 
-def _big_doc(analysed_doc: dict[str, Any], n: int) -> results.ResultsDocument:
+def _big_doc(analysed_doc: dict[str, Any], n: int, unchanged: int = 0) -> results.ResultsDocument:
     data = json.loads(json.dumps(analysed_doc))
     template = data["benchmarks"][0]  # a regression: it shows in both tables
     template["runs"] = template["runs"][:1]  # the stored analysis is what is shown
+    same = data["benchmarks"][1]  # no change: only in the table of all benchmarks
+    same["runs"] = same["runs"][:1]
     data["benchmarks"] = []
     for i in range(n):
         b = json.loads(json.dumps(template))
         b["name"] = f"regressing-benchmark-with-a-long-descriptive-name-number-{i:05d}"
+        data["benchmarks"].append(b)
+    for i in range(unchanged):
+        b = json.loads(json.dumps(same))
+        b["name"] = f"unchanged-benchmark-{i:05d}"
         data["benchmarks"].append(b)
     return _doc(data)
 
 
 def test_oversized_report_folds_then_cuts_with_a_link(analysed_doc: dict[str, Any]) -> None:
     url = "https://github.example.com/acme/app/actions/runs/4242"
-    # About 350 rows fit twice over 65,536 characters only without the folded table.
+    # 350 changed rows fit once: every benchmark changed, so there is no folded table of all.
     medium = build_body(_big_doc(analysed_doc, 350), details_url=url)
     assert body_length(medium) <= GITHUB_MAX_BODY
     assert "All benchmarks" not in medium
-    assert f"it is in [the CI artifact]({url})" in medium
     assert "Cut to fit" not in medium
+    assert medium.count("| regressing") == 350
+    # One unchanged benchmark more: the table of all would repeat the 350 rows; it is folded
+    # away with a link, and the changed rows stay.
+    folded = build_body(_big_doc(analysed_doc, 350, unchanged=1), details_url=url)
+    assert body_length(folded) <= GITHUB_MAX_BODY
+    assert "All benchmarks" not in folded
+    assert f"it is in [the CI artifact]({url})" in folded
+    assert folded.count("| regressing") == 350
 
     huge = build_body(_big_doc(analysed_doc, 3000), details_url=url)
     assert body_length(huge) <= GITHUB_MAX_BODY

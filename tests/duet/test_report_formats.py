@@ -338,6 +338,7 @@ def test_openmetrics_parses_back(basic: ResultsDocument) -> None:
         "duet_baseline_median_seconds",
         "duet_candidate_median_seconds",
         "duet_verdict",
+        "duet_metric_ratio",
     ]
 
     def values(family: str) -> dict[str, float]:
@@ -345,10 +346,17 @@ def test_openmetrics_parses_back(basic: ResultsDocument) -> None:
         assert isinstance(samples, list)
         return {labels["benchmark"]: v for labels, v in samples}
 
-    assert values("duet_ratio")["parse-json"] == 1.05
-    assert values("duet_ratio")["tiny"] == 0.996
+    # Full precision: the value is the analysis's float itself.
+    analysis = {b.name: b.analysis for b in basic.benchmarks}
+    assert values("duet_ratio")["parse-json"] == analysis["parse-json"]["ratio"]
+    assert round(values("duet_ratio")["parse-json"], 3) == 1.05
+    assert round(values("duet_ratio")["tiny"], 3) == 0.996
+    # A schema-1 file has wall time only: one metric ratio per benchmark, equal to the ratio.
+    metric = families["duet_metric_ratio"]["samples"]
+    assert isinstance(metric, list)
+    assert {labels["metric"] for labels, _ in metric} == {"wall"}
     assert "tiny" not in values("duet_ci_low")  # null interval: left out, not NaN
-    assert values("duet_baseline_median_seconds")["sort-1M"] == 0.101
+    assert round(values("duet_baseline_median_seconds")["sort-1M"], 3) == 0.101
     ci = families["duet_ci_high"]["samples"]
     assert isinstance(ci, list)
     assert all(labels["confidence"] == "0.99" for labels, _ in ci)
