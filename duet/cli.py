@@ -151,7 +151,7 @@ def main(verbose: int) -> None:
 
 
 @main.command()
-@click.argument("results", type=click.Path(dir_okay=False, path_type=str))
+@click.argument("results", type=click.Path(path_type=str))
 @click.option(
     "--format",
     "fmt",
@@ -181,11 +181,11 @@ def analyze(
     fail_on: str,
 ) -> None:
     """Recompute every benchmark's statistics and verdict from the raw samples in RESULTS."""
-    from duet import results as results_mod
     from duet.analysis import AnalysisSettings, analyze_document, fails, verdicts_of
+    from duet.commands import load_results
     from duet.report import render
 
-    doc = results_mod.load(results)
+    doc = load_results(results)
     settings = AnalysisSettings(
         confidence=confidence,
         threshold=threshold,

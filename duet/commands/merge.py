@@ -12,7 +12,7 @@ from duet.errors import EXIT_REGRESSION
 
 
 @click.command()
-@click.argument("shards", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("shards", nargs=-1, required=True, type=click.Path())
 @click.option(
     "--out", type=click.Path(dir_okay=False), required=True, help="The merged results file."
 )

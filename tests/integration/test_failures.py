@@ -1,0 +1,169 @@
+"""Failures that explain themselves (issue 15, "Failures"): the real CLI on real processes and
+real git repositories; what a user reads on the terminal and the exit code CI acts on."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.usefixtures("no_leftovers")
+
+#: What a Python repr of a record or a mapping looks like in a message: `Limits(memory_bytes=`,
+#: `{'commit': `, `SideRecord(`.
+PYTHON_REPR = re.compile(r"\b[A-Z]\w*\(\w+=|\{'\w+': |\[\('")
+
+
+def duet(
+    *args: str, cwd: Path | None = None, timeout: float = 240
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "duet", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=cwd,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+
+
+def run_args(out: Path, baseline: str, candidate: str, *extra: str) -> list[str]:
+    return [
+        "run", "--baseline", baseline, "--candidate", candidate, "--runs", "5",
+        "--iterations", "3", "--warmup", "1", "--isolation", "affinity", "--out", str(out),
+        "--max-failures", "10", *extra,
+    ]  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------
+# A failing side: its cause once, and no retry of what fails the same way every time
+
+
+@pytest.mark.parametrize("quiet", [False, True], ids=["progress", "quiet"])
+def test_a_command_not_found_is_shown_once_and_stops_after_the_first_run(
+    tmp_path: Path, quiet: bool
+) -> None:
+    out = tmp_path / "r.json"
+    extra = ("--quiet",) if quiet else ()
+    done = duet(*run_args(out, "no-such-command-xyz", "true", *extra))
+    assert done.returncode == 3, done.stderr
+    err = done.stderr
+    # The command's exit status, not the worker's exit code 3 wrapped around it.
+    assert err.count("exited with status 127") == 1, err
+    assert "exit code 3" not in err
+    # The last lines of its stderr, once: the shell's own words.
+    assert err.count("no-such-command-xyz: not found") == 1, err
+    assert "baseline stderr (last line):" in err
+    # Stopped after the first run, and said why.
+    doc = json.loads(out.read_text())
+    bench = doc["benchmarks"][0]
+    assert len(bench["runs"]) == 1
+    assert "stopped after run 1 of 5" in bench["note"]
+    assert "every run would fail the same way" in err
+    assert "no successful run (stopped after run 1 of 5" in err
+
+
+@pytest.mark.parametrize(
+    ("baseline", "candidate", "cause"),
+    [
+        ("true", "cat missing-input.txt", "candidate: the command exited with status 1"),
+        ("exit 2", "true", "baseline: the command exited with status 2"),
+    ],
+    ids=["missing-file", "exit-2"],
+)
+def test_a_failure_at_the_start_stops_after_the_first_run(
+    tmp_path: Path, baseline: str, candidate: str, cause: str
+) -> None:
+    out = tmp_path / "r.json"
+    done = duet(*run_args(out, baseline, candidate), cwd=tmp_path)
+    assert done.returncode == 3, done.stderr
+    runs = json.loads(out.read_text())["benchmarks"][0]["runs"]
+    assert len(runs) == 1
+    assert runs[0]["reason"].startswith(cause), runs[0]["reason"]
+    assert done.stderr.count(cause) == 1, done.stderr
+
+
+def test_a_native_program_failing_at_the_start_stops_after_the_first_run(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    done = duet(
+        *run_args(
+            out,
+            "sh -c 'echo cannot open data.bin >&2; exit 1'",
+            "true",
+            "--native",
+            "--name",
+            "reader",
+        ),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 3, done.stderr
+    runs = json.loads(out.read_text())["benchmarks"][0]["runs"]
+    assert len(runs) == 1
+    assert runs[0]["baseline"]["exit_code"] == 1
+    assert done.stderr.count("cannot open data.bin") == 1, done.stderr
+
+
+def test_a_failure_after_some_iterations_is_retried(tmp_path: Path) -> None:
+    # Every run fails in its second iteration: the start works, so the failure may be the
+    # machine's or the data's; runs go on up to --max-failures as before.
+    out = tmp_path / "r.json"
+    count = tmp_path / "count"
+    second = f"echo x >> {count}; [ $(( $(wc -l < {count}) % 2 )) -eq 1 ] || exit 9"
+    done = duet(*run_args(out, "true", second, "--max-failures", "2", "--warmup", "0"))
+    assert done.returncode == 3, done.stderr
+    runs = json.loads(out.read_text())["benchmarks"][0]["runs"]
+    assert len(runs) == 3  # more than --max-failures 2
+    assert all(r["candidate"]["iterations_ns"] or r["candidate"]["warmup_ns"] for r in runs)
+    assert done.stderr.count("exited with status 9") == 3
+    assert "more than --max-failures 2" in done.stderr
+    assert "every run would fail the same way" not in done.stderr
+
+
+def test_a_failure_after_a_successful_run_is_not_taken_for_a_repeating_one(
+    tmp_path: Path,
+) -> None:
+    # The first run succeeds, every later one fails at once: not "the same in every run".
+    out = tmp_path / "r.json"
+    count = tmp_path / "count"
+    later = f"echo x >> {count}; [ $(wc -l < {count}) -le 3 ] || exit 5"
+    done = duet(
+        *run_args(out, "true", later, "--max-failures", "1", "--warmup", "0", "--iterations", "3")
+    )
+    assert done.returncode == 3, done.stderr
+    runs = json.loads(out.read_text())["benchmarks"][0]["runs"]
+    assert [r["status"] for r in runs] == ["ok", "failed", "failed"]
+
+
+# --------------------------------------------------------------------------------------------
+# Exit codes as documented
+
+
+def test_a_results_path_that_is_a_directory_or_missing_exits_3(tmp_path: Path) -> None:
+    (tmp_path / "duet-results").mkdir()
+    cases = [
+        ("analyze",),
+        ("report",),
+        ("merge", "--out", str(tmp_path / "m.json"), str(tmp_path / "other.json")),
+    ]
+    for command in cases:
+        for path, says in (
+            (tmp_path / "duet-results", "is a directory"),
+            (tmp_path / "nothing.json", "no such file"),
+        ):
+            done = duet(command[0], str(path), *command[1:])
+            assert done.returncode == 3, (command, path, done.stderr)
+            assert says in done.stderr, done.stderr
+            assert "Traceback" not in done.stderr
+    done = duet("calibrate", "--results", str(tmp_path / "duet-results"))
+    assert done.returncode == 3, done.stderr
+    # The directory a compare writes: the fix names the file inside it.
+    (tmp_path / "duet-results" / "results.json").write_text("{}")
+    done = duet("analyze", str(tmp_path / "duet-results"))
+    assert done.returncode == 3
+    assert f"give {tmp_path / 'duet-results' / 'results.json'}" in done.stderr
