@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.gitrepo import make_repo
+
 pytestmark = pytest.mark.usefixtures("no_leftovers")
 
 #: What a Python repr of a record or a mapping looks like in a message: `Limits(memory_bytes=`,
@@ -167,3 +169,124 @@ def test_a_results_path_that_is_a_directory_or_missing_exits_3(tmp_path: Path) -
     done = duet("analyze", str(tmp_path / "duet-results"))
     assert done.returncode == 3
     assert f"give {tmp_path / 'duet-results' / 'results.json'}" in done.stderr
+
+
+def test_fail_on_inconclusive(tmp_path: Path) -> None:
+    fixture = json.loads(
+        (Path(__file__).parents[1] / "fixtures" / "results-basic.json").read_text()
+    )
+
+    def exit_code(names: list[str], fail_on: str) -> int:
+        data = dict(fixture, benchmarks=[b for b in fixture["benchmarks"] if b["name"] in names])
+        path = tmp_path / f"{'-'.join(names)}.json"
+        path.write_text(json.dumps(data))
+        done = duet("analyze", str(path), "--fail-on", fail_on, "--reps", "2000")
+        assert done.returncode in (0, 1), done.stderr
+        return done.returncode
+
+    # noisy-io is inconclusive, render-page no change, sort-1M an improvement, parse-json a
+    # regression (at the defaults: 99%, threshold 2%).
+    assert exit_code(["noisy-io", "render-page"], "regression") == 0
+    assert exit_code(["noisy-io", "render-page"], "inconclusive") == 1
+    assert exit_code(["noisy-io", "render-page"], "any") == 0
+    assert exit_code(["render-page", "sort-1M"], "inconclusive") == 0
+    assert exit_code(["parse-json", "render-page"], "inconclusive") == 1
+    for command in ("run", "compare", "merge", "analyze"):
+        help_text = duet(command, "--help").stdout
+        assert "[regression|inconclusive|any|never]" in help_text, command
+
+
+# --------------------------------------------------------------------------------------------
+# duet compare: refs and where its configuration comes from
+
+SUITE = (
+    'runs = 2\niterations = 2\nwarmup = 0\nisolation = "affinity"\nbuild = "true"\n'
+    '\n[[benchmark]]\nname = "{name}"\ncommand = "true"\n'
+)
+
+
+def compare(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return duet("compare", *args, "--no-plots", "--reps", "200", "--quiet", cwd=repo)
+
+
+def test_an_unknown_ref_is_a_usage_error(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "p", [{"duet.toml": SUITE.format(name="t")}])
+    done = compare(repo.path, "no-such-branch", "HEAD", "--out", str(tmp_path / "out"))
+    assert done.returncode == 2, done.stderr
+    assert "'no-such-branch' does not name a commit" in done.stderr
+    assert "fix: check the name" in done.stderr
+
+
+def test_base_and_head_being_the_same_commit_is_said_loudly(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "p", [{"duet.toml": SUITE.format(name="t")}])
+    out = tmp_path / "out"
+    done = compare(repo.path, "main", "HEAD", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    sha = repo.rev_parse("HEAD")[:12]
+    assert f"warning: BASE (main) and HEAD (HEAD) are the same commit {sha}" in done.stderr
+    assert "an A/A comparison" in done.stderr
+    assert json.loads((out / "results.json").read_text())["config"]["same_commit"] is True
+    # Two different commits: not a word about it.
+    repo.commit({"other.txt": "x"}, "another commit")
+    done = compare(repo.path, "main~1", "HEAD", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "same commit" not in done.stderr
+    assert "same_commit" not in json.loads((out / "results.json").read_text())["config"]
+
+
+def test_a_config_outside_the_repository_is_read_from_disk(tmp_path: Path) -> None:
+    """Trying duet on a project's history before committing anything (issue 15)."""
+    repo = make_repo(tmp_path / "p", [{"a.txt": "1"}, {"a.txt": "2"}])
+    outside = tmp_path / "elsewhere" / "duet.toml"
+    outside.parent.mkdir()
+    outside.write_text(SUITE.format(name="from-disk"))
+    out = tmp_path / "out"
+    done = compare(repo.path, "HEAD~1", "HEAD", "--config", str(outside), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert f"configuration: {outside}, read from disk (outside the repository" in done.stderr
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["config"]["config_source"] == {"path": str(outside), "from": "disk"}
+    assert [b["name"] for b in doc["benchmarks"]] == ["from-disk"]
+    # A relative path that leaves the repository is outside it too.
+    done = compare(
+        repo.path, "HEAD~1", "HEAD", "--config", "../elsewhere/duet.toml", "--out", str(out)
+    )
+    assert done.returncode == 0, done.stderr
+    assert "read from disk" in done.stderr
+    missing = tmp_path / "elsewhere" / "nope.toml"
+    done = compare(repo.path, "HEAD~1", "HEAD", "--config", str(missing), "--out", str(out))
+    assert done.returncode == 2, done.stderr
+    assert f"--config {missing}: no such file (a path outside the repository is read" in done.stderr
+
+
+def test_a_config_inside_the_repository_is_read_at_head(tmp_path: Path) -> None:
+    repo = make_repo(
+        tmp_path / "p", [{"a.txt": "1"}, {"ci/duet.toml": SUITE.format(name="committed")}]
+    )
+    # The working tree's copy differs from HEAD's: HEAD's is the one measured.
+    (repo.path / "ci" / "duet.toml").write_text(SUITE.format(name="edited"))
+    out = tmp_path / "out"
+    sha = repo.rev_parse("HEAD")[:12]
+    for given in ("ci/duet.toml", str(repo.path / "ci" / "duet.toml")):
+        done = compare(repo.path, "HEAD~1", "HEAD", "--config", given, "--out", str(out))
+        assert done.returncode == 0, done.stderr
+        assert f"configuration: ci/duet.toml at HEAD (HEAD, {sha})" in done.stderr
+        doc = json.loads((out / "results.json").read_text())
+        assert [b["name"] for b in doc["benchmarks"]] == ["committed"]
+        assert doc["config"]["config_source"] == {
+            "path": "ci/duet.toml",
+            "from": "commit",
+            "commit": repo.rev_parse("HEAD"),
+        }
+    # Uncommitted, inside the repository: the message says where it looked and both ways out.
+    (repo.path / "duet.toml").write_text(SUITE.format(name="untracked"))
+    done = compare(
+        repo.path, "HEAD~1", "HEAD", "--config", str(repo.path / "duet.toml"), "--out", str(out)
+    )
+    assert done.returncode == 2, done.stderr
+    assert f"HEAD (HEAD, {sha}) has no duet.toml: a --config path inside the repository" in (
+        done.stderr
+    )
+    assert "fix: commit it (git add duet.toml && git commit), or give a copy outside" in (
+        done.stderr
+    )
