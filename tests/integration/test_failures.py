@@ -290,3 +290,52 @@ def test_a_config_inside_the_repository_is_read_at_head(tmp_path: Path) -> None:
     assert "fix: commit it (git add duet.toml && git commit), or give a copy outside" in (
         done.stderr
     )
+
+
+# --------------------------------------------------------------------------------------------
+# No Python repr in what a user reads
+
+
+def test_no_python_repr_in_failure_messages(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "p", [{"a.txt": "1"}, {"a.txt": "2"}])
+    suite = tmp_path / "suite.toml"
+    suite.write_text(SUITE.format(name="t").replace('build = "true"', 'build = "exit 3"'))
+    isolation = "cgroup" if os.geteuid() == 0 else "affinity"
+    runs = [
+        ("r1.json", "no-such-command-xyz", "true"),
+        ("r2.json", "true", "python3 -c 'raise SystemExit(\"boom\")'"),
+    ]
+    outputs = []
+    for name, baseline, candidate in runs:
+        done = duet(*run_args(tmp_path / name, baseline, candidate), "--isolation", isolation)
+        assert done.returncode == 3, done.stderr
+        outputs.append(done)
+    outputs += [
+        duet(
+            "merge",
+            str(tmp_path / "r1.json"),
+            str(tmp_path / "r2.json"),
+            "--out",
+            str(tmp_path / "m.json"),
+        ),
+        duet("analyze", str(tmp_path)),
+        compare(repo.path, "HEAD~1", "HEAD", "--out", str(tmp_path / "o")),
+        compare(repo.path, "nope", "HEAD", "--out", str(tmp_path / "o")),
+        compare(repo.path, "HEAD~1", "HEAD", "--config", str(suite), "--out", str(tmp_path / "o")),
+    ]
+    for done in outputs:
+        assert done.returncode in (2, 3), done.args
+        text = done.stdout + done.stderr
+        assert "duet: error: " in text, done.args
+        assert not PYTHON_REPR.search(text), text
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="duet/isolation/affinity.py logs the Limits dataclass with %s (outside this change)",
+)
+def test_no_python_repr_in_the_affinity_only_warning(tmp_path: Path) -> None:
+    done = duet(*run_args(tmp_path / "r.json", "true", "true", "--runs", "2", "--quiet"))
+    assert done.returncode == 0, done.stderr
+    assert "not enforced" in done.stderr
+    assert not PYTHON_REPR.search(done.stderr), done.stderr
