@@ -739,8 +739,8 @@ def measure_benchmark(
         why = repeats(record)
         if why is None and max_failures is not None and failures > max_failures:
             why = (
-                f"{bench.name}: {failures} runs failed (more than --max-failures "
-                f"{max_failures}): stopping this benchmark"
+                f"{bench.name}: stopped after run {len(records)} of {len(plans)}: {failures} "
+                f"runs failed, more than --max-failures {max_failures}"
             )
         if why is not None:
             if on_stop is not None:

@@ -339,3 +339,40 @@ def test_no_python_repr_in_the_affinity_only_warning(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "not enforced" in done.stderr
     assert not PYTHON_REPR.search(done.stderr), done.stderr
+
+
+def test_a_failed_run_on_a_terminal_keeps_its_cause_under_the_bar(tmp_path: Path) -> None:
+    """On a terminal the bar redraws itself with "\\r": the cause must be printed on lines of its
+    own, once, not drawn over by the next step."""
+    import pty
+
+    main_fd, child_fd = pty.openpty()
+    argv = [sys.executable, "-m", "duet", *run_args(tmp_path / "r.json", "true", "exit 6")]
+    # The report (stdout) sums the failed runs up again; the terminal's stderr is under test.
+    proc = subprocess.Popen(
+        argv,
+        stdin=child_fd,
+        stdout=subprocess.DEVNULL,
+        stderr=child_fd,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    os.close(child_fd)
+    chunks = []
+    while True:
+        try:
+            data = os.read(main_fd, 65536)
+        except OSError:  # EIO: the child side closed
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(main_fd)
+    assert proc.wait(timeout=120) == 3
+    screen = b"".join(chunks).decode(errors="replace")
+    lines = screen.replace("\r\n", "\n").split("\n")
+    cause = "candidate: the command exited with status 6 in iteration 0 (warmup)"
+    assert sum(cause in line for line in lines) == 1, screen
+    # The cause's line is not overwritten: no carriage return on it or right after it.
+    at = next(i for i, line in enumerate(lines) if cause in line)
+    assert "\r" not in lines[at], repr(lines[at])
+    assert "run 1/5 FAILED" in lines[at - 1]
