@@ -740,7 +740,8 @@ def measure_benchmark(
         if why is None and max_failures is not None and failures > max_failures:
             why = (
                 f"{bench.name}: stopped after run {len(records)} of {len(plans)}: {failures} "
-                f"runs failed, more than --max-failures {max_failures}"
+                f"{'run' if failures == 1 else 'runs'} failed, more than --max-failures "
+                f"{max_failures}"
             )
         if why is not None:
             if on_stop is not None:

@@ -337,12 +337,22 @@ def raise_if_broken(
     when ``missing`` names benchmarks that one version does not have (``duet compare``)."""
     broken = broken_benchmarks(doc, max_failures)
     if broken:
-        raise BenchmarkFailed(
-            "; ".join(broken),
-            fix="each failed run's cause and stderr are printed above and kept in the results "
-            "file (stderr_tail of each side); fix the benchmark, or raise --timeout / "
-            "--memory-limit when it hit a limit",
+        statuses = {r.status for b in doc.benchmarks for r in b.runs if not r.ok}
+        limits = {
+            "timeout": "--timeout (seconds per iteration)",
+            "out-of-memory": "--memory-limit",
+        }
+        raise_ = [limits[s] for s in sorted(statuses) if s in limits]
+        fix = (
+            "each failed run's cause and the end of its stderr are above (all of it in the "
+            "results file: stderr_tail of each side); "
         )
+        if raise_ and statuses <= limits.keys():
+            fix += f"if the benchmark is right, raise {' or '.join(raise_)}"
+        else:
+            fix += "fix the benchmark (run its command by hand in its directory to see it fail)"
+            fix += f", or raise {' or '.join(raise_)}" if raise_ else ""
+        raise BenchmarkFailed("; ".join(broken), fix=fix)
     if missing:
         raise BenchmarkFailed(
             f"{', '.join(missing)}: missing in the baseline's configuration, so not measured "
