@@ -242,7 +242,10 @@ def _measure_one(
     def on_stop(why: str) -> None:
         recorder.record = replace(recorder.record, note=why.removeprefix(f"{bench.name}: "))
         recorder.save()
-        (progress.note if options.progress else _warn)(f"duet: {why}" if options.progress else why)
+        if options.progress:
+            progress.note(f"duet: {why}")
+        else:
+            _warn(why)  # logged as "duet: WARNING: ..."
 
     measure_benchmark(
         bench,
