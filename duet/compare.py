@@ -3,11 +3,12 @@
 config (read from HEAD's commit) -> versions (two worktrees, two builds) -> plan and runner
 (through :func:`duet.session.measure`) -> results -> reports in ``duet-results/``.
 
-The suite is HEAD's configuration. A benchmark that BASE's configuration does not have is
-reported as "missing in the baseline" with no runs, not measured against something else, and
-listed in ``config.missing_in_baseline`` (the command exits 3 for it unless ``--allow-missing``);
-when BASE has no duet configuration at all (the pull request that adds duet), HEAD's suite is used
-for both versions.
+The suite is HEAD's configuration (or, with ``--config`` outside the repository, that file as
+it is on disk, for both versions: :func:`config_source`). A benchmark that BASE's configuration
+does not have is reported as "missing in the baseline" with no runs, not measured against
+something else, and listed in ``config.missing_in_baseline`` (the command exits 3 for it unless
+``--allow-missing``); when BASE has no duet configuration at all (the pull request that adds
+duet), HEAD's suite is used for both versions.
 """
 
 from __future__ import annotations
@@ -209,21 +210,19 @@ def compare(
                 "not a change. Give the commit to compare against, e.g. origin/main or HEAD~1"
             )
         source = config_source(root, options.config)
-        head_sha_config = None if source is None or source.on_disk else source.path
+        at_head = None if source is None or source.on_disk else source.path
         if source is not None and source.on_disk:
             head_config: tuple[str, str] | None = _read_from_disk(source)
         else:
-            head_config = _config_text(versions, head_sha, head_sha_config)
+            head_config = _config_text(versions, head_sha, at_head)
         if head_config is None:
-            raise _no_configuration(options.head, head_sha, head_sha_config)
+            raise _no_configuration(options.head, head_sha, at_head)
         if source is None:
             source = ConfigSource(path=head_config[0], on_disk=False)
         note(f"configuration: {source.describe(options.head, head_sha)}")
         config = load_config(Path(head_config[0]), text=head_config[1])
         # A suite from disk is the suite of both versions: nothing can be missing in BASE.
-        base_config_found = (
-            None if source.on_disk else _config_text(versions, base_sha, head_sha_config)
-        )
+        base_config_found = None if source.on_disk else _config_text(versions, base_sha, at_head)
         base_names: set[str] | None = None
         if base_config_found is not None:
             with contextlib.suppress(ConfigError):
@@ -247,7 +246,13 @@ def compare(
             base_version = versions.build(base_version, config.build, rebuild=options.rebuild)
             head_version = versions.build(head_version, config.build, rebuild=options.rebuild)
         except VersionError as e:
-            _write_stopped(results_path, config.raw, version_info, f"build failed: {e.message}")
+            _write_stopped(
+                results_path,
+                config.raw,
+                version_info,
+                f"build failed: {e.message}",
+                config_source=source.record(head_sha),
+            )
             raise
 
         overrides = dict(options.overrides)
@@ -349,7 +354,12 @@ def _analysed_missing(doc: ResultsDocument, settings: AnalysisSettings) -> Resul
 
 
 def _write_stopped(
-    path: Path, suite: Mapping[str, Any], versions: Mapping[str, Any], why: str
+    path: Path,
+    suite: Mapping[str, Any],
+    versions: Mapping[str, Any],
+    why: str,
+    *,
+    config_source: Mapping[str, Any],
 ) -> None:
     """A results file that says why nothing was measured (CI keeps it as an artifact)."""
     from duet import __version__
@@ -357,7 +367,12 @@ def _write_stopped(
     doc = ResultsDocument(
         benchmarks=(),
         tool={"name": "duet-bench", "version": __version__},
-        config={"command": "compare", "suite": dict(suite), "versions": dict(versions)},
+        config={
+            "command": "compare",
+            "suite": dict(suite),
+            "versions": dict(versions),
+            "config_source": dict(config_source),
+        },
         state={"complete": False, "stopped": why},
     )
     results.save(doc, path)

@@ -326,6 +326,10 @@ def test_no_python_repr_in_failure_messages(tmp_path: Path) -> None:
         compare(repo.path, "nope", "HEAD", "--out", str(tmp_path / "o")),
         compare(repo.path, "HEAD~1", "HEAD", "--config", str(suite), "--out", str(tmp_path / "o")),
     ]
+    # The build failed with the suite from disk: the results still say where it came from.
+    stopped = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert "build failed" in stopped["state"]["stopped"]
+    assert stopped["config"]["config_source"] == {"path": str(suite), "from": "disk"}
     for done in outputs:
         assert done.returncode in (2, 3), done.args
         text = done.stdout + done.stderr
