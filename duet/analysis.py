@@ -10,16 +10,41 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeAlias
 
 import numpy as np
 
-from duet.results import BenchmarkRecord, ResultsDocument, RunRecord, SideName
+from duet import units
+from duet.results import SIDES, BenchmarkRecord, ResultsDocument, RunRecord, SideName
 
 Verdict: TypeAlias = Literal["regression", "improvement", "no change", "inconclusive"]
 VERDICTS: tuple[Verdict, ...] = ("regression", "improvement", "no change", "inconclusive")
 FailOn: TypeAlias = Literal["regression", "any", "never"]
+#: What a per-iteration sample is: wall time (from leaving the barrier to the end of the work)
+#: or the CPU time the measured code used in it (docs/measurement.md).
+#: ``wall-runq`` is the wall time less the time the measured task waited for a CPU: what the
+#: iteration would have taken had nothing else wanted the side's CPU (it keeps sleeping and I/O).
+Metric: TypeAlias = Literal["wall", "cpu", "wall-runq"]
+MetricChoice: TypeAlias = Literal["wall", "cpu", "wall-runq", "auto"]
+METRICS: tuple[Metric, ...] = ("wall", "cpu", "wall-runq")
+METRIC_CHOICES: tuple[MetricChoice, ...] = ("auto", "wall", "cpu", "wall-runq")
+METRIC_NAMES: Mapping[str, str] = {
+    "wall": "wall time",
+    "cpu": "CPU time",
+    "wall-runq": "wall time less run-queue delay",
+}
+DEFAULT_METRIC: MetricChoice = "auto"
+#: ``auto`` takes CPU time when, on both sides, the median iteration spent at least this share
+#: of its wall time on a CPU or waiting for one (run-queue delay): the code was CPU-bound, and
+#: what is left of the wall time is the scheduler's doing. Below it the code sleeps, waits for
+#: I/O or locks, which only wall time sees (docs/measurement.md has the measurements).
+CPU_BOUND_SHARE = 0.90
+#: An iteration counts as interfered with when a side waited on the run queue for more than
+#: this share of the iteration's wall time.
+INTERFERED_RUNQ_SHARE = 0.01
+#: Reports mention interference when at least this share of iterations had it.
+INTERFERENCE_NOTICE_SHARE = 0.05
 
 DEFAULT_CONFIDENCE = 0.99
 DEFAULT_THRESHOLD = 0.02
@@ -41,6 +66,7 @@ class AnalysisSettings:
     seed: int = DEFAULT_SEED
     interval: Literal["percentile", "expanded", "bca", "basic", "studentized"] = "percentile"
     winsorize: bool = True
+    metric: MetricChoice = DEFAULT_METRIC
 
     def __post_init__(self) -> None:
         if not 0 < self.confidence < 1:
@@ -49,22 +75,90 @@ class AnalysisSettings:
             raise ValueError(f"threshold must be a finite number >= 0, got {self.threshold}")
         if self.reps < 100:
             raise ValueError(f"reps must be at least 100, got {self.reps}")
+        if self.metric not in METRIC_CHOICES:
+            raise ValueError(
+                f"metric must be one of {', '.join(METRIC_CHOICES)}, got {self.metric}"
+            )
 
 
 @dataclass(frozen=True, slots=True)
 class SideSummary:
-    """Descriptive figures for one side over the analysed runs (for tables, not for verdicts)."""
+    """Descriptive figures for one side over the analysed runs (for tables, not for verdicts).
 
+    ``geomean_ns`` is the geometric mean of exactly the iterations the ratio pairs, so the two
+    sides' geometric means divide to the ratio (up to winsorization, which acts on the ratios).
+    """
+
+    geomean_ns: float
     median_ns: float
     mean_ns: float
-    impact_plain: float | None
-    impact_transformed: float | None
-    impact_missing: str | None
+    impact_plain: float | None = None
+    impact_transformed: float | None = None
+    impact_missing: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"geomean_ns": self.geomean_ns, "median_ns": self.median_ns, "mean_ns": self.mean_ns}
+
+
+@dataclass(frozen=True, slots=True)
+class MetricEstimate:
+    """The ratio, interval and verdict of one metric (wall or CPU time) of one benchmark."""
+
+    metric: Metric
+    ratio: float
+    ci_low: float | None
+    ci_high: float | None
+    verdict: Verdict | None
+    winsorized: int
+    baseline: SideSummary
+    candidate: SideSummary
+    #: Per-iteration log ratios that were analysed (for planning; not stored).
+    log_ratios: np.ndarray[Any, np.dtype[np.float64]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ratio": self.ratio,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "verdict": self.verdict,
+            "winsorized": self.winsorized,
+            "baseline": self.baseline.to_dict(),
+            "candidate": self.candidate.to_dict(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Interference:
+    """How much another process delayed the sides: iterations in which either side waited on
+    the run queue for more than :data:`INTERFERED_RUNQ_SHARE` of its iteration, and the delay."""
+
+    iterations: int
+    interfered: int
+    runq_ns: int
+    wall_ns: int
+
+    @property
+    def share(self) -> float:
+        return self.interfered / self.iterations if self.iterations else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "iterations": self.iterations,
+            "interfered": self.interfered,
+            "share": self.share,
+            "runq_ns": self.runq_ns,
+            "wall_ns": self.wall_ns,
+            "threshold": INTERFERED_RUNQ_SHARE,
+        }
 
 
 @dataclass(frozen=True, slots=True)
 class BenchmarkAnalysis:
-    """The analysis of one benchmark; :meth:`to_dict` is what ``results.json`` stores."""
+    """The analysis of one benchmark; :meth:`to_dict` is what ``results.json`` stores.
+
+    The top-level figures (``ratio`` ... ``verdict``, ``baseline``, ``candidate``) are those of
+    the metric that decided (``metric``); ``metrics`` holds every metric that was analysed.
+    """
 
     ratio: float | None
     ci_low: float | None
@@ -84,12 +178,20 @@ class BenchmarkAnalysis:
     runs_needed: int | None
     note: str | None
     failures: tuple[str, ...]
+    metric: Metric = "wall"
+    metric_requested: MetricChoice = DEFAULT_METRIC
+    metric_reason: str | None = None
+    metrics: Mapping[str, MetricEstimate] = field(default_factory=dict)
+    #: Why a metric could not be analysed (e.g. ``{"cpu": "not recorded (duet-results/1)"}``).
+    metrics_missing: Mapping[str, str] = field(default_factory=dict)
+    #: Per side, the median share of the iteration spent on a CPU or waiting for one.
+    busy_share: Mapping[str, float] = field(default_factory=dict)
+    interference: Interference | None = None
+    disagreement: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         def side(s: SideSummary | None) -> dict[str, Any] | None:
-            if s is None:
-                return None
-            return {"median_ns": s.median_ns, "mean_ns": s.mean_ns}
+            return None if s is None else s.to_dict()
 
         def impact(s: SideSummary | None) -> dict[str, Any] | None:
             if s is None or s.impact_plain is None:
@@ -103,6 +205,9 @@ class BenchmarkAnalysis:
             "confidence": self.confidence,
             "threshold": self.threshold,
             "verdict": self.verdict,
+            "metric": self.metric,
+            "metric_requested": self.metric_requested,
+            "metric_reason": self.metric_reason,
             "runs_used": self.runs_used,
             "runs_failed": self.runs_failed,
             "iterations": self.iterations,
@@ -112,6 +217,13 @@ class BenchmarkAnalysis:
             "seed": self.seed,
             "baseline": side(self.baseline),
             "candidate": side(self.candidate),
+            "metrics": {
+                **{name: m.to_dict() for name, m in self.metrics.items()},
+                **{name: {"missing": why} for name, why in self.metrics_missing.items()},
+            },
+            "busy_share": dict(self.busy_share) or None,
+            "interference": None if self.interference is None else self.interference.to_dict(),
+            "disagreement": self.disagreement,
             "impact_factor": {
                 "baseline": impact(self.baseline),
                 "candidate": impact(self.candidate),
@@ -159,8 +271,7 @@ def rng_for(name: str, seed: int) -> np.random.Generator:
     return np.random.default_rng([seed, zlib.crc32(name.encode("utf-8"))])
 
 
-def _matrix(runs: tuple[RunRecord, ...], side: SideName) -> np.ndarray[Any, np.dtype[np.float64]]:
-    return np.array([r.side(side).iterations_ns for r in runs], dtype=np.float64)
+Matrix: TypeAlias = np.ndarray[Any, np.dtype[np.float64]]
 
 
 def _failure_reasons(record: BenchmarkRecord) -> tuple[str, ...]:
@@ -171,11 +282,212 @@ def _failure_reasons(record: BenchmarkRecord) -> tuple[str, ...]:
     return tuple(out)
 
 
+@dataclass(frozen=True, slots=True)
+class _Series:
+    """The analysed runs of one benchmark as ``(runs, iterations)`` matrices per side."""
+
+    wall: tuple[Matrix, Matrix]
+    cpu: tuple[Matrix, Matrix] | None
+    runq: tuple[Matrix, Matrix] | None
+    cpu_missing: str | None
+
+    def wall_less_runq(self) -> tuple[Matrix, Matrix] | None:
+        if self.runq is None:
+            return None
+        a, b = self.wall[0] - self.runq[0], self.wall[1] - self.runq[1]
+        # The task waited for the whole iteration as measured (clock resolutions): unusable.
+        return (a, b) if (a > 0).all() and (b > 0).all() else None
+
+    def of(self, metric: Metric) -> tuple[Matrix, Matrix] | None:
+        if metric == "cpu":
+            return self.cpu
+        if metric == "wall-runq":
+            return self.wall_less_runq()
+        return self.wall
+
+
+def _series(ok: tuple[RunRecord, ...], n: int) -> _Series:
+    """Matrices of the first ``n`` iterations of every run; CPU time and run-queue delay only
+    when every analysed run recorded them on both sides."""
+
+    def matrix(attr: str) -> tuple[Matrix, Matrix] | None:
+        rows: dict[SideName, list[tuple[int, ...]]] = {"baseline": [], "candidate": []}
+        for r in ok:
+            for name in SIDES:
+                values = getattr(r.side(name), attr)
+                if values is None:
+                    return None
+                rows[name].append(values[:n])
+        return (
+            np.array(rows["baseline"], dtype=np.float64),
+            np.array(rows["candidate"], dtype=np.float64),
+        )
+
+    wall = matrix("iterations_ns")
+    assert wall is not None
+    cpu = matrix("iteration_cpu_ns")
+    cpu_missing = None
+    if cpu is None:
+        cpu_missing = "no per-iteration CPU time recorded (a duet-results/1 file or an old harness)"
+    elif (cpu[0] <= 0).any() or (cpu[1] <= 0).any():
+        cpu_missing = (
+            "an iteration used 0 ns of CPU time as measured (the clock's resolution is coarser "
+            "than the iteration)"
+        )
+        cpu = None
+    return _Series(wall=wall, cpu=cpu, runq=matrix("iteration_runq_ns"), cpu_missing=cpu_missing)
+
+
+def _estimate(
+    metric: Metric, a: Matrix, b: Matrix, *, name: str, settings: AnalysisSettings
+) -> MetricEstimate:
+    from stats.ratio import duet_ratio
+
+    log_ratios = np.log(b / a)
+    if a.shape[0] < 2:
+        ratio = float(np.exp(np.mean(log_ratios)))
+        lo: float | None = None
+        hi: float | None = None
+        winsorized = 0
+    else:
+        est = duet_ratio(
+            a,
+            b,
+            confidence=settings.confidence,
+            reps=settings.reps,
+            method=settings.interval,
+            winsorize=settings.winsorize,
+            rng=rng_for(name, settings.seed),
+        )
+        ratio, lo, hi, winsorized = est.ratio, est.ci_low, est.ci_high, est.winsorized
+    the_verdict = (
+        verdict(ratio=ratio, ci_low=lo, ci_high=hi, threshold=settings.threshold)
+        if lo is not None and hi is not None
+        else None
+    )
+    return MetricEstimate(
+        metric=metric,
+        ratio=ratio,
+        ci_low=lo,
+        ci_high=hi,
+        verdict=the_verdict,
+        winsorized=winsorized,
+        baseline=_summary(a),
+        candidate=_summary(b),
+        log_ratios=log_ratios,
+    )
+
+
+def _summary(x: Matrix) -> SideSummary:
+    return SideSummary(
+        geomean_ns=float(np.exp(np.mean(np.log(x)))),
+        median_ns=float(np.median(x)),
+        mean_ns=float(np.mean(x)),
+    )
+
+
+def _busy_share(series: _Series) -> dict[str, float]:
+    """Per side, the median over iterations of (CPU time + run-queue delay) / wall time."""
+    if series.cpu is None:
+        return {}
+    out: dict[str, float] = {}
+    for i, name in enumerate(SIDES):
+        busy = series.cpu[i] + (series.runq[i] if series.runq is not None else 0.0)
+        out[name] = float(np.median(busy / series.wall[i]))
+    return out
+
+
+def _interference(series: _Series) -> Interference | None:
+    if series.runq is None:
+        return None
+    (wall_a, wall_b), (runq_a, runq_b) = series.wall, series.runq
+    hit = (runq_a > INTERFERED_RUNQ_SHARE * wall_a) | (runq_b > INTERFERED_RUNQ_SHARE * wall_b)
+    return Interference(
+        iterations=int(hit.size),
+        interfered=int(hit.sum()),
+        runq_ns=int(runq_a.sum() + runq_b.sum()),
+        wall_ns=int(wall_a.sum() + wall_b.sum()),
+    )
+
+
+def choose_metric(
+    requested: MetricChoice,
+    *,
+    available: Mapping[str, str | None],
+    busy_share: Mapping[str, float],
+    interference: Interference | None,
+) -> tuple[Metric, str]:
+    """The metric that decides, and why, in words for the report.
+
+    ``available`` maps every metric to None when it was analysed, else to why it was not.
+    """
+    if requested != "auto":
+        why_not = available.get(requested)
+        if why_not is None:
+            return requested, f"{METRIC_NAMES[requested]}, as configured"
+        return "wall", f"wall time: {METRIC_NAMES[requested]} was asked for, but {why_not}"
+    if available.get("cpu") is not None:
+        return "wall", f"wall time: {available['cpu']}"
+    shares = ", ".join(f"{name} {units.share(busy_share[name])}" for name in SIDES)
+    idle = [name for name in SIDES if busy_share[name] < CPU_BOUND_SHARE]
+    if not idle:
+        return "cpu", (
+            f"CPU time: both sides CPU-bound ({shares} of the wall time on a CPU or in its queue)"
+        )
+    sleeper = (
+        f"the {' and the '.join(idle)} spent only {shares} of the iteration on a CPU or waiting "
+        "for one (it sleeps or waits for I/O, which CPU time misses)"
+    )
+    delayed = interference is not None and interference.share >= INTERFERENCE_NOTICE_SHARE
+    if delayed and available.get("wall-runq") is None:
+        assert interference is not None
+        return "wall-runq", (
+            f"wall time less run-queue delay: {sleeper}, and another process delayed a side in "
+            f"{units.share(interference.share)} of iterations, which wall time would count"
+        )
+    return "wall", f"wall time: {sleeper}"
+
+
+def _contradict(x: Verdict | None, y: Verdict | None) -> bool:
+    """A change against no change, or opposite changes; an inconclusive verdict (or none)
+    contradicts nothing: that metric is simply the less sharp one."""
+    changes = ("regression", "improvement")
+    if x == y or x in ("inconclusive", None) or y in ("inconclusive", None):
+        return False
+    return x in changes or y in changes
+
+
+def _disagreement(estimates: Mapping[str, MetricEstimate], chosen: Metric) -> str | None:
+    """Say so when another metric contradicts the deciding one: a change only wall time shows
+    (more sleeping, I/O or lock waits) is real and must not be hidden."""
+    decided = estimates[chosen]
+
+    def say(m: MetricEstimate) -> str:
+        return (
+            f"{METRIC_NAMES[m.metric]} says {m.verdict or 'no verdict'} ({units.change(m.ratio)})"
+        )
+
+    for name in METRICS:
+        other = estimates.get(name)
+        if other is None or name == chosen or not _contradict(other.verdict, decided.verdict):
+            continue
+        text = f"{say(other)} but {say(decided)}, which decided"
+        wall, rest = (other, decided) if name == "wall" else (decided, other)
+        changes = ("regression", "improvement")
+        if "wall" in (name, chosen) and wall.verdict in changes and rest.verdict not in changes:
+            text += (
+                ": the difference is time off the CPU (sleeping, I/O, locks) or a process that "
+                "delayed one side"
+            )
+        return text
+    return None
+
+
 def analyze_benchmark(record: BenchmarkRecord, settings: AnalysisSettings) -> BenchmarkAnalysis:
     """Recompute the analysis of one benchmark from its raw samples (successful runs only)."""
     from stats.impact import ImpactFactors, paired_impact_factors
     from stats.planning import variance_components
-    from stats.ratio import MIN_BOOTSTRAP_RUNS, duet_ratio
+    from stats.ratio import MIN_BOOTSTRAP_RUNS
 
     ok = record.ok_runs()
     failures = _failure_reasons(record)
@@ -198,110 +510,111 @@ def analyze_benchmark(record: BenchmarkRecord, settings: AnalysisSettings) -> Be
         runs_needed=None,
         note=record.note or "no successful run: nothing to analyse",
         failures=failures,
+        metric_requested=settings.metric,
     )
     if not ok:
         return empty
     lengths = {len(r.baseline.iterations_ns) for r in ok}
-    if len(lengths) != 1:
-        # Runs cut short (e.g. an interrupted last run kept as "ok") would bias the mean;
-        # use the common length so every run weighs the same, and say so.
-        n = min(lengths)
-        ok = tuple(
-            replace(
-                r,
-                baseline=replace(r.baseline, iterations_ns=r.baseline.iterations_ns[:n]),
-                candidate=replace(r.candidate, iterations_ns=r.candidate.iterations_ns[:n]),
-            )
-            for r in ok
-        )
-    a = _matrix(ok, "baseline")
-    b = _matrix(ok, "candidate")
-    rng = rng_for(record.name, settings.seed)
+    # Runs cut short (e.g. an interrupted last run kept as "ok") would bias the mean; use the
+    # common length so every run weighs the same, and say so.
+    series = _series(ok, min(lengths))
     notes: list[str] = []
     if record.note:
         notes.append(record.note)
     if len(lengths) != 1:
-        notes.append(f"runs had different iteration counts; each cut to {a.shape[1]}")
+        notes.append(f"runs had different iteration counts; each cut to {min(lengths)}")
 
+    estimates: dict[str, MetricEstimate] = {}
+    missing: dict[str, str] = {}
+    for name in METRICS:
+        data = series.of(name)
+        if data is not None:
+            estimates[name] = _estimate(name, *data, name=record.name, settings=settings)
+        elif name == "cpu":
+            missing[name] = series.cpu_missing or "not recorded"
+        else:
+            missing[name] = (
+                "no per-iteration run-queue delay recorded"
+                if series.runq is None
+                else "the run-queue delay took a whole iteration (clock resolutions)"
+            )
+    busy = _busy_share(series)
+    interference = _interference(series)
+    metric, reason = choose_metric(
+        settings.metric,
+        available={name: missing.get(name) for name in METRICS},
+        busy_share=busy,
+        interference=interference,
+    )
+    chosen = estimates[metric]
     if len(ok) < 2:
-        ratio = float(np.exp(np.mean(np.log(b / a))))
-        est_ci: tuple[float | None, float | None] = (None, None)
-        winsorized = 0
         notes.append("only 1 successful run: point estimate only, no interval and no verdict")
-    else:
-        est = duet_ratio(
-            a,
-            b,
-            confidence=settings.confidence,
-            reps=settings.reps,
-            method=settings.interval,
-            winsorize=settings.winsorize,
-            rng=rng,
+    elif chosen.ci_low is None:
+        notes.append(
+            f"only {len(ok)} successful runs (< {MIN_BOOTSTRAP_RUNS}): a bootstrap "
+            "interval would be meaningless; point estimate only, no verdict"
         )
-        ratio = est.ratio
-        est_ci = (est.ci_low, est.ci_high)
-        winsorized = est.winsorized
-        if est.ci_low is None:
-            notes.append(
-                f"only {len(ok)} successful runs (< {MIN_BOOTSTRAP_RUNS}): a bootstrap "
-                "interval would be meaningless; point estimate only, no verdict"
-            )
 
-    the_verdict: Verdict | None = None
     runs_needed: int | None = None
-    lo, hi = est_ci
-    if lo is not None and hi is not None:
-        the_verdict = verdict(ratio=ratio, ci_low=lo, ci_high=hi, threshold=settings.threshold)
-        if the_verdict == "inconclusive":
-            runs_needed = _runs_needed(
-                np.log(b / a),
-                ratio=ratio,
-                settings=settings,
-                variance_components=variance_components,
+    if chosen.verdict == "inconclusive":
+        runs_needed = _runs_needed(
+            chosen.log_ratios,
+            ratio=chosen.ratio,
+            settings=settings,
+            variance_components=variance_components,
+        )
+        if runs_needed is not None and runs_needed <= PRACTICAL_RUNS:
+            notes.append(
+                f"about {runs_needed} runs in all ({max(runs_needed - len(ok), 1)} more) "
+                f"would decide at threshold {settings.threshold:.3g}"
             )
-            if runs_needed is not None and runs_needed <= PRACTICAL_RUNS:
-                notes.append(
-                    f"about {runs_needed} runs in all ({max(runs_needed - len(ok), 1)} more) "
-                    f"would decide at threshold {settings.threshold:.3g}"
-                )
-            elif runs_needed is not None:
-                notes.append(
-                    f"the ratio is too close to the threshold {settings.threshold:.3g} to decide "
-                    f"with a practical number of runs (about {runs_needed}); more iterations "
-                    "per run or a quieter machine would help more"
-                )
+        elif runs_needed is not None:
+            notes.append(
+                f"the ratio is too close to the threshold {settings.threshold:.3g} to decide "
+                f"with a practical number of runs (about {runs_needed}); more iterations "
+                "per run or a quieter machine would help more"
+            )
 
     # Both sides from one set of draws (half the cost; see paired_impact_factors).
+    a, b = series.of(metric) or series.wall
     factors: tuple[ImpactFactors, ImpactFactors] | None = None
-    missing: str | None = None
+    impact_missing: str | None = None
     try:
-        factors = paired_impact_factors(a, b, k=IMPACT_REPS, rng=rng)
+        factors = paired_impact_factors(
+            a, b, k=IMPACT_REPS, rng=rng_for(record.name, settings.seed)
+        )
     except ValueError as e:
-        missing = str(e)
+        impact_missing = str(e)
 
-    def summary(x: np.ndarray[Any, np.dtype[np.float64]], side: int) -> SideSummary:
+    def with_impact(s: SideSummary, side: int) -> SideSummary:
         f = factors[side] if factors is not None else None
-        return SideSummary(
-            median_ns=float(np.median(x)),
-            mean_ns=float(np.mean(x)),
+        return replace(
+            s,
             impact_plain=f.plain if f is not None else None,
             impact_transformed=f.transformed if f is not None else None,
-            impact_missing=missing,
+            impact_missing=impact_missing,
         )
 
     return replace(
         empty,
-        ratio=ratio,
-        ci_low=lo,
-        ci_high=hi,
-        verdict=the_verdict,
+        ratio=chosen.ratio,
+        ci_low=chosen.ci_low,
+        ci_high=chosen.ci_high,
+        verdict=chosen.verdict,
         runs_used=len(ok),
         iterations=int(a.shape[1]),
-        winsorized=winsorized,
-        baseline=summary(a, 0),
-        candidate=summary(b, 1),
+        winsorized=chosen.winsorized,
+        baseline=with_impact(chosen.baseline, 0),
+        candidate=with_impact(chosen.candidate, 1),
         runs_needed=runs_needed,
         note="; ".join(notes) or None,
+        metric=metric,
+        metric_reason=reason,
+        metrics=estimates,
+        metrics_missing=missing,
+        busy_share=busy,
+        interference=interference,
+        disagreement=_disagreement(estimates, metric),
     )
 
 
@@ -342,11 +655,26 @@ def _runs_needed(
         return None
 
 
-def analyze_document(doc: ResultsDocument, settings: AnalysisSettings) -> ResultsDocument:
-    """A copy of ``doc`` with every benchmark's ``analysis`` recomputed from raw samples."""
+def recorded_metric(record: BenchmarkRecord) -> MetricChoice | None:
+    """The metric a benchmark was analysed with before (its configured choice), if any."""
+    value = (record.analysis or {}).get("metric_requested")
+    return value if value in METRIC_CHOICES else None
+
+
+def analyze_document(
+    doc: ResultsDocument, settings: AnalysisSettings, *, keep_recorded_metric: bool = False
+) -> ResultsDocument:
+    """A copy of ``doc`` with every benchmark's ``analysis`` recomputed from raw samples.
+
+    With ``keep_recorded_metric`` a benchmark analysed before keeps the metric it asked for
+    (``duet.toml``'s ``metric``), unless it recorded none.
+    """
     out = doc
     for b in doc.benchmarks:
-        out = out.with_benchmark(replace(b, analysis=analyze_benchmark(b, settings).to_dict()))
+        these = settings
+        if keep_recorded_metric and (metric := recorded_metric(b)) is not None:
+            these = replace(settings, metric=metric)
+        out = out.with_benchmark(replace(b, analysis=analyze_benchmark(b, these).to_dict()))
     return out
 
 

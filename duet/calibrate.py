@@ -44,8 +44,8 @@ import numpy as np
 import numpy.typing as npt
 
 from duet import units
-from duet.analysis import rng_for, verdict
-from duet.results import BenchmarkRecord
+from duet.analysis import CPU_BOUND_SHARE, METRIC_NAMES, Metric, rng_for, verdict
+from duet.results import BenchmarkRecord, SideRecord
 from stats._typing import IntervalMethod
 
 __all__ = [
@@ -186,16 +186,29 @@ def _rows(values: Sequence[Sequence[int]], width: int) -> FloatArray:
     return np.array([list(v)[:width] for v in values], dtype=np.float64).reshape(len(values), width)
 
 
-def aa_data(record: BenchmarkRecord) -> AAData:
-    """The arrays of an A/A benchmark record (its successful runs).
+def has_metric(record: BenchmarkRecord, metric: Metric) -> bool:
+    """Whether every successful run recorded ``metric`` on both sides, above 0 ns."""
+    if metric == "wall":
+        return True
+    ok = record.ok_runs()
+    return bool(ok) and all(
+        s.iteration_cpu_ns is not None and min(s.iteration_cpu_ns, default=0) > 0
+        for r in ok
+        for s in (r.baseline, r.candidate)
+    )
+
+
+def aa_data(record: BenchmarkRecord, metric: Metric = "wall") -> AAData:
+    """The arrays of an A/A benchmark record (its successful runs), of one metric.
 
     Runs of different lengths (an interrupted run kept as ok) are cut to the shortest, as
-    :func:`duet.analysis.analyze_benchmark` does.
+    :func:`duet.analysis.analyze_benchmark` does. Warm-up iterations record wall time only, so
+    a CPU-time calibration detects its warm-up in the measured iterations alone.
 
     Raises
     ------
     ValueError
-        With fewer than 2 successful runs.
+        With fewer than 2 successful runs, or without ``metric`` in every run.
     """
     ok = record.ok_runs()
     if len(ok) < 2:
@@ -203,10 +216,22 @@ def aa_data(record: BenchmarkRecord) -> AAData:
             f"{record.name}: {len(ok)} successful run(s); a calibration needs at least 2 "
             "(better 10 or more)"
         )
+    if not has_metric(record, metric):
+        raise ValueError(f"{record.name}: {metric} time was not recorded in every run")
     n = min(len(r.baseline.iterations_ns) for r in ok)
-    w = min(min(len(r.baseline.warmup_ns), len(r.candidate.warmup_ns)) for r in ok)
-    base = _rows([r.baseline.iterations_ns for r in ok], n)
-    cand = _rows([r.candidate.iterations_ns for r in ok], n)
+
+    def series(side: SideRecord) -> tuple[int, ...]:
+        values = side.iteration_cpu_ns if metric == "cpu" else side.iterations_ns
+        assert values is not None
+        return values
+
+    w = (
+        min(min(len(r.baseline.warmup_ns), len(r.candidate.warmup_ns)) for r in ok)
+        if metric == "wall"
+        else 0
+    )
+    base = _rows([series(r.baseline) for r in ok], n)
+    cand = _rows([series(r.candidate) for r in ok], n)
     base_w = _rows([r.baseline.warmup_ns[-w:] if w else () for r in ok], w)
     cand_w = _rows([r.candidate.warmup_ns[-w:] if w else () for r in ok], w)
     cpus = tuple(r.baseline.cores[0] if r.baseline.cores else None for r in ok)
@@ -468,6 +493,7 @@ class Recommendation:
     machine_time_ns: float | None
     reachable: bool
     max_iterations: int = MAX_ITERATIONS
+    metric: Metric = "wall"
 
     def values(self) -> dict[str, Any]:
         """What ``--write`` puts into the configuration."""
@@ -476,6 +502,7 @@ class Recommendation:
             "iterations": self.iterations,
             "warmup": self.warmup,
             "method": self.method,
+            "metric": self.metric,
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -565,6 +592,11 @@ class Calibration:
     recommended: Recommendation | None
     width_by_runs: Mapping[int, float]
     warnings: tuple[str, ...] = field(default=())
+    #: The metric these figures are of, why it was chosen, and the A/A interval width of every
+    #: metric and method measured (``{"wall": {"duet": w, "sequential": w}, "cpu": ...}``).
+    metric: Metric = "wall"
+    metric_reason: str | None = None
+    widths_by_metric: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
 
     @property
     def optimal_iterations(self) -> int | None:
@@ -607,6 +639,11 @@ class Calibration:
             "sequential": self.sequential.to_dict() if self.sequential else None,
             "accuracy_gain": self.sequential.accuracy_gain if self.sequential else None,
             "method": {"pays": self.method_pays, "reason": self.method_reason},
+            "metric": {
+                "chosen": self.metric,
+                "reason": self.metric_reason,
+                "widths": {k: dict(v) for k, v in self.widths_by_metric.items()},
+            },
             "recommended": self.recommended.to_dict() if self.recommended else None,
             "width_by_runs": {str(k): v for k, v in self.width_by_runs.items()},
             "warnings": list(self.warnings),
@@ -1249,4 +1286,106 @@ def calibrate(
         recommended=rec,
         width_by_runs=widths,
         warnings=tuple(warnings),
+    )
+
+
+def _deciding_width(cal: Calibration) -> float | None:
+    """The A/A width of the method a calibration recommends (what a user would get)."""
+    if cal.method_pays == "sequential" and cal.sequential is not None:
+        return cal.sequential.relative_width
+    return cal.ci_width
+
+
+def calibrate_metrics(
+    record: BenchmarkRecord,
+    sequential: BenchmarkRecord | None = None,
+    *,
+    busy_share: Mapping[str, float] | None = None,
+    forced: Metric | None = None,
+    **settings: Any,
+) -> Calibration:
+    """Calibrate on wall time and on CPU time, and keep the metric that measures better here.
+
+    CPU time is a candidate only when it was recorded and both sides are CPU-bound
+    (``busy_share``: per side, the median share of an iteration on a CPU or in its run queue,
+    as :func:`duet.analysis.analyze_benchmark` computes it; the rule of ``metric = "auto"``):
+    for code that sleeps or waits, CPU time would not see what wall time sees. Between the
+    candidates, the narrower A/A interval of the method each recommends wins. Every width is
+    kept in ``widths_by_metric``.
+    """
+    chosen: Metric
+    calibrations: dict[Metric, Calibration] = {}
+    for metric in ("wall", "cpu"):
+        metric_t: Metric = metric
+        if not has_metric(record, metric_t):
+            continue
+        seq = (
+            aa_data(sequential, metric_t)
+            if sequential is not None and has_metric(sequential, metric_t)
+            else None
+        )
+        calibrations[metric_t] = calibrate(aa_data(record, metric_t), sequential=seq, **settings)
+    widths: dict[str, dict[str, float | None]] = {
+        m: {
+            "duet": c.ci_width,
+            "sequential": c.sequential.relative_width if c.sequential is not None else None,
+        }
+        for m, c in calibrations.items()
+    }
+    wall = calibrations["wall"]
+    cpu = calibrations.get("cpu")
+    shares = busy_share or {}
+    idle = [side for side, share in shares.items() if share < CPU_BOUND_SHARE]
+    if forced is not None and (forced == "wall" or cpu is not None):
+        chosen = forced
+        reason = f"{METRIC_NAMES[forced]}, as asked (--metric {forced})"
+    elif cpu is None:
+        chosen = "wall"
+        reason = "wall time: no per-iteration CPU time was recorded"
+    elif idle or not shares:
+        chosen = "wall"
+        reason = (
+            "wall time: the benchmark is not CPU-bound (the "
+            + " and ".join(f"{side} {units.share(shares[side])}" for side in idle or ())
+            + " of the iteration on a CPU or waiting for one), so CPU time would miss sleeping "
+            "and I/O"
+            if idle
+            else "wall time: whether the sides are CPU-bound is unknown"
+        )
+    else:
+        w_wall, w_cpu = _deciding_width(wall), _deciding_width(cpu)
+        if w_cpu is not None and (w_wall is None or w_cpu <= w_wall):
+            chosen = "cpu"
+            reason = (
+                f"CPU time: both sides CPU-bound, and its A/A interval ({_pct(w_cpu)} wide with "
+                f"{cpu.method_pays}) is narrower than wall time's"
+                + (f" ({_pct(w_wall)} with {wall.method_pays})" if w_wall is not None else "")
+            )
+        else:
+            chosen = "wall"
+            reason = (
+                f"wall time: its A/A interval ({_pct(w_wall or 0)} wide with "
+                f"{wall.method_pays}) is narrower than CPU time's ({_pct(w_cpu or 0)} with "
+                f"{cpu.method_pays}) on this machine"
+            )
+    best = calibrations[chosen]
+    rec = best.recommended
+    warnings = best.warnings
+    if chosen == "cpu" and wall.contains_one is False and best.contains_one is not False:
+        warnings = (
+            *warnings,
+            f"wall time's A/A interval excludes 1 ([{wall.ci_low:.4g}, {wall.ci_high:.4g}]) "
+            "while CPU time's does not: something delays one side more than the other "
+            "(another process, a slower core); CPU time removes the waiting, not its effect "
+            "on caches",
+        )
+    from dataclasses import replace
+
+    return replace(
+        best,
+        metric=chosen,
+        metric_reason=reason,
+        widths_by_metric=widths,
+        recommended=replace(rec, metric=chosen) if rec is not None else None,
+        warnings=warnings,
     )

@@ -271,6 +271,7 @@ def compare(
         settings = AnalysisSettings(
             confidence=float(options.analysis_overrides.get("confidence", defaults.confidence)),
             threshold=float(options.analysis_overrides.get("threshold", defaults.threshold)),
+            metric=options.analysis_overrides.get("metric", defaults.metric),
             **{
                 k: v
                 for k, v in options.analysis_overrides.items()
@@ -279,7 +280,9 @@ def compare(
         )
         per_benchmark = {}
         for b in config.benchmarks:
-            if b.name in measured and (b.threshold is not None or b.confidence is not None):
+            if b.name in measured and (
+                b.threshold is not None or b.confidence is not None or b.metric is not None
+            ):
                 per_benchmark[b.name] = replace(
                     settings,
                     threshold=b.threshold
@@ -288,6 +291,9 @@ def compare(
                     confidence=b.confidence
                     if b.confidence is not None and "confidence" not in options.analysis_overrides
                     else settings.confidence,
+                    metric=b.metric
+                    if b.metric is not None and "metric" not in options.analysis_overrides
+                    else settings.metric,
                 )
         max_failures = overrides.get("max_failures", defaults.max_failures)
         session = SessionOptions(

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
+from duet.analysis import DEFAULT_METRIC, METRIC_CHOICES, MetricChoice
 from duet.errors import ConfigError, ResultsError
 from duet.plan import (
     DEFAULT_ITERATIONS,
@@ -54,7 +55,7 @@ CONFIG_FILES = ("duet.toml", "pyproject.toml")
 DEFAULT_PYTHON = ".venv/bin/python"
 
 #: The keys ``duet calibrate --write`` sets.
-RECOMMENDATION_KEYS = ("runs", "iterations", "warmup", "method")
+RECOMMENDATION_KEYS = ("runs", "iterations", "warmup", "method", "metric")
 
 Isolation: TypeAlias = Literal["auto", "cgroup", "affinity"]
 Form: TypeAlias = Literal["duet", "pyproject"]
@@ -98,6 +99,8 @@ def _range_problem(name: str, value: Any) -> str | None:
         return f"must be one of {', '.join(ISOLATIONS)}, got {value!r}"
     if name == "method" and value not in METHODS:
         return f"must be one of {', '.join(METHODS)}, got {value!r}"
+    if name == "metric" and value not in METRIC_CHOICES:
+        return f"must be one of {', '.join(METRIC_CHOICES)}, got {value!r}"
     return None
 
 
@@ -124,6 +127,7 @@ class Defaults:
     timeout_s: float = DEFAULT_TIMEOUT_S
     method: Method = "duet"
     max_failures: int = 2
+    metric: MetricChoice = DEFAULT_METRIC
 
     def __post_init__(self) -> None:
         _check_fields(self, [f.name for f in fields(self)])
@@ -151,6 +155,7 @@ class BenchmarkConfig:
     threshold: float | None = None
     confidence: float | None = None
     method: Method | None = None
+    metric: MetricChoice | None = None
     env: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -171,6 +176,7 @@ _OVERRIDABLE = (
     "threshold",
     "confidence",
     "method",
+    "metric",
 )
 
 
@@ -187,6 +193,7 @@ class Effective:
     confidence: float
     method: Method
     max_failures: int
+    metric: MetricChoice
 
 
 #: Keys ``overrides`` may hold: the fields of :class:`Effective`, and ``isolation``, which is a
@@ -462,6 +469,7 @@ _EXAMPLES = {
     "memory_limit": '"2G"',
     "timeout": "60",
     "method": '"duet"',
+    "metric": '"auto"',
     "max_failures": "2",
     "build": '"make"',
     "python": '".venv/bin/python"',
@@ -666,6 +674,7 @@ _GLOBAL_KEYS: dict[str, tuple[Callable[[str, Any], Any], str]] = {
     "memory_limit": (_size, "memory_limit_bytes"),
     "timeout": (lambda k, v: _in_range(k, "timeout_s", _number(k, v)), "timeout_s"),
     "method": (lambda k, v: _choice(k, v, METHODS), "method"),
+    "metric": (lambda k, v: _choice(k, v, METRIC_CHOICES), "metric"),
     "max_failures": (lambda k, v: _in_range(k, "max_failures", _integer(k, v)), "max_failures"),
     "build": (_string, "build"),
     "python": (_string, "python"),
@@ -690,6 +699,7 @@ _BENCHMARK_KEYS: dict[str, tuple[Callable[[str, Any], Any], str]] = {
             "threshold",
             "confidence",
             "method",
+            "metric",
         )
     },
     "env": (_env, "env"),
@@ -1002,9 +1012,9 @@ def write_recommendation(
     for key, value in values.items():
         if key not in RECOMMENDATION_KEYS:
             raise ValueError(f"write_recommendation sets {RECOMMENDATION_KEYS}, not {key!r}")
-        if key == "method":
+        if key in ("method", "metric"):
             if not isinstance(value, str):
-                raise ValueError(f"method must be a str, got {value!r}")
+                raise ValueError(f"{key} must be a str, got {value!r}")
         elif isinstance(value, bool) or not isinstance(value, int):
             raise ValueError(f"{key} must be an int, got {value!r}")
         problem = _range_problem(key, value)

@@ -39,7 +39,14 @@ from typing import Any, Literal, TypeAlias
 from duet.environment import V1_CONTROLLERS, capture_environment
 from duet.errors import DuetError
 from duet.isolation import PARENT_NAME_RE, Level, Probe
-from duet.topology import CorePair, Topology, choose_pair, format_cpu_list, read_topology
+from duet.topology import (
+    CorePair,
+    Topology,
+    choose_pair,
+    format_cpu_list,
+    parse_cpu_list,
+    read_topology,
+)
 
 __all__ = [
     "REQUIREMENTS",
@@ -270,7 +277,8 @@ def _cmdline(proc: Path, pid: int) -> str:
     except OSError:
         return ""
     words = [w.decode(errors="replace") for w in raw.split(b"\0") if w]
-    text = " ".join(words)
+    # One line whatever the arguments hold (a `python -c` program has newlines).
+    text = " ".join(" ".join(words).split())
     return text if len(text) <= 120 else text[:117] + "..."
 
 
@@ -894,6 +902,92 @@ def _load_findings(
     return findings, checks, facts
 
 
+#: A process is named as using the measuring CPUs from this share of one CPU over the sample.
+NEIGHBOUR_SHARE = 0.02
+#: At most this many are named (the busiest first).
+NEIGHBOURS_SHOWN = 5
+
+
+def _process_ticks(proc: Path) -> dict[int, int]:
+    """``pid -> utime + stime`` (clock ticks) of every process, from ``<proc>/<pid>/stat``."""
+    out: dict[int, int] = {}
+    try:
+        entries = list(proc.iterdir())
+    except OSError:
+        return out
+    for entry in entries:
+        if not entry.name.isdigit():
+            continue
+        text = _read(entry / "stat")
+        if text is None:
+            continue
+        # Fields after "(comm)": state is field 3, utime 14 and stime 15 (1-based).
+        rest = text.rpartition(")")[2].split()
+        if len(rest) > 12 and rest[11].isdigit() and rest[12].isdigit():
+            out[int(entry.name)] = int(rest[11]) + int(rest[12])
+    return out
+
+
+def _allowed_cpus(proc: Path, pid: int) -> tuple[int, ...] | None:
+    text = _read(proc / str(pid) / "status")
+    if text is None:
+        return None
+    for line in text.splitlines():
+        if line.startswith("Cpus_allowed_list:"):
+            try:
+                return parse_cpu_list(line.split(":", 1)[1].strip())
+            except (ValueError, DuetError):
+                return None
+    return None
+
+
+def _neighbour_findings(
+    proc: Path,
+    pair_cpus: Sequence[int],
+    ticks: tuple[dict[int, int], dict[int, int], float] | None,
+    exclude: set[int],
+) -> tuple[list[Finding], list[Check], list[dict[str, Any]]]:
+    """The processes that used CPU time during the sample and may run on the measuring CPUs:
+    on a 2-CPU machine every one of them must take turns with a side."""
+    if ticks is None or not pair_cpus:
+        return [], [], []
+    before, after, interval_s = ticks
+    hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    found: list[dict[str, Any]] = []
+    for pid, end in after.items():
+        if pid in exclude or pid not in before:
+            continue
+        share = (end - before[pid]) / hz / interval_s if interval_s > 0 else 0.0
+        if share < NEIGHBOUR_SHARE:
+            continue
+        allowed = _allowed_cpus(proc, pid)
+        if allowed is not None and not set(allowed) & set(pair_cpus):
+            continue
+        command = _cmdline(proc, pid) or f"[{(_read(proc / str(pid) / 'comm') or '?').strip()}]"
+        command = command if len(command) <= 60 else command[:57] + "..."
+        found.append({"pid": pid, "cpu_share": share, "command": command})
+    found.sort(key=lambda f: -f["cpu_share"])
+    cpus = ", ".join(str(c) for c in pair_cpus)
+    if not found:
+        return [], [Check("neighbours", f"no other process used CPUs {cpus} during the sample")], []
+    shown = "; ".join(
+        f"{f['pid']} {f['command']} ({f['cpu_share']:.0%} of a CPU)"
+        for f in found[:NEIGHBOURS_SHOWN]
+    )
+    more = f"; and {len(found) - NEIGHBOURS_SHOWN} more" if len(found) > NEIGHBOURS_SHOWN else ""
+    finding = Finding(
+        "warning" if sum(f["cpu_share"] for f in found) >= 0.1 else "notice",
+        "neighbours",
+        f"processes using the measuring CPUs ({cpus}): {shown}{more}",
+        "on this machine they must take turns with a side: its wall time then measures the "
+        'scheduler (CPU time does not, and duet\'s `metric = "auto"` switches to it for '
+        "CPU-bound benchmarks), and they still share caches and memory bandwidth",
+        "stop them, or keep them off the measuring CPUs (`taskset -apc <other CPUs> PID`); "
+        "every report says how many iterations another process delayed",
+    )
+    return [finding], [], found
+
+
 def _thermal_findings(
     sysfs: Path, env: Mapping[str, Any]
 ) -> tuple[list[Finding], list[Check], dict[str, Any]]:
@@ -1200,9 +1294,11 @@ def diagnose(
             pair_error = exc
 
     first = _cpu_times(proc_root) if sample_s > 0 else None
-    if first is not None:
+    ticks_before = _process_ticks(proc_root) if sample_s > 0 else {}
+    if first is not None or ticks_before:
         sleep(sample_s)
     second = _cpu_times(proc_root) if first is not None else None
+    ticks_after = _process_ticks(proc_root) if ticks_before else {}
     sample = (first, second, sample_s) if first is not None and second is not None else None
 
     env = capture_environment(
@@ -1233,6 +1329,14 @@ def diagnose(
     load_f, load_c, load_facts = _load_findings(env, proc_root, n_cpus, sample)
     findings += load_f
     checks += load_c
+    neighbour_f, neighbour_c, neighbour_facts = _neighbour_findings(
+        proc_root,
+        pair_cpus,
+        (ticks_before, ticks_after, sample_s) if ticks_after else None,
+        {self_pid, os.getppid()} if proc_root == Path("/proc") else {self_pid},
+    )
+    findings += neighbour_f
+    checks += neighbour_c
     thermal_f, thermal_c, thermal_facts = _thermal_findings(sys_root, env)
     findings += thermal_f
     checks += thermal_c
@@ -1257,6 +1361,7 @@ def diagnose(
         "clocksource": env.get("clocksource"),
         "memory": env.get("memory"),
         "load": load_facts,
+        "neighbours": neighbour_facts,
         "thermal": thermal_facts,
         "other_duets": duet_facts,
         "missing": env.get("missing"),

@@ -1,4 +1,4 @@
-"""The results document ``duet-results/1``: raw samples, environment, configuration, analysis.
+"""The results document ``duet-results/2``: raw samples, environment, configuration, analysis.
 
 Every producer (``duet run``, ``duet compare``, ``duet merge``) writes this document and every
 consumer (``duet analyze``, ``duet report``, ``duet comment``) reads it. It is rewritten
@@ -23,9 +23,12 @@ from typing import Any, Literal, TypeAlias
 
 from duet.errors import ResultsError
 
-SCHEMA = "duet-results/1"
+SCHEMA = "duet-results/2"
 SCHEMA_FAMILY = "duet-results"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: Versions this duet reads. A version 1 file has no per-iteration CPU time or run-queue delay:
+#: it is analysed on wall time, and the analysis says what is missing.
+READABLE_VERSIONS = (1, 2)
 
 SideName: TypeAlias = Literal["baseline", "candidate"]
 SIDES: tuple[SideName, SideName] = ("baseline", "candidate")
@@ -44,9 +47,15 @@ class SideRecord:
     Every optional number is ``None`` when it was not measured; ``missing`` then says why.
     """
 
+    #: Wall time of every measured iteration (from leaving the barrier to the end of the work).
     iterations_ns: tuple[int, ...]
     warmup_ns: tuple[int, ...] = ()
     iteration_start_ns: tuple[int, ...] | None = None
+    #: Per measured iteration: CPU time of the measured code (docs/measurement.md says what each
+    #: kind includes), time spent runnable but waiting for a CPU, involuntary context switches.
+    iteration_cpu_ns: tuple[int, ...] | None = None
+    iteration_runq_ns: tuple[int, ...] | None = None
+    iteration_nivcsw: tuple[int, ...] | None = None
     cores: tuple[int, ...] | None = None
     cpu_ns: int | None = None
     cpu_user_ns: int | None = None
@@ -220,10 +229,13 @@ _SIDE_INT_FIELDS = (
     "peak_memory_bytes",
     "wall_ns",
 )
+#: Per-iteration series next to ``iterations_ns`` (schema 2): non-negative integers, one each.
+_SIDE_SERIES = ("iteration_cpu_ns", "iteration_runq_ns", "iteration_nivcsw")
 _SIDE_FIELDS = {
     "iterations_ns",
     "warmup_ns",
     "iteration_start_ns",
+    *_SIDE_SERIES,
     "cores",
     "exit_code",
     "status",
@@ -251,6 +263,21 @@ def _side(rd: _Reader, raw: Any, where: str, *, ok: bool) -> SideRecord:
     cores = None
     if m.get("cores") is not None:
         cores = rd.samples(m["cores"], f"{where}.cores", positive=False)
+    series: dict[str, tuple[int, ...] | None] = {}
+    for key in _SIDE_SERIES:
+        raw_series = m.get(key)
+        if raw_series is None:
+            series[key] = None
+            continue
+        values = rd.samples(raw_series, f"{where}.{key}", positive=False)
+        if any(v < 0 for v in values):
+            raise rd.fail(f"{where}.{key}", "expected non-negative integers")
+        if len(values) != len(iterations):
+            raise rd.fail(
+                f"{where}.{key}",
+                f"{len(values)} values for {len(iterations)} iterations; one per iteration",
+            )
+        series[key] = values
     ints: dict[str, int | None] = {
         k: rd.integer(m.get(k), f"{where}.{k}", optional=True, minimum=0) for k in _SIDE_INT_FIELDS
     }
@@ -260,6 +287,9 @@ def _side(rd: _Reader, raw: Any, where: str, *, ok: bool) -> SideRecord:
         iterations_ns=iterations,
         warmup_ns=warmup,
         iteration_start_ns=starts,
+        iteration_cpu_ns=series["iteration_cpu_ns"],
+        iteration_runq_ns=series["iteration_runq_ns"],
+        iteration_nivcsw=series["iteration_nivcsw"],
         cores=cores,
         exit_code=rd.integer(m.get("exit_code"), f"{where}.exit_code", optional=True),
         status=rd.string(m.get("status", "ok"), f"{where}.status") or "ok",
@@ -348,7 +378,7 @@ def from_dict(data: Any, *, source: str = "<results>") -> ResultsDocument:
             f"written by a newer duet ({schema}); this duet reads up to {SCHEMA}",
             "upgrade: pip install --upgrade duet-bench",
         )
-    if int(version) < 1:
+    if int(version) not in READABLE_VERSIONS:
         raise rd.fail("schema", f"{schema!r} is not a known version")
     rd.keys(m, "top level", _DOC_FIELDS, {"schema", "benchmarks"})
     raw_benchmarks = m["benchmarks"]
@@ -439,6 +469,10 @@ def _side_dict(s: SideRecord) -> JSONObject:
     }
     if s.iteration_start_ns is not None:
         out["iteration_start_ns"] = list(s.iteration_start_ns)
+    for key in _SIDE_SERIES:
+        values = getattr(s, key)
+        if values is not None:
+            out[key] = list(values)
     if s.cores is not None:
         out["cores"] = list(s.cores)
     for k in ("cpu_ns", "cpu_user_ns", "cpu_system_ns", "peak_memory_bytes", "wall_ns"):

@@ -95,7 +95,10 @@ class Samples:
     warmup_ns: tuple[int, ...] = ()
     iterations_ns: tuple[int, ...] = ()
     iteration_start_ns: tuple[int, ...] = ()
-    command_cpu_ns: int | None = None
+    #: Per measured iteration, each None unless every measured line had the figure.
+    iteration_cpu_ns: tuple[int, ...] | None = None
+    iteration_runq_ns: tuple[int, ...] | None = None
+    iteration_nivcsw: tuple[int, ...] | None = None
     error: str | None = None
     done: bool = False
     extra: Mapping[str, Any] = field(default_factory=dict)
@@ -106,7 +109,7 @@ def read_samples(path: Path) -> Samples:
     warmup: list[int] = []
     measured: list[int] = []
     starts: list[int] = []
-    cpu: list[int] = []
+    per_iteration: dict[str, list[int]] = {"cpu_ns": [], "runq_ns": [], "nivcsw": []}
     error = None
     done = False
     extra: dict[str, Any] = {}
@@ -139,14 +142,24 @@ def read_samples(path: Path) -> Samples:
                 measured.append(d)
                 start = item.get("start_ns")
                 starts.append(start if isinstance(start, int) else -1)
-                c = item.get("cpu_ns")
-                if isinstance(c, int):
-                    cpu.append(c)
+                for key, values in per_iteration.items():
+                    v = item.get(key)
+                    if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+                        values.append(v)
+
+    def complete(key: str) -> tuple[int, ...] | None:
+        # A figure missing from one line (an old harness, a kernel without schedstat) cannot
+        # be paired iteration by iteration: all or nothing.
+        values = per_iteration[key]
+        return tuple(values) if measured and len(values) == len(measured) else None
+
     return Samples(
         warmup_ns=tuple(warmup),
         iterations_ns=tuple(measured),
         iteration_start_ns=tuple(starts),
-        command_cpu_ns=sum(cpu) if cpu and len(cpu) == len(measured) else None,
+        iteration_cpu_ns=complete("cpu_ns"),
+        iteration_runq_ns=complete("runq_ns"),
+        iteration_nivcsw=complete("nivcsw"),
         error=error,
         done=done,
         extra=extra,
@@ -443,10 +456,20 @@ def _side_record(s: _Side, bench: BenchmarkSpec, usage: Usage) -> SideRecord:
             f" ({samples.error})" if samples.error else ""
         )
     missing = dict(usage.missing)
+    if samples.iterations_ns:
+        for key, figure in (
+            ("iteration_cpu_ns", samples.iteration_cpu_ns),
+            ("iteration_runq_ns", samples.iteration_runq_ns),
+        ):
+            if figure is None:
+                missing[key] = "not in every sample line (the harness or the kernel gives none)"
     return SideRecord(
         iterations_ns=samples.iterations_ns,
         warmup_ns=samples.warmup_ns,
         iteration_start_ns=samples.iteration_start_ns if samples.iteration_start_ns else None,
+        iteration_cpu_ns=samples.iteration_cpu_ns,
+        iteration_runq_ns=samples.iteration_runq_ns,
+        iteration_nivcsw=samples.iteration_nivcsw,
         cores=(s.cpu,),
         cpu_ns=usage.cpu_ns,
         cpu_user_ns=usage.cpu_user_ns,

@@ -83,6 +83,17 @@ def percent(confidence: float) -> str:
     return f"{confidence * 100:g}%"
 
 
+def share(fraction: float) -> str:
+    """A fraction of a whole as a whole percentage: 0.587 -> ``59%``; never rounds a non-zero
+    share to ``0%`` or an incomplete one to ``100%``."""
+    pct = fraction * 100.0
+    if 0 < pct < 1:
+        return "<1%"
+    if 99 < pct < 100:
+        return ">99%"
+    return f"{pct:.0f}%"
+
+
 def interval(low: float | None, high: float | None) -> str:
     if low is None or high is None:
         return "n/a"

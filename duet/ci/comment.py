@@ -47,6 +47,7 @@ _KEY = re.compile(r"[A-Za-z0-9._-]{1,64}")
 DEFAULT_KEY = "default"
 
 _VERDICTS = ("regression", "improvement", "no change", "inconclusive")
+_METRICS = ("wall", "cpu", "wall-runq")
 
 
 class CommentError(DuetError):
@@ -672,7 +673,39 @@ def _sanitize_benchmark(b: BenchmarkRecord) -> BenchmarkRecord:
     def side(s: Any) -> dict[str, Any] | None:
         if not isinstance(s, Mapping):
             return None
-        return {"median_ns": _positive(s.get("median_ns"))}
+        return {
+            "geomean_ns": _positive(s.get("geomean_ns")),
+            "median_ns": _positive(s.get("median_ns")),
+        }
+
+    def metric_estimate(m: Any) -> dict[str, Any] | None:
+        if not isinstance(m, Mapping):
+            return None
+        if isinstance(m.get("missing"), str):
+            return {"missing": m["missing"]}
+        v = m.get("verdict")
+        return {
+            "ratio": _positive(m.get("ratio")),
+            "ci_low": _positive(m.get("ci_low")),
+            "ci_high": _positive(m.get("ci_high")),
+            "verdict": v if v in _VERDICTS else None,
+        }
+
+    raw_metrics = a.get("metrics")
+    metrics = (
+        {k: e for k in _METRICS if (e := metric_estimate(raw_metrics.get(k))) is not None}
+        if isinstance(raw_metrics, Mapping)
+        else None
+    )
+    raw_interference = a.get("interference")
+    interference = None
+    if isinstance(raw_interference, Mapping):
+        share = _positive(raw_interference.get("share"))
+        interference = {
+            "share": min(share, 1.0) if share is not None else 0.0,
+            "runq_ns": _positive(raw_interference.get("runq_ns")),
+        }
+    metric = a.get("metric")
 
     clean: dict[str, Any] = {
         "ratio": _positive(a.get("ratio")),
@@ -686,6 +719,11 @@ def _sanitize_benchmark(b: BenchmarkRecord) -> BenchmarkRecord:
         "baseline": side(a.get("baseline")),
         "candidate": side(a.get("candidate")),
         "note": note if isinstance(note, str) else None,
+        "metric": metric if metric in _METRICS else None,
+        "metric_reason": a["metric_reason"] if isinstance(a.get("metric_reason"), str) else None,
+        "metrics": metrics,
+        "interference": interference,
+        "disagreement": a["disagreement"] if isinstance(a.get("disagreement"), str) else None,
     }
     return replace(b, analysis=clean)
 

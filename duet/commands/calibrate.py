@@ -131,8 +131,7 @@ def calibrate(**o: Any) -> None:
       duet calibrate --benchmark parse --compare-sequential --write
       duet calibrate --python .venv/bin/python --callable mypkg.bench:parse --plot plots/
     """
-    from duet.calibrate import aa_data
-    from duet.calibrate import calibrate as run_calibration
+    from duet.calibrate import aa_data, calibrate_metrics
     from duet.errors import UsageError
 
     sources = [k for k in ("benchmark", "command", "python") if o[k]]
@@ -171,23 +170,28 @@ def calibrate(**o: Any) -> None:
         doc = _measure(spec, o, settings)
         out = Path(o["out"])
     main_record, seq_record = _records(doc)
+    from duet.analysis import analyze_benchmark
+    from duet.report.rows import interference_line
+
+    analysis = analyze_benchmark(main_record, settings)
     try:
-        data = aa_data(main_record)
-        seq_data = aa_data(seq_record) if seq_record is not None else None
+        cal = calibrate_metrics(
+            main_record,
+            seq_record,
+            busy_share=analysis.busy_share,
+            forced=None if settings.metric == "auto" else settings.metric,
+            confidence=settings.confidence,
+            threshold=settings.threshold,
+            reps=settings.reps,
+            seed=settings.seed,
+            interval=settings.interval,
+            winsorize=settings.winsorize,
+        )
+        data = aa_data(main_record, cal.metric)
     except ValueError as e:
         from duet.errors import BenchmarkFailed
 
         raise BenchmarkFailed(str(e), fix=f"the run failures are in {out}") from e
-    cal = run_calibration(
-        data,
-        sequential=seq_data,
-        confidence=settings.confidence,
-        threshold=settings.threshold,
-        reps=settings.reps,
-        seed=settings.seed,
-        interval=settings.interval,
-        winsorize=settings.winsorize,
-    )
     env = doc.environment
     context = {
         "results": str(out),
@@ -196,6 +200,7 @@ def calibrate(**o: Any) -> None:
         "load_average_before": env.get("load_average"),
         "load_average_after": env.get("load_average_after"),
         "command": main_record.versions.get("baseline"),
+        "interference": interference_line(analysis.to_dict()),
     }
     config_target = _config_target(o) if (o["write"] or o["benchmark"]) else None
     written: str | None = None
@@ -373,7 +378,7 @@ def _write(
         )
     path, _form, benchmark = target
     values: dict[str, int | str] = {
-        k: (str(v) if k == "method" else int(v))
+        k: (str(v) if k in ("method", "metric") else int(v))
         for k, v in rec.values().items()
         if k in RECOMMENDATION_KEYS
     }

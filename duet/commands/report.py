@@ -57,7 +57,7 @@ def report(ctx: click.Context, /, **o: Any) -> None:
     from dataclasses import replace
 
     from duet import results as results_mod
-    from duet.analysis import analyze_benchmark
+    from duet.analysis import analyze_benchmark, recorded_metric
     from duet.commands import load_results
     from duet.errors import EnvironmentNotReady, ResultsError
     from duet.report import render
@@ -67,9 +67,13 @@ def report(ctx: click.Context, /, **o: Any) -> None:
     explicit = any(
         ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE for k in ANALYSIS_KEYS
     )
+    keep_metric = ctx.get_parameter_source("metric") != ParameterSource.COMMANDLINE
     for b in doc.benchmarks:
         if explicit or b.analysis is None:
-            doc = doc.with_benchmark(replace(b, analysis=analyze_benchmark(b, settings).to_dict()))
+            these = settings
+            if keep_metric and (metric := recorded_metric(b)) is not None:
+                these = replace(settings, metric=metric)
+            doc = doc.with_benchmark(replace(b, analysis=analyze_benchmark(b, these).to_dict()))
 
     fmt: str = o["fmt"]
     plots: dict[str, str] | None = None

@@ -47,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -551,11 +552,34 @@ typedef struct duet_native {
     uint64_t done;          /* iterations finished, warmup included */
     uint64_t start_ns;      /* of the current iteration */
     uint64_t cpu_start_ns;
+    /* /proc/thread-self/schedstat of the thread that opened the context, kept open (-1: the
+     * kernel has none); its second field is the time spent runnable but waiting for a CPU. */
+    int schedstat_fd;
+    uint64_t runq_start_ns;
+    long nivcsw_start;
     FILE *samples;
     int in_iteration;
     int exit_code;          /* DUET_EXIT_*: 0 while all is well */
     char error[512];
 } duet_native;
+
+/* The run-queue delay so far of the thread behind fd (schedstat field 2), or UINT64_MAX. */
+static inline uint64_t duet__run_delay_ns(int fd) {
+    if (fd < 0) return UINT64_MAX;
+    char buf[128];
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    if (n <= 0) return UINT64_MAX;
+    buf[n] = '\0';
+    unsigned long long runtime = 0, delay = 0;
+    if (sscanf(buf, "%llu %llu", &runtime, &delay) != 2) return UINT64_MAX;
+    return (uint64_t)delay;
+}
+
+static inline long duet__involuntary_switches(void) {
+    struct rusage usage;
+    if (getrusage(RUSAGE_SELF, &usage) != 0) return -1;
+    return usage.ru_nivcsw;
+}
 
 static inline void duet__json_string(FILE *out, const char *s) {
     fputc('"', out);
@@ -625,6 +649,7 @@ static inline int duet__env_u64(duet_native *ctx, const char *name, int required
 static inline int duet_native_open(duet_native *ctx) {
     memset(ctx, 0, sizeof *ctx);
     ctx->inner_loops = 1;
+    ctx->schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
     ctx->barrier.slot = UINT32_MAX;
     const char *samples = getenv("DUET_SAMPLES");
     if (samples == NULL || *samples == '\0') {
@@ -695,6 +720,8 @@ static inline int duet_native_iteration_begin(duet_native *ctx) {
     int rc = duet_barrier_wait(&ctx->barrier, ctx->timeout_ns, &start);
     if (rc == DUET_BARRIER_OK) {
         ctx->cpu_start_ns = duet__clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+        ctx->runq_start_ns = duet__run_delay_ns(ctx->schedstat_fd);
+        ctx->nivcsw_start = duet__involuntary_switches();
         ctx->start_ns = start;
         ctx->in_iteration = 1;
         return 1;
@@ -716,6 +743,8 @@ static inline int duet_native_iteration_begin(duet_native *ctx) {
 static inline int duet_native_iteration_end(duet_native *ctx) {
     uint64_t end = duet_monotonic_ns();
     uint64_t cpu_end = duet__clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+    uint64_t runq_end = duet__run_delay_ns(ctx->schedstat_fd);
+    long nivcsw_end = duet__involuntary_switches();
     if (ctx->exit_code != DUET_EXIT_OK) return -1;
     if (!ctx->in_iteration) {
         snprintf(ctx->error, sizeof ctx->error,
@@ -728,9 +757,15 @@ static inline int duet_native_iteration_end(duet_native *ctx) {
     uint64_t index = warmup ? ctx->done : ctx->done - ctx->warmup;
     int written = fprintf(ctx->samples,
                           "{\"phase\": \"%s\", \"index\": %" PRIu64 ", \"start_ns\": %" PRIu64
-                          ", \"duration_ns\": %" PRIu64 ", \"cpu_ns\": %" PRIu64 "}\n",
+                          ", \"duration_ns\": %" PRIu64 ", \"cpu_ns\": %" PRIu64,
                           warmup ? "warmup" : "measure", index, ctx->start_ns,
                           end - ctx->start_ns, cpu_end - ctx->cpu_start_ns);
+    if (written >= 0 && runq_end != UINT64_MAX && ctx->runq_start_ns != UINT64_MAX &&
+        runq_end >= ctx->runq_start_ns)
+        written = fprintf(ctx->samples, ", \"runq_ns\": %" PRIu64, runq_end - ctx->runq_start_ns);
+    if (written >= 0 && nivcsw_end >= 0 && ctx->nivcsw_start >= 0)
+        written = fprintf(ctx->samples, ", \"nivcsw\": %ld", nivcsw_end - ctx->nivcsw_start);
+    if (written >= 0) written = fputs("}\n", ctx->samples);
     if (written < 0 || fflush(ctx->samples) != 0) {
         snprintf(ctx->error, sizeof ctx->error, "OSError: cannot write the samples file: %s",
                  strerror(errno));
@@ -775,6 +810,8 @@ static inline int duet_native_close(duet_native *ctx) {
             ctx->exit_code = DUET_EXIT_FAILED;
         ctx->samples = NULL;
     }
+    if (ctx->schedstat_fd >= 0) close(ctx->schedstat_fd);
+    ctx->schedstat_fd = -1;
     duet_barrier_close(&ctx->barrier);
     return ctx->exit_code;
 }

@@ -11,15 +11,26 @@ The worker spec and the samples file are described in ``docs/architecture.md``; 
 (``start_ns``), and its line is appended and flushed before the next wait, so a crash never loses
 a measured iteration.
 
-- ``command``: ``spec["shell"] -c spec["command"]`` is spawned (``posix_spawnp``) and reaped with
-  ``wait4`` in every iteration; stdin and stdout are /dev/null, stderr is inherited (the runner
-  captures it). ``cpu_ns`` is the child's user + system time from ``wait4`` (microsecond
-  resolution).
+- ``command``: the command is spawned (``posix_spawnp``) and reaped with ``wait4`` in every
+  iteration; stdin and stdout are /dev/null, stderr is inherited (the runner captures it). A
+  *simple* command (words and quotes only: no operators, redirections, expansions, globs or
+  variable assignments) is spawned directly, as its own words; anything else through
+  ``spec["shell"] -c`` (the ``done`` line says which: ``"spawn": "direct"`` or ``"shell"``).
+  ``cpu_ns`` is the user + system time of the child and every descendant it reaped, from
+  ``wait4`` (microsecond resolution); ``runq_ns`` is the child's own run-queue delay
+  (``/proc/<pid>/schedstat``, read after it exited and before it is reaped, with
+  ``waitid(WNOWAIT)``): the program itself when spawned directly, the shell only when it went
+  through one (the programs the shell starts are not counted); ``nivcsw`` the involuntary
+  context switches of the child and its reaped descendants.
 - ``python``: ``spec["sys_path"]`` is prepended to ``sys.path``, ``callable`` (``module:function``,
   the function may be a dotted attribute path) imported, ``setup`` called once before the first
   wait (its value, unless None, is passed to every call), then the callable is called
   ``inner_loops`` times per iteration. ``cpu_ns`` is the worker's process CPU time over the
-  iteration.
+  iteration (every thread); ``runq_ns`` the run-queue delay of the calling thread
+  (``/proc/thread-self/schedstat``); ``nivcsw`` the process's involuntary context switches.
+
+``runq_ns`` and ``nivcsw`` are left out of a sample line when the kernel does not provide them
+(no ``/proc/<pid>/schedstat`` without ``CONFIG_SCHED_INFO``).
 
 Exit codes (the runner's contract):
 
@@ -39,11 +50,14 @@ the traceback or the message to stderr.
 from __future__ import annotations
 
 import contextlib
+import errno
 import importlib
 import itertools
 import json
 import os
 import resource
+import shlex
+import shutil
 import sys
 import time
 import traceback
@@ -196,6 +210,134 @@ def prepare_python(spec: dict[str, Any]) -> tuple[Callable[..., Any], tuple[Any,
     return function, args
 
 
+#: Characters that make a command more than words and quotes when they stand outside quotes
+#: (operators, redirections, expansions, globs, comments, line breaks): the shell is needed.
+_SHELL_SYNTAX = frozenset("|&;<>()$`\\*?[]{}~#!\n\r")
+#: Inside double quotes the shell still expands these.
+_DOUBLE_QUOTED_SYNTAX = frozenset("$`\\")
+
+
+def _needs_shell(command: str) -> bool:
+    quote = ""
+    for c in command:
+        if quote == "'":
+            quote = "" if c == "'" else quote
+        elif quote == '"':
+            if c in _DOUBLE_QUOTED_SYNTAX:
+                return True
+            quote = "" if c == '"' else quote
+        elif c in "'\"":
+            quote = c
+        elif c in _SHELL_SYNTAX:
+            return True
+    return bool(quote)  # an unterminated quote: let the shell say what is wrong
+
+
+#: Builtins and keywords of POSIX sh that are not programs on PATH (or must not be run as one).
+_SHELL_WORDS = frozenset(
+    [
+        ".",
+        ":",
+        "alias",
+        "bg",
+        "break",
+        "case",
+        "cd",
+        "command",
+        "continue",
+        "do",
+        "done",
+        "elif",
+        "else",
+        "esac",
+        "eval",
+        "exec",
+        "exit",
+        "export",
+        "fc",
+        "fg",
+        "fi",
+        "for",
+        "getopts",
+        "hash",
+        "if",
+        "jobs",
+        "read",
+        "readonly",
+        "return",
+        "set",
+        "shift",
+        "source",
+        "then",
+        "times",
+        "trap",
+        "type",
+        "ulimit",
+        "umask",
+        "unalias",
+        "unset",
+        "until",
+        "wait",
+        "while",
+    ]
+)
+
+
+def direct_argv(command: str) -> list[str] | None:
+    """The words of a simple command, to be spawned without a shell; None when it needs one.
+
+    A shell would add its own start-up (about a millisecond) to every measured iteration, the
+    same on both sides, which pulls the ratio toward 1; and the run-queue delay of the program
+    is only readable when the program is the process we spawned.
+    """
+    if not command.strip() or _needs_shell(command):
+        return None
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if not words or "=" in words[0] or words[0] in _SHELL_WORDS:
+        # VAR=value prog, a builtin (exit, cd, ...) or a keyword: only the shell understands it.
+        return None
+    if "/" not in words[0] and shutil.which(words[0]) is None:
+        # Not found: the shell reports it the usual way (exit status 127).
+        return None
+    return words
+
+
+class RunQueue:
+    """The run-queue delay of one task: ``/proc/<tid>/schedstat`` field 2 (nanoseconds spent
+    runnable but waiting for a CPU), the file kept open and re-read."""
+
+    def __init__(self, path: str) -> None:
+        try:
+            self._fd: int | None = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            self._fd = None
+
+    def read_ns(self) -> int | None:
+        if self._fd is None:
+            return None
+        try:
+            return int(os.pread(self._fd, 128, 0).split()[1])
+        except (OSError, IndexError, ValueError):
+            return None
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def task_run_delay_ns(pid: int) -> int | None:
+    """The run-queue delay of process ``pid`` (its main thread) over its life, or None."""
+    queue = RunQueue(f"/proc/{pid}/schedstat")
+    try:
+        return queue.read_ns()
+    finally:
+        queue.close()
+
+
 def _cpu_ns_from_rusage(usage: resource.struct_rusage) -> int:
     # ru_utime/ru_stime are float seconds with microsecond resolution.
     return round((usage.ru_utime + usage.ru_stime) * 1e6) * 1000
@@ -220,25 +362,37 @@ class Samples:
         self._file.write(json.dumps(record) + "\n")
         self._file.flush()
 
-    def sample(self, done: int, warmup: int, start_ns: int, end_ns: int, cpu_ns: int) -> None:
+    def sample(
+        self,
+        done: int,
+        warmup: int,
+        start_ns: int,
+        end_ns: int,
+        cpu_ns: int,
+        runq_ns: int | None = None,
+        nivcsw: int | None = None,
+    ) -> None:
         in_warmup = done < warmup
-        self.write(
-            {
-                "phase": "warmup" if in_warmup else "measure",
-                "index": done if in_warmup else done - warmup,
-                "start_ns": start_ns,
-                "duration_ns": end_ns - start_ns,
-                "cpu_ns": cpu_ns,
-            }
-        )
+        line: dict[str, Any] = {
+            "phase": "warmup" if in_warmup else "measure",
+            "index": done if in_warmup else done - warmup,
+            "start_ns": start_ns,
+            "duration_ns": end_ns - start_ns,
+            "cpu_ns": cpu_ns,
+        }
+        if runq_ns is not None:
+            line["runq_ns"] = runq_ns
+        if nivcsw is not None:
+            line["nivcsw"] = nivcsw
+        self.write(line)
 
     def close(self) -> None:
         self._file.close()
 
 
 def run_command(spec: dict[str, Any], barrier: duet_barrier.Barrier, samples: Samples) -> None:
-    shell = spec["shell"]
-    argv = [shell, "-c", spec["command"]]
+    argv = direct_argv(spec["command"]) or [spec["shell"], "-c", spec["command"]]
+    program = argv[0]
     warmup = spec["warmup"]
     total = warmup + spec["iterations"]
     timeout_ns = spec["timeout_ns"]
@@ -248,21 +402,50 @@ def run_command(spec: dict[str, Any], barrier: duet_barrier.Barrier, samples: Sa
     actions = [(os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, devnull, 1)]
     spawn = os.posix_spawnp
     wait4 = os.wait4
+    waitid = os.waitid
+    exited_kept = os.WEXITED | os.WNOWAIT
     clock = time.monotonic_ns
     try:
         for done in range(total):
             start_ns = barrier.wait(timeout_ns)
-            pid = spawn(shell, argv, environ, file_actions=actions)
-            _, status, usage = wait4(pid, 0)
+            try:
+                try:
+                    pid = spawn(program, argv, environ, file_actions=actions)
+                except OSError as e:
+                    if e.errno != errno.ENOEXEC or program == spec["shell"]:
+                        raise
+                    # A script without a #! line: only a shell runs it (as sh would).
+                    argv = [spec["shell"], "-c", spec["command"]]
+                    program = argv[0]
+                    pid = spawn(program, argv, environ, file_actions=actions)
+            except OSError as e:
+                # Spawned directly, a missing program fails here (a shell would exit 127).
+                raise BenchmarkFailed(
+                    f"cannot start the command in iteration {done}: {e.strerror or e}: "
+                    f"{spec['command']}"
+                ) from e
+            # Wait for the exit without reaping: the child's schedstat is still readable.
+            waitid(os.P_PID, pid, exited_kept)
             end_ns = clock()
+            runq_ns = task_run_delay_ns(pid)
+            _, status, usage = wait4(pid, 0)
             if status != 0:
                 raise BenchmarkFailed(
                     f"the command {_describe_status(status)} in iteration {done} "
                     f"({'warmup' if done < warmup else 'measure'}): {spec['command']}"
                 )
-            samples.sample(done, warmup, start_ns, end_ns, _cpu_ns_from_rusage(usage))
+            samples.sample(
+                done,
+                warmup,
+                start_ns,
+                end_ns,
+                _cpu_ns_from_rusage(usage),
+                runq_ns,
+                usage.ru_nivcsw,
+            )
     finally:
         os.close(devnull)
+        spec["_spawn"] = "shell" if program == spec["shell"] else "direct"
 
 
 def run_python(
@@ -279,18 +462,35 @@ def run_python(
     repeat = itertools.repeat
     clock = time.monotonic_ns
     cpu_clock = time.process_time_ns
-    for done in range(total):
-        start_ns = barrier.wait(timeout_ns)
-        cpu_start = cpu_clock()
-        if args:
-            for _ in repeat(None, inner_loops):
-                function(*args)
-        else:
-            for _ in repeat(None, inner_loops):
-                function()
-        end_ns = clock()
-        cpu_ns = cpu_clock() - cpu_start
-        samples.sample(done, warmup, start_ns, end_ns, cpu_ns)
+    queue = RunQueue("/proc/thread-self/schedstat")
+    switches = _involuntary_switches
+    try:
+        for done in range(total):
+            start_ns = barrier.wait(timeout_ns)
+            cpu_start = cpu_clock()
+            runq_start = queue.read_ns()
+            nivcsw_start = switches()
+            if args:
+                for _ in repeat(None, inner_loops):
+                    function(*args)
+            else:
+                for _ in repeat(None, inner_loops):
+                    function()
+            end_ns = clock()
+            cpu_ns = cpu_clock() - cpu_start
+            runq_end = queue.read_ns()
+            runq_ns = (
+                runq_end - runq_start if runq_end is not None and runq_start is not None else None
+            )
+            samples.sample(
+                done, warmup, start_ns, end_ns, cpu_ns, runq_ns, switches() - nivcsw_start
+            )
+    finally:
+        queue.close()
+
+
+def _involuntary_switches() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw
 
 
 # -- entry points ------------------------------------------------------------------------------
@@ -345,8 +545,13 @@ def _run_attached(spec: dict[str, Any], samples: Samples) -> int:
         else:
             function, args = prepare_python(spec)
             run_python(spec, barrier, samples, function, args)
-        inner_loops = spec.get("inner_loops", 1) if spec["kind"] == "python" else 1
-        samples.write({"done": True, "inner_loops": inner_loops})
+        done: dict[str, Any] = {"done": True}
+        if spec["kind"] == "python":
+            done["inner_loops"] = spec.get("inner_loops", 1)
+        else:
+            done["inner_loops"] = 1
+            done["spawn"] = spec.get("_spawn", "shell")
+        samples.write(done)
         return EXIT_OK
     except duet_barrier.BarrierTimeout as e:
         barrier.abort(duet_barrier.REASON_PARTY_TIMEOUT)

@@ -35,6 +35,7 @@ def config_lines(rec: Recommendation, target: tuple[Path, str, str | None] | Non
         f"iterations = {rec.iterations}",
         f"warmup = {rec.warmup}",
         f'method = "{rec.method}"',
+        f'metric = "{rec.metric}"',
     ]
     return lines
 
@@ -90,6 +91,8 @@ def render_text(
                 2,
             )
         )
+    if context.get("interference"):
+        out.append(wrap(str(context["interference"]), 2))
     out.append("")
 
     # The interval.
@@ -222,6 +225,16 @@ def render_text(
             )
         )
     out.append(_line("method", f"{cal.method_pays} pays here: {cal.method_reason}"))
+    if cal.metric_reason:
+        out.append(_line("metric", cal.metric_reason))
+    widths = [
+        f"{method} {name} {pct(width)}"
+        for name, by_method in cal.widths_by_metric.items()
+        for method, width in by_method.items()
+        if width is not None
+    ]
+    if len(widths) > 1:
+        out.append(_line("A/A widths", ", ".join(widths)))
 
     if cal.warnings:
         out.append("")
@@ -241,7 +254,8 @@ def render_text(
         out.append(
             wrap(
                 f"Recommendation for a {pct(rec.threshold)} threshold at {conf} confidence: "
-                f"method {rec.method}, {rec.runs} runs x ({rec.warmup} warm-up + "
+                f"metric {rec.metric}, method {rec.method}, {rec.runs} runs x ({rec.warmup} "
+                "warm-up + "
                 f"{rec.iterations}) iterations. Expected {conf} interval width "
                 f"{pct(rec.expected_ci_width)}{cost}.",
                 0,

@@ -85,7 +85,14 @@ def row_text(b: BenchmarkRecord, r: Row) -> str:
             f"ratio candidate/baseline {r.ratio}, {_interval(r)}, change {r.change}"
             + (f", threshold {_threshold(a)}" if _threshold(a) else "")
         )
-    lines.append(f"median baseline {r.baseline}, candidate {r.candidate}")
+    per_iteration = f"{r.metric} per iteration" if r.metric else "per iteration"
+    lines.append(
+        f"{per_iteration} (geometric mean): baseline {r.baseline}, candidate {r.candidate}"
+    )
+    if r.other:
+        lines.append(f"also analysed: {r.other}")
+    if r.interference:
+        lines.append(r.interference)
     iterations = a.get("iterations")
     lines.append(f"runs {r.runs}" + (f", {iterations} iterations each" if iterations else ""))
     # The analysis note alone: the row's note repeats the first failures, listed in full below.

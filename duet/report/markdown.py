@@ -17,6 +17,7 @@ from duet.report.rows import (
     common_confidence,
     headline,
     isolation_line,
+    metric_line,
     ratio_cell,
     ratio_header,
     rows,
@@ -33,14 +34,17 @@ _ICON = {
 
 
 def _table(items: list[Row], shared: float | None) -> list[str]:
+    other = any(r.other for r in items)
     out = [
-        f"| benchmark | baseline | candidate | {ratio_header(shared)} | verdict |",
-        "|---|---:|---:|---|---|",
+        f"| benchmark | baseline | candidate | change | {ratio_header(shared)} | verdict |"
+        + (" other metric |" if other else ""),
+        "|---|---:|---:|---:|---|---|" + ("---|" if other else ""),
     ]
     for r in items:
         out.append(
-            f"| {markdown_text(r.name)} | {r.baseline} | {r.candidate} | "
+            f"| {markdown_text(r.name)} | {r.baseline} | {r.candidate} | {r.change} | "
             f"{ratio_cell(r, shared)} | {_ICON.get(r.verdict, '')} {r.verdict} |"
+            + (f" {markdown_text(r.other)} |" if other else "")
         )
     return out
 
@@ -77,6 +81,11 @@ def render_markdown(doc: ResultsDocument) -> str:
         for r in items
         if r.note
     ]
+    notes += [
+        f"- **{markdown_text(r.name)}**: {markdown_text(r.interference)}"
+        for r in items
+        if r.interference
+    ]
     if notes:
         out += ["Notes:", "", *notes, ""]
     out += [
@@ -88,7 +97,16 @@ def render_markdown(doc: ResultsDocument) -> str:
         "",
     ]
     iso = isolation_line(doc)
-    facts = [f for f in (_commits(doc), markdown_text(iso, limit=None) if iso else None) if f]
+    decided = metric_line(items, doc)
+    facts = [
+        f
+        for f in (
+            _commits(doc),
+            markdown_text(iso, limit=None) if iso else None,
+            markdown_text(decided, limit=None) if decided else None,
+        )
+        if f
+    ]
     threshold = next((b.analysis.get("threshold") for b in doc.benchmarks if b.analysis), None)
     if threshold is not None:
         facts.append(f"threshold {units.sig(float(threshold) * 100)}%")

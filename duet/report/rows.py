@@ -23,6 +23,12 @@ class Row:
     change: str
     verdict: str
     note: str | None
+    #: The metric that decided ("CPU time", "wall time"), or "" for an analysis without one.
+    metric: str = ""
+    #: The other metric, analysed too: ``wall time 1.06 [1.01, 1.12] regression``.
+    other: str = ""
+    #: One line when another process delayed the sides in enough iterations, else None.
+    interference: str | None = None
 
     @property
     def changed(self) -> bool:
@@ -48,29 +54,92 @@ def _side(a: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     return side if isinstance(side, Mapping) else {}
 
 
+#: Metric keys of an analysis, and how reports name them.
+METRIC_NAMES = {
+    "wall": "wall time",
+    "cpu": "CPU time",
+    "wall-runq": "wall time less run-queue delay",
+}
+#: Interference is mentioned from this share of iterations on (duet.analysis has the same rule;
+#: a results file is outside input, so the report does not import the analysis to read it).
+INTERFERENCE_NOTICE_SHARE = 0.05
+
+
+def _typical_ns(side: Mapping[str, Any]) -> float | None:
+    """The side's typical iteration: the geometric mean of the paired data the ratio comes
+    from (files analysed before duet-results/2 have only the median)."""
+    return _number(side.get("geomean_ns")) or _number(side.get("median_ns"))
+
+
 def row(b: BenchmarkRecord) -> Row:
     a: Mapping[str, Any] = b.analysis or {}
     used = _count(a.get("runs_used"))
     failed = _count(a.get("runs_failed"))
     verdict = a.get("verdict")
     ratio = _number(a.get("ratio"))
+    metric = a.get("metric")
     return Row(
         name=b.name,
         runs=f"{used}" if not failed else f"{used} ({failed} failed)",
-        baseline=units.duration(_number(_side(a, "baseline").get("median_ns"))),
-        candidate=units.duration(_number(_side(a, "candidate").get("median_ns"))),
+        baseline=units.duration(_typical_ns(_side(a, "baseline"))),
+        candidate=units.duration(_typical_ns(_side(a, "candidate"))),
         ratio=units.ratio(ratio),
         interval=units.interval(_number(a.get("ci_low")), _number(a.get("ci_high"))),
         confidence=_number(a.get("confidence")),
         change=units.change(ratio),
         verdict=verdict if verdict in VERDICTS else "no verdict",
         note=_note(a),
+        metric=METRIC_NAMES.get(metric, "") if isinstance(metric, str) else "",
+        other=_other_metric(a),
+        interference=interference_line(a),
     )
 
 
+def _other_metric(a: Mapping[str, Any]) -> str:
+    """The metrics that did not decide, each with its ratio, interval and verdict."""
+    metrics = a.get("metrics")
+    if not isinstance(metrics, Mapping):
+        return ""
+    parts = []
+    for key, name in METRIC_NAMES.items():
+        m = metrics.get(key)
+        if key == a.get("metric") or not isinstance(m, Mapping) or "missing" in m:
+            continue
+        ratio = _number(m.get("ratio"))
+        verdict = m.get("verdict")
+        text = f"{name} {units.ratio(ratio)}"
+        interval = units.interval(_number(m.get("ci_low")), _number(m.get("ci_high")))
+        if interval != "n/a":
+            text += f" {interval}"
+        parts.append(text + (f" {verdict}" if verdict in VERDICTS else ""))
+    return "; ".join(parts)
+
+
+def interference_line(a: Mapping[str, Any]) -> str | None:
+    """``another process ran on the measuring CPUs in 59% of iterations (1.2 s waiting): CPU
+    time decided`` when the share reaches :data:`INTERFERENCE_NOTICE_SHARE`."""
+    info = a.get("interference")
+    if not isinstance(info, Mapping):
+        return None
+    share = _number(info.get("share"))
+    if share is None or share < INTERFERENCE_NOTICE_SHARE:
+        return None
+    text = f"another process ran on the measuring CPUs in {units.share(share)} of iterations"
+    waited = _number(info.get("runq_ns"))
+    if waited:
+        text += f" ({units.duration(waited)} waiting for a CPU)"
+    metric = a.get("metric")
+    if metric in METRIC_NAMES:
+        text += f": {METRIC_NAMES[str(metric)]} decided"
+    return text
+
+
 def _note(a: Mapping[str, Any]) -> str | None:
-    """The analysis note plus the failed runs (the first two reasons), for the notes list."""
+    """The analysis note, a disagreement of the metrics and the failed runs (the first two
+    reasons), for the notes list."""
     parts = [str(a["note"])] if a.get("note") else []
+    if isinstance(a.get("disagreement"), str):
+        parts.append(str(a["disagreement"]))
     raw = a.get("failures")
     failures = [str(f) for f in raw] if isinstance(raw, list) else []
     if failures:
@@ -124,6 +193,27 @@ def headline(items: list[Row]) -> str:
             }.get(word, word)
             parts.append(f"{n} {label}")
     return ", ".join(parts) if parts else "no benchmarks"
+
+
+def metric_line(items: list[Row], doc: ResultsDocument) -> str | None:
+    """``metric: CPU time (auto: both sides CPU-bound ...)``: which metric decided and why, once
+    for the report when every benchmark agrees, else per metric with the counts."""
+    decided = [r.metric for r in items if r.metric]
+    if not decided:
+        return None
+    kinds = sorted(set(decided))
+    if len(kinds) == 1:
+        reasons = {
+            str((b.analysis or {}).get("metric_reason"))
+            for b in doc.benchmarks
+            if isinstance((b.analysis or {}).get("metric_reason"), str)
+        }
+        why = reasons.pop() if len(reasons) == 1 else None
+        if why and why.startswith(kinds[0]):
+            # "CPU time: both sides CPU-bound (...)": the reason already names the metric.
+            return f"decided by {why}"
+        return f"decided by {kinds[0]}" + (f" ({why})" if why else "")
+    return "decided by " + ", ".join(f"{k} for {decided.count(k)}" for k in kinds)
 
 
 def isolation_line(doc: ResultsDocument) -> str | None:

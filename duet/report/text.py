@@ -8,6 +8,7 @@ from duet.report.rows import (
     common_confidence,
     headline,
     isolation_line,
+    metric_line,
     ratio_cell,
     ratio_header,
     rows,
@@ -47,6 +48,11 @@ def render_text(doc: ResultsDocument, *, color: bool = False) -> str:
         [r.name, r.runs, r.baseline, r.candidate, ratio_cell(r, shared), r.change, r.verdict]
         for r in items
     ]
+    if any(r.other for r in items):
+        # Both metrics are always analysed: the one that did not decide is shown beside.
+        header.append("other metric")
+        for line, r in zip(body, items, strict=True):
+            line.append(r.other)
     lines = table(header, body, right={1, 2, 3, 5})
     if color:
         for i, r in enumerate(items, start=1):
@@ -55,8 +61,12 @@ def render_text(doc: ResultsDocument, *, color: bool = False) -> str:
                 lines[i] = click.style(lines[i], fg=fg, bold=r.verdict == "regression")
     out = [*lines, ""]
     notes = [f"  {r.name}: {r.note}" for r in items if r.note]
+    notes += [f"  {r.name}: {r.interference}" for r in items if r.interference]
     if notes:
         out += ["notes:", *notes, ""]
+    decided = metric_line(items, doc)
+    if decided:
+        out.append(decided)
     iso = isolation_line(doc)
     summary = headline(items)
     out.append(f"{summary}" + (f" ({iso})" if iso else ""))

@@ -83,7 +83,7 @@ def test_hostile_results_cannot_inject_markup(hostile_doc: dict[str, Any]) -> No
     assert "e.co" not in body
     # The pipe of the name cannot split the table row.
     row = next(line for line in body.splitlines() if "onerror" in line and line.startswith("|"))
-    assert row.count("|") == 6
+    assert row.count("|") == 7
 
 
 def test_hostile_numbers_do_not_crash_the_report(hostile_doc: dict[str, Any]) -> None:

@@ -134,3 +134,175 @@ def test_no_successful_run() -> None:
     assert a.ratio is None
     assert a.verdict is None
     assert a.runs_failed == len(bench["runs"])
+
+
+# -- the metric: wall time or CPU time ------------------------------------------------------------
+
+
+def _two_metric_benchmark(
+    *,
+    work_ns: float,
+    slower: float,
+    runs: int = 10,
+    iterations: int = 20,
+    busy: float = 1.0,
+    preempted: float = 0.0,
+    wall_slower: float | None = None,
+    seed: int = 3,
+) -> results.BenchmarkRecord:
+    """Synthetic runs of a benchmark whose code needs ``work_ns`` of CPU per iteration (the
+    candidate ``slower`` times that, within 0.3% noise). Each side's iteration lasts
+    ``work / busy`` on its own (``busy`` < 1: it sleeps for the rest); with probability
+    ``preempted`` another process takes the CPU for 0-100% of the iteration on one side (it
+    waits on the run queue: wall time grows, CPU time does not)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for r in range(runs):
+        sides = {}
+        for name, factor in (("baseline", 1.0), ("candidate", slower)):
+            cpu = work_ns * factor * rng.lognormal(0, 0.003, iterations)
+            sleep = cpu * (1 / busy - 1)
+            if name == "candidate" and wall_slower is not None:
+                sleep = sleep + work_ns * (wall_slower - slower) / busy
+            hit = rng.random(iterations) < preempted
+            runq = np.where(hit, cpu * rng.uniform(0, 1.0, iterations), 0.0)
+            wall = cpu + sleep + runq
+            sides[name] = {
+                "iterations_ns": [int(x) for x in wall],
+                "iteration_cpu_ns": [int(x) for x in cpu],
+                "iteration_runq_ns": [int(x) for x in runq],
+                "iteration_nivcsw": [int(h) for h in hit],
+            }
+        out.append({"index": r, "status": "ok", **sides})
+    doc = results.from_dict(
+        {"schema": "duet-results/2", "benchmarks": [{"name": "b", "runs": out}]}
+    )
+    return doc.benchmarks[0]
+
+
+def test_a_file_of_schema_1_is_analysed_on_wall_time_and_says_cpu_is_missing() -> None:
+    doc = analyze_document(results.load(FIXTURE), AnalysisSettings(reps=500))
+    a = doc.benchmark("parse-json").analysis
+    assert a is not None
+    assert a["metric"] == "wall"
+    assert "no per-iteration CPU time recorded" in a["metric_reason"]
+    assert a["metrics"]["cpu"] == {"missing": a["metric_reason"].removeprefix("wall time: ")}
+    assert a["interference"] is None
+    # Asking for CPU time explicitly still analyses wall time, and says why.
+    cpu = analyze_benchmark(doc.benchmark("parse-json"), AnalysisSettings(metric="cpu", reps=500))
+    assert cpu.metric == "wall"
+    assert cpu.metric_reason is not None
+    assert cpu.metric_reason.startswith("wall time: CPU time was asked for, but")
+
+
+def test_auto_takes_cpu_time_when_another_process_preempts_cpu_bound_sides() -> None:
+    record = _two_metric_benchmark(work_ns=20e6, slower=1.02, preempted=0.6)
+    a = analyze_benchmark(record, AnalysisSettings(reps=2000))
+    assert a.metric == "cpu"
+    assert a.metric_reason is not None
+    assert a.metric_reason.startswith("CPU time: both sides CPU-bound")
+    # CPU time sees the 2% through the preemptions; wall time cannot tell.
+    assert a.verdict == "regression"
+    assert a.ci_low is not None
+    assert a.ci_high is not None
+    assert 1.01 < a.ci_low < 1.02 < a.ci_high < 1.03
+    wall = a.metrics["wall"]
+    assert wall.verdict == "inconclusive"
+    # About 60% of iterations were hit on each side: nearly 84% had either side waiting.
+    assert a.interference is not None
+    assert 0.7 < a.interference.share < 0.95
+    assert a.interference.runq_ns > 0
+    # The side columns are the geometric means of the deciding metric: they divide to the ratio.
+    assert a.baseline is not None
+    assert a.candidate is not None
+    assert a.candidate.geomean_ns / a.baseline.geomean_ns == pytest.approx(a.ratio, rel=2e-3)
+    stored = a.to_dict()
+    assert stored["metrics"]["wall"]["verdict"] == "inconclusive"
+    assert stored["interference"]["share"] == a.interference.share
+    assert stored["disagreement"] is None  # inconclusive against a change: no contradiction
+
+
+def test_auto_keeps_wall_time_for_code_that_sleeps() -> None:
+    record = _two_metric_benchmark(work_ns=2e6, slower=1.0, busy=0.3, wall_slower=1.10)
+    a = analyze_benchmark(record, AnalysisSettings(reps=2000))
+    assert a.metric == "wall"
+    assert a.metric_reason is not None
+    assert "on a CPU or waiting for one" in a.metric_reason
+    # The candidate sleeps 10% more: only wall time sees it, and it decides.
+    assert a.verdict == "regression"
+    assert a.metrics["cpu"].verdict == "no change"
+    assert a.disagreement is not None
+    assert a.disagreement.startswith("CPU time says no change")
+    assert "time off the CPU" in a.disagreement
+    assert a.busy_share["baseline"] == pytest.approx(0.3, abs=0.01)
+
+
+def test_a_forced_metric_decides_and_the_other_is_still_shown() -> None:
+    record = _two_metric_benchmark(work_ns=2e6, slower=1.0, busy=0.3, wall_slower=1.10)
+    a = analyze_benchmark(record, AnalysisSettings(reps=2000, metric="cpu"))
+    assert a.metric == "cpu"
+    assert a.metric_reason == "CPU time, as configured"
+    assert a.verdict == "no change"
+    assert a.disagreement is not None
+    assert a.disagreement.startswith("wall time says regression (+10.0%) but CPU time says")
+
+
+def test_analyze_keeps_the_recorded_metric_unless_told(tmp_path: Path) -> None:
+    import dataclasses
+    import subprocess
+    import sys
+
+    record = _two_metric_benchmark(work_ns=2e6, slower=1.0, busy=0.3, wall_slower=1.10)
+    analysed = dataclasses.replace(
+        record, analysis=analyze_benchmark(record, AnalysisSettings(metric="cpu")).to_dict()
+    )
+    path = tmp_path / "r.json"
+    results.save(results.ResultsDocument(benchmarks=(analysed,)), path)
+
+    def metric(*extra: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "duet", "analyze", str(path), "--format", "json", *extra],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode in (0, 1), done.stderr
+        return str(json.loads(done.stdout)["benchmarks"][0]["analysis"]["metric"])
+
+    assert metric() == "cpu"
+    assert metric("--metric", "auto") == "wall"
+
+
+def test_auto_takes_wall_less_run_queue_delay_for_sleeping_code_another_process_delays() -> None:
+    record = _two_metric_benchmark(
+        work_ns=2e6, slower=1.0, busy=0.5, wall_slower=1.05, preempted=0.6
+    )
+    a = analyze_benchmark(record, AnalysisSettings(reps=2000))
+    assert a.metric == "wall-runq"
+    assert a.metric_reason is not None
+    assert a.metric_reason.startswith("wall time less run-queue delay: the baseline and the")
+    assert "another process delayed a side in" in a.metric_reason
+    # The 5% more sleeping is found; the preemptions make wall time itself much wider.
+    assert a.verdict == "regression"
+    assert a.ci_low is not None
+    assert a.ci_high is not None
+    wall = a.metrics["wall"]
+    assert wall.ci_low is not None
+    assert wall.ci_high is not None
+    assert (a.ci_high - a.ci_low) * 3 < wall.ci_high - wall.ci_low
+    assert a.to_dict()["metrics"]["wall-runq"]["verdict"] == "regression"
+
+
+def test_without_run_queue_figures_wall_less_runq_is_missing_and_says_why() -> None:
+    doc = analyze_document(results.load(FIXTURE), AnalysisSettings(reps=500))
+    a = doc.benchmark("parse-json").analysis
+    assert a is not None
+    assert a["metrics"]["wall-runq"] == {"missing": "no per-iteration run-queue delay recorded"}
+    forced = analyze_benchmark(
+        doc.benchmark("parse-json"), AnalysisSettings(metric="wall-runq", reps=500)
+    )
+    assert forced.metric == "wall"
+    assert forced.metric_reason == (
+        "wall time: wall time less run-queue delay was asked for, but no per-iteration "
+        "run-queue delay recorded"
+    )

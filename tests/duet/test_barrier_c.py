@@ -364,9 +364,20 @@ def test_native_programs_write_the_samples_file(
             ("measure", i) for i in range(5)
         ]
         for sample in samples:
-            assert set(sample) == {"phase", "index", "start_ns", "duration_ns", "cpu_ns"}
+            assert set(sample) == {
+                "phase",
+                "index",
+                "start_ns",
+                "duration_ns",
+                "cpu_ns",
+                "runq_ns",
+                "nivcsw",
+            }
             assert 2_000_000 <= sample["duration_ns"] < 1_000_000_000
             assert 0 < sample["cpu_ns"] <= sample["duration_ns"] + 1_000_000
+            # Waiting for a CPU and running on it both lie inside the iteration's wall time.
+            assert 0 <= sample["runq_ns"] <= sample["duration_ns"] + 1_000_000
+            assert sample["nivcsw"] >= 0
     # Both sides started the iterations together (the best one: a busy machine may preempt).
     skews = sorted(
         abs(first["start_ns"] - second["start_ns"])
@@ -459,5 +470,10 @@ def test_native_side_with_a_python_worker(
         assert native.wait(30) == 0
         assert worker.wait(30) == 0
         assert orchestrator.generations() == (7, 7)
-    for slot in (0, 1):
-        assert read_samples(tmp_path / f"{slot}.jsonl")[-1] == {"done": True, "inner_loops": 1}
+    assert read_samples(tmp_path / "0.jsonl")[-1] == {"done": True, "inner_loops": 1}
+    # `true` is a program on PATH: the worker spawns it without a shell.
+    assert read_samples(tmp_path / "1.jsonl")[-1] == {
+        "done": True,
+        "inner_loops": 1,
+        "spawn": "direct",
+    }

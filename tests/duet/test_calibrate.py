@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pytest
@@ -24,6 +25,7 @@ from duet.calibrate import (
     Components,
     aa_data,
     calibrate,
+    calibrate_metrics,
     detect_warmup,
     recommend,
     width_for_runs,
@@ -489,3 +491,86 @@ def test_formula_8_is_not_extrapolated_beyond_ten_times_the_measured_runs() -> N
     assert rec is not None
     assert rec.max_iterations == 300
     assert rec.iterations <= 300
+
+
+def _aa_record(*, busy: float, preempted: float, runs: int = 12, iterations: int = 15) -> Any:
+    """An A/A of code that needs 20 ms of CPU per iteration (0.3% noise), runs ``busy`` of
+    its wall time on a CPU (it sleeps for the rest), and is preempted by another process for
+    0-100% of the iteration with probability ``preempted`` (wall time only)."""
+    rng = np.random.default_rng(11)
+    out = []
+    for r in range(runs):
+        sides: dict[str, Any] = {}
+        for name in ("baseline", "candidate"):
+            cpu = 20e6 * rng.lognormal(0, 0.003, iterations)
+            runq = np.where(
+                rng.random(iterations) < preempted, cpu * rng.uniform(0, 1, iterations), 0
+            )
+            wall = cpu / busy + runq
+            sides[name] = {
+                "iterations_ns": [int(x) for x in wall],
+                "warmup_ns": [int(wall[0])],
+                "iteration_cpu_ns": [int(x) for x in cpu],
+                "iteration_runq_ns": [int(x) for x in runq],
+                "cores": [r % 2 if name == "baseline" else 1 - r % 2],
+            }
+        out.append({"index": r, "status": "ok", **sides})
+    doc = from_dict({"schema": "duet-results/2", "benchmarks": [{"name": "aa", "runs": out}]})
+    return doc.benchmarks[0]
+
+
+def test_cpu_time_is_chosen_for_cpu_bound_code_that_another_process_preempts() -> None:
+    record = _aa_record(busy=1.0, preempted=0.5)
+    cal = calibrate_metrics(record, busy_share={"baseline": 0.99, "candidate": 0.99}, reps=2000)
+    assert cal.metric == "cpu"
+    assert cal.metric_reason is not None
+    assert cal.metric_reason.startswith("CPU time: both sides CPU-bound")
+    widths = cal.widths_by_metric
+    assert widths["cpu"]["duet"] is not None
+    assert widths["wall"]["duet"] is not None
+    assert widths["cpu"]["duet"] * 5 < widths["wall"]["duet"]
+    assert cal.recommended is not None
+    assert cal.recommended.metric == "cpu"
+    assert cal.recommended.values()["metric"] == "cpu"
+    assert cal.to_dict()["metric"]["chosen"] == "cpu"
+
+
+def test_wall_time_is_kept_for_code_that_sleeps_whatever_the_widths() -> None:
+    record = _aa_record(busy=0.3, preempted=0.0)
+    cal = calibrate_metrics(record, busy_share={"baseline": 0.3, "candidate": 0.3}, reps=2000)
+    assert cal.metric == "wall"
+    assert cal.metric_reason is not None
+    assert "not CPU-bound" in cal.metric_reason
+    assert cal.recommended is not None
+    assert cal.recommended.metric == "wall"
+
+
+def test_a_metric_asked_for_is_used_and_one_not_recorded_falls_back_to_wall() -> None:
+    record = _aa_record(busy=1.0, preempted=0.5)
+    forced = calibrate_metrics(record, busy_share={"baseline": 1, "candidate": 1}, forced="wall")
+    assert forced.metric == "wall"
+    assert forced.metric_reason == "wall time, as asked (--metric wall)"
+    old = aa_record_without_cpu()
+    cal = calibrate_metrics(old, busy_share={}, forced="cpu")
+    assert cal.metric == "wall"
+    assert set(cal.widths_by_metric) == {"wall"}
+
+
+def aa_record_without_cpu() -> Any:
+    rng = np.random.default_rng(5)
+    runs = [
+        {
+            "index": r,
+            "status": "ok",
+            "baseline": {
+                "iterations_ns": [int(x) for x in rng.integers(9_000_000, 11_000_000, 10)]
+            },
+            "candidate": {
+                "iterations_ns": [int(x) for x in rng.integers(9_000_000, 11_000_000, 10)]
+            },
+        }
+        for r in range(8)
+    ]
+    return from_dict(
+        {"schema": "duet-results/1", "benchmarks": [{"name": "b", "runs": runs}]}
+    ).benchmarks[0]

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -142,6 +143,24 @@ def test_this_machine_is_diagnosed_completely() -> None:
     if len(os.sched_getaffinity(0)) >= 2:
         assert data["pair"] is not None
         assert len(data["pair"]["cpus"]) == 2
+
+
+def test_a_busy_process_on_the_measuring_cpus_is_named() -> None:
+    busy = subprocess.Popen([sys.executable, "-c", "while 1: pass"])
+    try:
+        time.sleep(0.3)  # past its start-up
+        d = diagnose(sample_s=0.5)
+    finally:
+        busy.kill()
+        busy.wait()
+    named = {n["pid"]: n for n in d.facts["neighbours"]}
+    assert busy.pid in named, d.facts["neighbours"]
+    # It spins: most of a CPU (less when the machine is busy with more than it).
+    assert named[busy.pid]["cpu_share"] > 0.2
+    assert named[busy.pid]["command"].endswith("-c while 1: pass")
+    finding = next(f for f in d.findings if f.topic == "neighbours")
+    assert f"{busy.pid} " in finding.what
+    assert os.getpid() not in named  # duet itself is never its own neighbour
 
 
 def doctor(*args: str) -> subprocess.CompletedProcess[str]:

@@ -59,7 +59,7 @@ def test_round_trip_is_identity() -> None:
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
-        (lambda d: d.update(schema="duet-results/2"), r"newer duet \(duet-results/2\)"),
+        (lambda d: d.update(schema="duet-results/3"), r"newer duet \(duet-results/3\)"),
         (lambda d: d.update(schema="pyperf/1"), "is not a duet results schema"),
         (lambda d: d.pop("schema"), "schema: missing"),
         (lambda d: d.pop("benchmarks"), "missing required field 'benchmarks'"),

@@ -115,19 +115,30 @@ def read_samples(path: str | Path) -> list[dict[str, Any]]:
 
 
 def check_complete_samples(
-    lines: list[dict[str, Any]], side: str, pid: int, warmup: int, iterations: int, inner: int
+    lines: list[dict[str, Any]],
+    side: str,
+    pid: int,
+    warmup: int,
+    iterations: int,
+    inner: int,
+    spawn: str | None = None,
 ) -> list[dict[str, Any]]:
     assert lines[0] == {"duet_samples": 1, "side": side, "pid": pid}
-    assert lines[-1] == {"done": True, "inner_loops": inner}
+    done = {"done": True, "inner_loops": inner}
+    assert lines[-1] == (done if spawn is None else {**done, "spawn": spawn})
     samples = lines[1:-1]
     assert [(s["phase"], s["index"]) for s in samples] == [("warmup", i) for i in range(warmup)] + [
         ("measure", i) for i in range(iterations)
     ]
+    keys = ("start_ns", "duration_ns", "cpu_ns", "runq_ns", "nivcsw")
     for sample in samples:
-        assert set(sample) == {"phase", "index", "start_ns", "duration_ns", "cpu_ns"}
-        assert all(isinstance(sample[k], int) for k in ("start_ns", "duration_ns", "cpu_ns"))
+        # This machine's kernel has /proc/<pid>/schedstat: run-queue delay is always there.
+        assert set(sample) == {"phase", "index", *keys}
+        assert all(isinstance(sample[k], int) for k in keys)
         assert sample["duration_ns"] > 0
         assert sample["cpu_ns"] >= 0
+        assert 0 <= sample["runq_ns"] <= sample["duration_ns"] + 1_000_000
+        assert sample["nivcsw"] >= 0
     starts = [s["start_ns"] for s in samples]
     assert starts == sorted(starts)
     return samples
@@ -177,6 +188,7 @@ def test_command_benchmark_on_both_sides(
             2,
             4,
             1,
+            spawn="shell",
         )
         # The child's CPU time (wait4), not the worker's, which sleeps in wait4: the shell's
         # busy loop makes it most of the wall time, unless a busy machine preempts it.
@@ -256,9 +268,82 @@ def test_python_3_8_worker_against_the_current_one(
         assert finish(new)[0] == 0
         assert orchestrator.generations() == (6, 6)
     assert read_samples(tmp_path / "samples-0.jsonl")[-1] == {"done": True, "inner_loops": 1}
+    assert read_samples(tmp_path / "samples-1.jsonl")[-1]["spawn"] == "direct"
 
 
 # -- failures ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "argv"),
+    [
+        ("true", ["true"]),
+        ("sleep 0.01", ["sleep", "0.01"]),
+        ("python3 -c 'print((1, 2))'", ["python3", "-c", "print((1, 2))"]),
+        ("./prog --in 'a b'", ["./prog", "--in", "a b"]),
+        ("echo 'a;b'", ["echo", "a;b"]),
+        ('echo "$HOME"', None),
+        ("a && b", None),
+        ("true | cat", None),
+        ("ls *.py", None),
+        ("FOO=1 true", None),
+        ("exit 3", None),
+        ("cd /tmp", None),
+        ("no-such-program-here x", None),
+        ("echo 'unterminated", None),
+    ],
+)
+def test_only_simple_commands_are_spawned_without_a_shell(command: str, argv: object) -> None:
+    from duet.harness import duet_worker
+
+    assert duet_worker.direct_argv(command) == argv
+
+
+def test_run_queue_delay_is_measured_when_another_process_shares_the_cpu(
+    processes: Processes, shm_path: str, tmp_path: Path
+) -> None:
+    """A busy process pinned to the side's CPU: the command (spawned directly) waits on the
+    run queue for a large part of every iteration, and its CPU time stays near its own work."""
+    cpu = two_cpus()[0]
+    hog = processes.start([sys.executable, "-c", "while True: pass"])
+    os.sched_setaffinity(hog.pid, {cpu})
+    spin = (
+        "python3 -c 'import time\nt = time.process_time() + 0.05\n"
+        "while time.process_time() < t: pass'"
+    )
+    try:
+        with db.create(shm_path, parties=1):
+            worker = start_worker(
+                processes, write_spec(tmp_path, shm_path, 0, command=spin), cpu=cpu
+            )
+            code, _, err = finish(worker, timeout_s=60)
+    finally:
+        hog.kill()
+        hog.wait()
+    assert code == 0, err
+    lines = read_samples(tmp_path / "samples-0.jsonl")
+    assert lines[-1]["spawn"] == "direct"
+    measured = [s for s in lines[1:-1] if s["phase"] == "measure"]
+    # Two runnable tasks on one CPU: the scheduler shares it, so the program waits for about as
+    # long as it runs; its run-queue delay accounts for most of what its wall time gained (the
+    # rest: its start-up blocks on page faults and file reads, more so on a busy machine).
+    for s in measured:
+        assert s["runq_ns"] > 0.2 * s["duration_ns"], s
+        assert s["cpu_ns"] + s["runq_ns"] > 0.5 * s["duration_ns"], s
+        assert s["nivcsw"] > 0, s
+
+
+def test_a_script_without_an_interpreter_line_runs_through_the_shell(
+    processes: Processes, shm_path: str, tmp_path: Path
+) -> None:
+    script = tmp_path / "script"
+    script.write_text("true\n")
+    script.chmod(0o755)
+    with db.create(shm_path, parties=1):
+        worker = start_worker(processes, write_spec(tmp_path, shm_path, 0, command=str(script)))
+        code, _, err = finish(worker)
+    assert code == 0, err
+    assert read_samples(tmp_path / "samples-0.jsonl")[-1]["spawn"] == "shell"
 
 
 def test_failing_command_exits_3_and_stops_the_other_side(

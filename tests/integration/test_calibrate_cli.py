@@ -123,6 +123,12 @@ def test_compare_sequential_and_write_into_the_configuration(tmp_path: Path) -> 
     # The method that pays on this machine is part of the recommendation, written too.
     assert rec["method"] in ("duet", "sequential")
     assert f'\nmethod = "{rec["method"]}"\n' in benchmark_table
+    # And the metric: a command that does nothing is mostly process start-up, all on a CPU.
+    assert rec["metric"] == c["metric"]["chosen"]
+    assert rec["metric"] in ("wall", "cpu")
+    assert f'\nmetric = "{rec["metric"]}"\n' in benchmark_table
+    assert set(c["metric"]["widths"]) == {"wall", "cpu"}
+    assert c["metric"]["reason"]
 
 
 def test_usage_errors_exit_2(tmp_path: Path) -> None:

@@ -1,0 +1,45 @@
+"""``duet demo`` end to end: the README's first command finds its 5% slower candidate, on the
+machine as it is and with a busy process beside the sides."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.usefixtures("no_leftovers")
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="the demo compiles C: no cc here")
+def test_the_demo_detects_its_regression_also_beside_a_busy_process(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "duet", "demo", "--runs", "6", "--quiet", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    print(done.stdout)  # shown when an assertion below fails
+    table = done.stdout.split("ratio 1.05):", 1)[1]
+    assert "the machine as it is" in table
+    assert "one busy process beside it" in table
+    assert table.count("detected") == 2, done.stdout
+    assert "MISSED" not in table
+    for where in ("quiet", "busy"):
+        doc = json.loads((tmp_path / where / "results.json").read_text())
+        a = doc["benchmarks"][0]["analysis"]
+        # A CPU-bound C program: CPU time decides, and both metrics were analysed.
+        assert a["metric"] == "cpu", a["metric_reason"]
+        assert set(a["metrics"]) == {"wall", "cpu"}
+        assert a["verdict"] == "regression"
+        # 5% more loop iterations: within a point of 1.05 (the loop is not all of the program).
+        assert 1.03 < a["ratio"] < 1.07, a
+        assert (tmp_path / where / "report.md").read_text().startswith("## duet:")
+    busy = json.loads((tmp_path / "busy" / "results.json").read_text())
+    # The busy process had to take turns with the sides: the run queue shows it.
+    assert busy["benchmarks"][0]["analysis"]["interference"]["share"] > 0.3
