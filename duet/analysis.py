@@ -295,7 +295,7 @@ class _Series:
         if self.runq is None:
             return None
         a, b = self.wall[0] - self.runq[0], self.wall[1] - self.runq[1]
-        # The task waited for the whole iteration as measured (clock resolutions): unusable.
+        # The task waited for the whole iteration as measured (a capped reading): unusable.
         return (a, b) if (a > 0).all() and (b > 0).all() else None
 
     def of(self, metric: Metric) -> tuple[Matrix, Matrix] | None:
@@ -335,7 +335,13 @@ def _series(ok: tuple[RunRecord, ...], n: int) -> _Series:
             "than the iteration)"
         )
         cpu = None
-    return _Series(wall=wall, cpu=cpu, runq=matrix("iteration_runq_ns"), cpu_missing=cpu_missing)
+    runq = matrix("iteration_runq_ns")
+    if runq is not None:
+        # The kernel adds a wait to run_delay when the task next gets a CPU; under heavy load a
+        # reading above the iteration's wall time was seen (a wait that began before the
+        # iteration). The samples keep the reading; the analysis caps it at the iteration.
+        runq = (np.minimum(runq[0], wall[0]), np.minimum(runq[1], wall[1]))
+    return _Series(wall=wall, cpu=cpu, runq=runq, cpu_missing=cpu_missing)
 
 
 def _estimate(

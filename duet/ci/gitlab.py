@@ -67,7 +67,7 @@ def target_from_env(env: Mapping[str, str], *, mr: int | None = None) -> Target:
     iid = mr
     if iid is None:
         raw = env.get("CI_MERGE_REQUEST_IID", "")
-        iid = int(raw) if raw.isdigit() and 0 < int(raw) < 2**53 else None
+        iid = int(raw) if raw.isdecimal() and raw.isascii() and 0 < int(raw) < 2**53 else None
     if iid is None:
         source = env.get("CI_PIPELINE_SOURCE") or "unknown"
         raise NotPosted(

@@ -44,7 +44,8 @@ def _table(items: list[Row], shared: float | None) -> list[str]:
         out.append(
             f"| {markdown_text(r.name)} | {r.baseline} | {r.candidate} | {r.change} | "
             f"{ratio_cell(r, shared)} | {_ICON.get(r.verdict, '')} {r.verdict} |"
-            + (f" {markdown_text(r.other)} |" if other else "")
+            # Built by duet from numbers and fixed words: nothing to escape.
+            + (f" {r.other} |" if other else "")
         )
     return out
 

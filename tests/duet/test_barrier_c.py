@@ -375,8 +375,9 @@ def test_native_programs_write_the_samples_file(
             }
             assert 2_000_000 <= sample["duration_ns"] < 1_000_000_000
             assert 0 < sample["cpu_ns"] <= sample["duration_ns"] + 1_000_000
-            # Waiting for a CPU and running on it both lie inside the iteration's wall time.
-            assert 0 <= sample["runq_ns"] <= sample["duration_ns"] + 1_000_000
+            # Raw as the kernel reports it: a wait is added when the task next gets a CPU, so
+            # under heavy load a reading can exceed the iteration (the analysis caps it).
+            assert sample["runq_ns"] >= 0
             assert sample["nivcsw"] >= 0
     # Both sides started the iterations together (the best one: a busy machine may preempt).
     skews = sorted(

@@ -137,7 +137,7 @@ def check_complete_samples(
         assert all(isinstance(sample[k], int) for k in keys)
         assert sample["duration_ns"] > 0
         assert sample["cpu_ns"] >= 0
-        assert 0 <= sample["runq_ns"] <= sample["duration_ns"] + 1_000_000
+        assert sample["runq_ns"] >= 0
         assert sample["nivcsw"] >= 0
     starts = [s["start_ns"] for s in samples]
     assert starts == sorted(starts)

@@ -35,7 +35,7 @@ def test_the_demo_detects_its_regression_also_beside_a_busy_process(tmp_path: Pa
         a = doc["benchmarks"][0]["analysis"]
         # A CPU-bound C program: CPU time decides, and both metrics were analysed.
         assert a["metric"] == "cpu", a["metric_reason"]
-        assert set(a["metrics"]) == {"wall", "cpu"}
+        assert set(a["metrics"]) == {"wall", "cpu", "wall-runq"}
         assert a["verdict"] == "regression"
         # 5% more loop iterations: within a point of 1.05 (the loop is not all of the program).
         assert 1.03 < a["ratio"] < 1.07, a
