@@ -21,7 +21,23 @@ from duet.errors import EXIT_REGRESSION, DuetError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-FAIL_ON = click.Choice(["regression", "any", "never"])
+FAIL_ON = click.Choice(["regression", "inconclusive", "any", "never"])
+FAIL_ON_HELP = (
+    "Exit 1 on a regression; 'inconclusive' also when an interval can rule a regression "
+    "neither in nor out; 'any' also on an improvement; 'never' always exits 0."
+)
+
+
+def fails_on(doc: Any, fail_on: str) -> bool:
+    """Whether the verdicts of ``doc`` fail a CI job under ``--fail-on``: those of
+    :func:`duet.analysis.fails`, and ``inconclusive`` (a regression, or an inconclusive
+    verdict: a job that must prove "not slower" fails when the data cannot say)."""
+    from duet.analysis import fails, verdicts_of
+
+    verdicts = verdicts_of(doc)
+    if fail_on == "inconclusive":
+        return fails(verdicts, "regression") or "inconclusive" in verdicts
+    return fails(verdicts, fail_on)  # type: ignore[arg-type]  # FAIL_ON's other choices
 
 
 def _die(error: DuetError) -> NoReturn:
@@ -161,7 +177,7 @@ def main(verbose: int) -> None:
 
 
 @main.command()
-@click.argument("results", type=click.Path(dir_okay=False, path_type=str))
+@click.argument("results", type=click.Path(path_type=str))
 @click.option(
     "--format",
     "fmt",
@@ -176,7 +192,7 @@ def main(verbose: int) -> None:
     type=FAIL_ON,
     default="regression",
     show_default=True,
-    help="Exit 1 on a regression; 'any' also on an improvement; 'never' always exits 0.",
+    help=FAIL_ON_HELP,
 )
 @reports_errors
 @click.pass_context
@@ -199,11 +215,11 @@ def analyze(
     `metric`, or --metric of the run)."""
     from click.core import ParameterSource
 
-    from duet import results as results_mod
-    from duet.analysis import AnalysisSettings, analyze_document, fails, verdicts_of
+    from duet.analysis import AnalysisSettings, analyze_document
+    from duet.commands import load_results
     from duet.report import render
 
-    doc = results_mod.load(results)
+    doc = load_results(results)
     settings = AnalysisSettings(
         confidence=confidence,
         threshold=threshold,
@@ -216,7 +232,7 @@ def analyze(
     keep = ctx.get_parameter_source("metric") != ParameterSource.COMMANDLINE
     analysed = analyze_document(doc, settings, keep_recorded_metric=keep)
     click.echo(render(analysed, fmt, color=fmt == "text" and sys.stdout.isatty()), nl=False)  # type: ignore[arg-type]
-    if fails(verdicts_of(analysed), fail_on):  # type: ignore[arg-type]
+    if fails_on(analysed, fail_on):
         sys.exit(EXIT_REGRESSION)
 
 
@@ -402,14 +418,13 @@ def finish(
     """Print the report, then exit by contract: 3 when a benchmark is broken or ``missing`` in
     one version (that outranks a regression: a verdict from a broken suite is not to be
     trusted), 1 on a regression per ``--fail-on``, else 0."""
-    from duet.analysis import fails, verdicts_of
     from duet.report import render
     from duet.session import raise_if_broken
 
     click.echo(render(doc, fmt, color=fmt == "text" and sys.stdout.isatty()), nl=False)  # type: ignore[arg-type]
     click.echo(f"results: {out}", err=True)
     raise_if_broken(doc, max_failures, missing=missing)
-    if fails(verdicts_of(doc), fail_on):  # type: ignore[arg-type]
+    if fails_on(doc, fail_on):
         sys.exit(EXIT_REGRESSION)
 
 
@@ -461,7 +476,7 @@ def finish(
     show_default=True,
 )
 @analysis_options
-@click.option("--fail-on", type=FAIL_ON, default="regression", show_default=True)
+@click.option("--fail-on", type=FAIL_ON, default="regression", show_default=True, help=FAIL_ON_HELP)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @reports_errors
 def run(**o: Any) -> None:

@@ -3,19 +3,21 @@
 config (read from HEAD's commit) -> versions (two worktrees, two builds) -> plan and runner
 (through :func:`duet.session.measure`) -> results -> reports in ``duet-results/``.
 
-The suite is HEAD's configuration. A benchmark that BASE's configuration does not have is
-reported as "missing in the baseline" with no runs, not measured against something else, and
-listed in ``config.missing_in_baseline`` (the command exits 3 for it unless ``--allow-missing``);
-when BASE has no duet configuration at all (the pull request that adds duet), HEAD's suite is used
-for both versions.
+The suite is HEAD's configuration (or, with ``--config`` outside the repository, that file as
+it is on disk, for both versions: :func:`config_source`). A benchmark that BASE's configuration
+does not have is reported as "missing in the baseline" with no runs, not measured against
+something else, and listed in ``config.missing_in_baseline`` (the command exits 3 for it unless
+``--allow-missing``); when BASE has no duet configuration at all (the pull request that adds
+duet), HEAD's suite is used for both versions.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -72,6 +74,65 @@ def repo_root(path: Path) -> Path:
     return Path(done.stdout.strip())
 
 
+@dataclass(frozen=True, slots=True)
+class ConfigSource:
+    """Where ``--config`` is read: a path inside the repository is read at HEAD's commit (the
+    suite is versioned with the code), a path outside it from disk (trying duet on a project's
+    history before committing anything)."""
+
+    #: Relative to the repository root when ``on_disk`` is False, else absolute.
+    path: str
+    on_disk: bool
+
+    def describe(self, head: str, head_sha: str) -> str:
+        if self.on_disk:
+            return f"{self.path}, read from disk (outside the repository; both versions use it)"
+        return f"{self.path} at HEAD ({head}, {head_sha[:12]})"
+
+    def record(self, head_sha: str) -> dict[str, Any]:
+        """What the results file keeps (``config.config_source``)."""
+        if self.on_disk:
+            return {"path": self.path, "from": "disk"}
+        return {"path": self.path, "from": "commit", "commit": head_sha}
+
+
+def config_source(root: Path, explicit: str | None) -> ConfigSource | None:
+    """Where ``--config`` (``explicit``; None: the default names at HEAD) is read. A relative
+    path is relative to the repository root, as it always was."""
+    if explicit is None:
+        return None
+    given = Path(explicit).expanduser()
+    full = Path(os.path.realpath(given if given.is_absolute() else root / given))
+    real_root = Path(os.path.realpath(root))
+    try:
+        inside = full.relative_to(real_root)
+    except ValueError:
+        return ConfigSource(path=str(full), on_disk=True)
+    return ConfigSource(path=inside.as_posix(), on_disk=False)
+
+
+def _read_from_disk(source: ConfigSource) -> tuple[str, str]:
+    path = Path(source.path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(
+            f"--config {path}: no such file (a path outside the repository is read from disk)",
+            fix="check the path, or commit the file and give its path inside the repository",
+        ) from None
+    except (OSError, UnicodeDecodeError) as e:
+        why = e.strerror if isinstance(e, OSError) else f"not UTF-8 text ({e.reason})"
+        raise ConfigError(
+            f"--config {path}: cannot read it: {why}", fix="give a readable UTF-8 TOML file"
+        ) from None
+    if path.name == "pyproject.toml" and "[tool.duet" not in text:
+        raise ConfigError(
+            f"--config {path} has no [tool.duet] table",
+            fix="add [tool.duet] (docs/configuration.md), or give a duet.toml",
+        )
+    return str(path), text
+
+
 def _config_text(versions: Any, commit: str, explicit: str | None) -> tuple[str, str] | None:
     """(path, text) of the configuration at ``commit``, or None when that commit has none."""
     for name in (explicit,) if explicit else CONFIG_CANDIDATES:
@@ -112,19 +173,27 @@ def write_outputs(doc: ResultsDocument, out_dir: Path, *, plots: bool = True) ->
     return written
 
 
-def compare(options: CompareOptions) -> ResultsDocument:
+def compare(
+    options: CompareOptions, *, on_note: Callable[[str], None] | None = None
+) -> ResultsDocument:
     """Measure HEAD against BASE and write every output; returns the analysed document.
 
     Raises
     ------
     VersionError
-        An unknown ref or a failed build (exit 3); the results file then says so.
+        A failed build or fetch (exit 3); the results file then says so.
+    UnknownRef
+        BASE or HEAD names no commit (exit 2).
     ConfigError
         HEAD has no usable configuration (exit 2).
+
+    ``on_note`` gets what the user should know before the measurement starts (where the
+    configuration is read from, BASE and HEAD being the same commit); by default it is logged.
     """
     from duet.config import load_config, to_specs
     from duet.versions import Versions
 
+    note = on_note or (lambda text: log.warning("%s", text))
     out_dir = options.out_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     results_path = out_dir / "results.json"
@@ -134,15 +203,26 @@ def compare(options: CompareOptions) -> ResultsDocument:
     ) as versions:
         base_sha = versions.resolve(options.base)
         head_sha = versions.resolve(options.head)
-        head_config = _config_text(versions, head_sha, options.config)
-        if head_config is None:
-            where = options.config or "duet.toml or [tool.duet] in pyproject.toml"
-            raise ConfigError(
-                f"HEAD ({options.head}, {head_sha[:12]}) has no duet configuration ({where})",
-                fix="commit a duet.toml (see docs/configuration.md), or pass --config PATH",
+        if base_sha == head_sha:
+            note(
+                f"warning: BASE ({options.base}) and HEAD ({options.head}) are the same commit "
+                f"{head_sha[:12]}: this measures a version against itself (an A/A comparison), "
+                "not a change. Give the commit to compare against, e.g. origin/main or HEAD~1"
             )
+        source = config_source(root, options.config)
+        at_head = None if source is None or source.on_disk else source.path
+        if source is not None and source.on_disk:
+            head_config: tuple[str, str] | None = _read_from_disk(source)
+        else:
+            head_config = _config_text(versions, head_sha, at_head)
+        if head_config is None:
+            raise _no_configuration(options.head, head_sha, at_head)
+        if source is None:
+            source = ConfigSource(path=head_config[0], on_disk=False)
+        note(f"configuration: {source.describe(options.head, head_sha)}")
         config = load_config(Path(head_config[0]), text=head_config[1])
-        base_config_found = _config_text(versions, base_sha, options.config)
+        # A suite from disk is the suite of both versions: nothing can be missing in BASE.
+        base_config_found = None if source.on_disk else _config_text(versions, base_sha, at_head)
         base_names: set[str] | None = None
         if base_config_found is not None:
             with contextlib.suppress(ConfigError):
@@ -166,7 +246,13 @@ def compare(options: CompareOptions) -> ResultsDocument:
             base_version = versions.build(base_version, config.build, rebuild=options.rebuild)
             head_version = versions.build(head_version, config.build, rebuild=options.rebuild)
         except VersionError as e:
-            _write_stopped(results_path, config.raw, version_info, f"build failed: {e.message}")
+            _write_stopped(
+                results_path,
+                config.raw,
+                version_info,
+                f"build failed: {e.message}",
+                config_source=source.record(head_sha),
+            )
             raise
 
         overrides = dict(options.overrides)
@@ -229,6 +315,10 @@ def compare(options: CompareOptions) -> ResultsDocument:
                 "bench": options.bench,
                 "max_failures": max_failures,
                 "missing_in_baseline": missing,
+                "config_source": source.record(head_sha),
+                # What the command line changed: shards merged later must agree on it.
+                "options": {**overrides, **options.analysis_overrides},
+                **({"same_commit": True} if base_sha == head_sha else {}),
             },
         )
         doc = measure(specs, session, versions=version_info)
@@ -246,6 +336,22 @@ def compare(options: CompareOptions) -> ResultsDocument:
         return doc
 
 
+def _no_configuration(head: str, head_sha: str, explicit: str | None) -> ConfigError:
+    where = f"HEAD ({head}, {head_sha[:12]})"
+    if explicit is None:
+        return ConfigError(
+            f"{where} has no duet configuration (duet.toml or [tool.duet] in pyproject.toml)",
+            fix="commit a duet.toml (see docs/configuration.md), or pass --config PATH (a path "
+            "outside the repository is read from disk)",
+        )
+    return ConfigError(
+        f"{where} has no {explicit}: a --config path inside the repository is read at HEAD's "
+        "commit, not from the working tree",
+        fix=f"commit it (git add {explicit} && git commit), or give a copy outside the "
+        "repository, which is read from disk as it is",
+    )
+
+
 def _analysed_missing(doc: ResultsDocument, settings: AnalysisSettings) -> ResultsDocument:
     for b in doc.benchmarks:
         if b.analysis is None:
@@ -254,7 +360,12 @@ def _analysed_missing(doc: ResultsDocument, settings: AnalysisSettings) -> Resul
 
 
 def _write_stopped(
-    path: Path, suite: Mapping[str, Any], versions: Mapping[str, Any], why: str
+    path: Path,
+    suite: Mapping[str, Any],
+    versions: Mapping[str, Any],
+    why: str,
+    *,
+    config_source: Mapping[str, Any],
 ) -> None:
     """A results file that says why nothing was measured (CI keeps it as an artifact)."""
     from duet import __version__
@@ -262,7 +373,12 @@ def _write_stopped(
     doc = ResultsDocument(
         benchmarks=(),
         tool={"name": "duet-bench", "version": __version__},
-        config={"command": "compare", "suite": dict(suite), "versions": dict(versions)},
+        config={
+            "command": "compare",
+            "suite": dict(suite),
+            "versions": dict(versions),
+            "config_source": dict(config_source),
+        },
         state={"complete": False, "stopped": why},
     )
     results.save(doc, path)

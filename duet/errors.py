@@ -65,6 +65,13 @@ class VersionError(DuetError):
     """A git ref that cannot be resolved, or a build that failed (exit 3)."""
 
 
+class UnknownRef(VersionError):
+    """A git ref that names no commit, here or on the remote (exit 2): the user's argument is
+    wrong, the machine is fine. A fetch that fails or a clone too shallow stay exit 3."""
+
+    exit_code = EXIT_USAGE
+
+
 class Interrupted(DuetError):
     """The orchestrator received SIGINT or SIGTERM; ``exit_code`` is 128 + the signal number."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from typing import TextIO
 
 
@@ -30,7 +31,9 @@ class Progress:
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.started = time.monotonic()
 
-    def step(self, message: str = "") -> None:
+    def step(self, message: str = "", *, details: Sequence[str] = ()) -> None:
+        """One step done; ``details`` are lines printed under it that the bar must not
+        overwrite (a failed run's stderr)."""
         self.done += 1
         if not self.enabled:
             return
@@ -44,12 +47,14 @@ class Progress:
             bar = "#" * filled + "-" * (self.WIDTH - filled)
             line = f"\r{self.label} [{bar}] {counts} {eta} {message}"
             self.stream.write(line[:200].ljust(80))
-            if self.done >= self.total:
+            if details or self.done >= self.total:
                 self.stream.write("\n")
         else:
             self.stream.write(
                 f"{self.label} {counts} ({fraction:.0%}, {eta}) {message}".rstrip() + "\n"
             )
+        for text in details:
+            self.stream.write(text.rstrip() + "\n")
         self.stream.flush()
 
     def note(self, message: str) -> None:

@@ -593,7 +593,13 @@ def _run_status(records: Mapping[SideName, SideRecord]) -> tuple[str, str | None
     causes = [(n, r) for n, r in failed if not (r.reason or "").startswith(consequences)]
     name, rec = (causes or failed)[0]
     status = rec.status if rec.status in ("timeout", "out-of-memory", "pids-limit") else "failed"
-    return status, f"{name}: {rec.reason}"
+    reason = rec.reason or status
+    # The worker's own exit code 3 says only "the command failed"; the command's exit status is
+    # in its message, and that is the number a user can act on (127: not found).
+    worker_wrapper = "exit code 3 (BenchmarkFailed: the command "
+    if reason.startswith(worker_wrapper) and reason.endswith(")"):
+        reason = "the command " + reason[len(worker_wrapper) : -1]
+    return status, f"{name}: {reason}"
 
 
 def measure_run(
@@ -710,26 +716,60 @@ def measure_benchmark(
     on_run: RunCallback,
     max_failures: int | None,
     inner_loops: int = 1,
+    on_stop: Callable[[str], None] | None = None,
 ) -> tuple[RunRecord, ...]:
     """Every planned run of one benchmark; ``on_run`` is called after each (to save results).
 
-    Stops early when more than ``max_failures`` runs have failed.
+    Stops early when more than ``max_failures`` runs have failed, or after the first run when
+    its failure would repeat in every run (docs/reliability.md, "Failures that repeat"); then
+    ``on_stop`` gets the sentence that says why (else it is logged).
     """
+
+    def repeats(record: RunRecord) -> str | None:
+        # A side that exited by itself before finishing a single iteration, in the very first
+        # run, failed on what every run shares: the command, the interpreter, the callable's
+        # import, a missing file. A timeout, a limit or a signal can be the machine's doing,
+        # and a failure after some iterations proves that the start works: those are retried.
+        side_name, _, _ = (record.reason or "").partition(": ")
+        if record.index != plans[0].index or side_name not in SIDES:
+            return None
+        side = record.side(side_name)
+        by_itself = side.exit_code is not None and side.exit_code >= 0
+        if (
+            record.status != "failed"
+            or not by_itself
+            or side.iterations_ns
+            or side.warmup_ns
+            or (side.reason or "").startswith("stopped")
+        ):
+            return None
+        return (
+            f"{bench.name}: stopped after run 1 of {len(plans)}: the {side_name} failed before "
+            "its first iteration, so every run would fail the same way"
+        )
+
     records: list[RunRecord] = []
     failures = 0
     for plan in plans:
         record = measure_run(bench, plan, ctx, inner_loops=inner_loops)
         records.append(record)
         on_run(record)
-        if not record.ok:
-            failures += 1
-            log.warning("%s run %d failed: %s", bench.name, plan.index, record.reason)
-            if max_failures is not None and failures > max_failures:
-                log.warning(
-                    "%s: %d runs failed (more than --max-failures %d): stopping this benchmark",
-                    bench.name,
-                    failures,
-                    max_failures,
-                )
-                break
+        if record.ok:
+            continue
+        failures += 1
+        # The caller shows the failure (on_run); logging it here as well printed it twice.
+        log.info("%s run %d failed: %s", bench.name, plan.index, record.reason)
+        why = repeats(record)
+        if why is None and max_failures is not None and failures > max_failures:
+            why = (
+                f"{bench.name}: stopped after run {len(records)} of {len(plans)}: {failures} "
+                f"{'run' if failures == 1 else 'runs'} failed, more than --max-failures "
+                f"{max_failures}"
+            )
+        if why is not None:
+            if on_stop is not None:
+                on_stop(why)
+            else:
+                log.warning("%s", why)
+            break
     return tuple(records)

@@ -229,8 +229,23 @@ def _measure_one(
 
     def on_run(run: RunRecord) -> None:
         recorder.add(run)
-        status = "ok" if run.ok else f"FAILED: {run.reason}"
-        progress.step(f"{bench.name} run {run.index + 1}/{bench.runs} {status}")
+        title = f"{bench.name} run {run.index + 1}/{bench.runs}"
+        if run.ok:
+            progress.step(f"{title} ok")
+            return
+        # The cause, once: the side's exit status and the end of its stderr.
+        details = failure_details(run)
+        progress.step(f"{title} FAILED", details=details)
+        if not options.progress:
+            _warn("\n".join([f"{title} failed:", *details]))
+
+    def on_stop(why: str) -> None:
+        recorder.record = replace(recorder.record, note=why.removeprefix(f"{bench.name}: "))
+        recorder.save()
+        if options.progress:
+            progress.note(f"duet: {why}")
+        else:
+            _warn(why)  # logged as "duet: WARNING: ..."
 
     measure_benchmark(
         bench,
@@ -239,12 +254,41 @@ def _measure_one(
         on_run=on_run,
         max_failures=options.max_failures,
         inner_loops=inner_loops,
+        on_stop=on_stop,
     )
     analysis_settings = options.per_benchmark.get(bench.name, options.analysis)
     analysis = analyze_benchmark(recorder.record, analysis_settings).to_dict()
     recorder.record = replace(recorder.record, analysis=analysis)
     recorder.save()
     return recorder.doc
+
+
+#: How many lines of a failed side's stderr are shown on the terminal (all of its tail is in the
+#: results file).
+STDERR_LINES_SHOWN = 5
+
+
+def failure_details(run: RunRecord) -> list[str]:
+    """What a failed run shows on the terminal: its cause, then the last lines of the failing
+    side's stderr (without the worker's own line, which repeats the cause)."""
+    out = [f"  {run.reason or run.status}"]
+    side_name = (run.reason or "").partition(": ")[0]
+    if side_name not in ("baseline", "candidate"):
+        return out
+    tail = run.side(side_name).stderr_tail  # type: ignore[arg-type]  # checked just above
+    lines = [
+        line
+        for line in (tail or "").splitlines()
+        if line.strip() and not line.startswith("duet_worker: ")
+    ]
+    if lines:
+        shown = lines[-STDERR_LINES_SHOWN:]
+        count = "line" if len(shown) == 1 else f"{len(shown)} lines"
+        out.append(f"  {side_name} stderr (last {count}):")
+        out += [f"    {line}" for line in shown]
+    else:
+        out.append(f"  {side_name} stderr: empty")
+    return out
 
 
 class _Recorder:
@@ -280,7 +324,7 @@ def broken_benchmarks(doc: ResultsDocument, max_failures: int | None) -> list[st
             continue  # not measured on purpose (e.g. missing in one version): reported by its note
         failed = sum(1 for r in b.runs if not r.ok)
         if not b.ok_runs():
-            first = next((r.reason for r in b.runs if r.reason), "no run")
+            first = b.note or next((r.reason for r in b.runs if r.reason), "no run")
             broken.append(f"{b.name}: no successful run ({first})")
         elif max_failures is not None and failed > max_failures:
             broken.append(
@@ -296,11 +340,22 @@ def raise_if_broken(
     when ``missing`` names benchmarks that one version does not have (``duet compare``)."""
     broken = broken_benchmarks(doc, max_failures)
     if broken:
-        raise BenchmarkFailed(
-            "; ".join(broken),
-            fix="the reasons and stderr tails are in the results file; fix the benchmark or "
-            "raise --timeout / --memory-limit",
+        statuses = {r.status for b in doc.benchmarks for r in b.runs if not r.ok}
+        limits = {
+            "timeout": "--timeout (seconds per iteration)",
+            "out-of-memory": "--memory-limit",
+        }
+        raise_ = [limits[s] for s in sorted(statuses) if s in limits]
+        fix = (
+            "each failed run's cause and the end of its stderr are above (all of it in the "
+            "results file: stderr_tail of each side); "
         )
+        if raise_ and statuses <= limits.keys():
+            fix += f"if the benchmark is right, raise {' or '.join(raise_)}"
+        else:
+            fix += "fix the benchmark (run its command by hand in its directory to see it fail)"
+            fix += f", or raise {' or '.join(raise_)}" if raise_ else ""
+        raise BenchmarkFailed("; ".join(broken), fix=fix)
     if missing:
         raise BenchmarkFailed(
             f"{', '.join(missing)}: missing in the baseline's configuration, so not measured "

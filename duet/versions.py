@@ -47,7 +47,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from duet.errors import ResultsError, UsageError, VersionError
+from duet.errors import ResultsError, UnknownRef, UsageError, VersionError
 from duet.isolation import RunAs
 from duet.results import SIDES, SideName, write_atomic
 
@@ -318,8 +318,11 @@ class Versions:
         ------
         UsageError
             ``ref`` is empty or looks like an option.
+        UnknownRef
+            No such commit, here or on the remote (exit 2; the message names the ref and the
+            command that would fix it).
         VersionError
-            No such commit (the message names the ref and the command that would fix it).
+            A shallow clone that cannot fetch it (exit 3).
         """
         self._check_open()
         _check_ref(ref)
@@ -541,7 +544,7 @@ class Versions:
                 sha[:12],
             )
 
-    def _unknown_ref(self, ref: str) -> VersionError:
+    def _unknown_ref(self, ref: str) -> UnknownRef:
         """The error for a ref that names no commit, with the fix that fits the case."""
         where = self.root or self.common_dir
         remotes = self._remotes()
@@ -552,12 +555,12 @@ class Versions:
         some_object = self._git("rev-parse", "--verify", "--quiet", spec, ok=(0, 1, 128))
         if some_object.returncode == 0:
             kind = self._git("cat-file", "-t", some_object.stdout.strip(), ok=(0, 128))
-            return VersionError(
+            return UnknownRef(
                 f"{ref!r} names a {kind.stdout.strip() or 'git object'}, not a commit",
                 fix="give a branch, tag or commit",
             )
         if base and suffix and self._rev_parse_commit(base) is not None:
-            return VersionError(
+            return UnknownRef(
                 f"{ref!r} goes back further than the history of {base!r} in {where}",
                 fix=f"count again (git log --oneline {base}), or give the commit's sha",
             )
@@ -592,7 +595,7 @@ class Versions:
                 "check the name (git branch --all; git tag --list), or fetch it: "
                 f"git fetch {remote} {base}"
             )
-        return VersionError(f"{ref!r} does not name a commit in {where}{reason}", fix=fix)
+        return UnknownRef(f"{ref!r} does not name a commit in {where}{reason}", fix=fix)
 
     # ----------------------------------------------------------------------------------------
     # Internals: shallow clones
@@ -650,7 +653,7 @@ class Versions:
                             f"{manual}; {_CI_HINT}",
                         )
                     if tip is None:
-                        raise VersionError(
+                        raise UnknownRef(
                             f"{ref!r} is not in this shallow clone ({where}), and {remote!r} "
                             f"has no branch or tag {name!r}",
                             fix="check the name (git ls-remote --heads --tags "
@@ -659,7 +662,7 @@ class Versions:
                 self._fetch_commit(remote, tip, base)
                 tip = self._rev_parse_commit(tip)
                 if tip is None:
-                    raise VersionError(
+                    raise UnknownRef(
                         f"{base!r} on {remote!r} does not name a commit",
                         fix="give a branch, tag or commit",
                     )
@@ -684,7 +687,7 @@ class Versions:
         header = raw.split("\n\n", 1)[0].splitlines()
         parents = [line.removeprefix("parent ") for line in header if line.startswith("parent ")]
         if len(parents) < nth:
-            raise VersionError(
+            raise UnknownRef(
                 f"{ref!r} goes back further than the history of {base!r}",
                 fix=f"count again (git log --oneline {base}), or give the commit's sha",
             )

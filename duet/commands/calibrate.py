@@ -59,7 +59,7 @@ SEQUENTIAL_SUFFIX = " [sequential]"
 @click.option(
     "--results",
     "from_results",
-    type=click.Path(dir_okay=False, exists=True),
+    type=click.Path(),
     help="Calibrate from an A/A results file written earlier (no measuring).",
 )
 @click.option("--config", "config_path", metavar="PATH", help="Configuration file (--benchmark).")
@@ -161,9 +161,9 @@ def calibrate(**o: Any) -> None:
         raise UsageError("--threshold must be above 0 for a calibration (the change to detect)")
 
     if o["from_results"]:
-        from duet import results as results_mod
+        from duet.commands import load_results
 
-        doc = results_mod.load(o["from_results"])
+        doc = load_results(o["from_results"])
         out = Path(o["from_results"])
     else:
         spec = _spec(o)

@@ -39,7 +39,7 @@ def _detect(provider: str | None) -> str | None:
 
 
 @click.command()
-@click.argument("results", type=click.Path(dir_okay=False, path_type=str))
+@click.argument("results", type=click.Path(path_type=str))
 @click.option(
     "--provider",
     type=click.Choice(["github", "gitlab"]),
@@ -117,10 +117,10 @@ def comment(
       duet comment duet-results/results.json
       duet comment results.json --provider github --pr 12 --dry-run
     """
-    from duet import results as results_mod
     from duet.ci.comment import NotPosted, Provider, build_body, upsert
+    from duet.commands import load_results
 
-    doc = results_mod.load(results)
+    doc = load_results(results)
     where = _detect(provider)
     poster: Provider
     try:

@@ -13,6 +13,7 @@ from click.core import ParameterSource
 from duet.cli import (
     ANALYSIS_KEYS,
     FAIL_ON,
+    FAIL_ON_HELP,
     analysis_options,
     finish,
     install_signal_handlers,
@@ -41,7 +42,8 @@ _RENAMED = {"memory_limit": "memory_limit_bytes", "timeout": "timeout_s"}
 @click.option(
     "--config",
     metavar="PATH",
-    help="Configuration file at HEAD (default duet.toml, then pyproject.toml).",
+    help="Configuration file (default duet.toml, then pyproject.toml, at HEAD). A path "
+    "inside the repository is read at HEAD's commit; one outside it is read from disk.",
 )
 @click.option(
     "--out",
@@ -74,7 +76,7 @@ _RENAMED = {"memory_limit": "memory_limit_bytes", "timeout": "timeout_s"}
 )
 @run_options
 @analysis_options
-@click.option("--fail-on", type=FAIL_ON, default="regression", show_default=True)
+@click.option("--fail-on", type=FAIL_ON, default="regression", show_default=True, help=FAIL_ON_HELP)
 @click.option(
     "--format",
     "fmt",
@@ -92,8 +94,8 @@ def compare(ctx: click.Context, /, **o: Any) -> None:
     \b
     BASE and HEAD are any git refs: branches, tags, shas, HEAD~1, origin/main.
     Exit codes: 0 no regression, 1 regression (see --fail-on), 2 usage or configuration
-    error, 3 a build failed, a benchmark failed or is missing in BASE (see --allow-missing), or
-    the machine refused.
+    error (a ref that names no commit included), 3 a build failed, a benchmark failed or is
+    missing in BASE (see --allow-missing), or the machine refused.
     """
     from duet.compare import CompareOptions
     from duet.compare import compare as run_compare
@@ -126,7 +128,7 @@ def compare(ctx: click.Context, /, **o: Any) -> None:
         wait=o["wait"],
     )
     install_signal_handlers()
-    doc = run_compare(options)
+    doc = run_compare(options, on_note=lambda text: click.echo(f"duet: {text}", err=True))
     max_failures = doc.config.get("max_failures", o["max_failures"])
     missing = [] if o["allow_missing"] else doc.config.get("missing_in_baseline") or []
     finish(

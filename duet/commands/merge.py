@@ -7,12 +7,12 @@ from pathlib import Path
 
 import click
 
-from duet.cli import FAIL_ON, reports_errors
+from duet.cli import FAIL_ON, FAIL_ON_HELP, fails_on, reports_errors
 from duet.errors import EXIT_REGRESSION
 
 
 @click.command()
-@click.argument("shards", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("shards", nargs=-1, required=True, type=click.Path())
 @click.option(
     "--out", type=click.Path(dir_okay=False), required=True, help="The merged results file."
 )
@@ -23,20 +23,21 @@ from duet.errors import EXIT_REGRESSION
     default="text",
     show_default=True,
 )
-@click.option("--fail-on", type=FAIL_ON, default="regression", show_default=True)
+@click.option("--fail-on", type=FAIL_ON, default="regression", show_default=True, help=FAIL_ON_HELP)
 @reports_errors
 def merge(shards: tuple[str, ...], out: str, fmt: str, fail_on: str) -> None:
     """Merge the results of a suite split with `duet compare --shard i/n` into one document.
 
-    Refuses shards that differ in commits, configuration or machine kind, naming the
-    difference, and a benchmark that appears in two shards.
+    Refuses, naming the difference: a results file that `duet compare` did not write (two
+    `duet run` files are not shards of a suite); shards that differ in commits, configuration,
+    command-line options, --bench/--shard N, machine kind, isolation or duet version; the same
+    shard twice, and a benchmark that appears in two shards.
     """
-    from duet.analysis import fails, verdicts_of
     from duet.merge import merge_files
     from duet.report import render
 
     doc = merge_files([Path(s) for s in shards], Path(out))
     click.echo(render(doc, fmt), nl=False)  # type: ignore[arg-type]
     click.echo(f"merged {len(shards)} shards into {out}", err=True)
-    if fails(verdicts_of(doc), fail_on):  # type: ignore[arg-type]
+    if fails_on(doc, fail_on):
         sys.exit(EXIT_REGRESSION)

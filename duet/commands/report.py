@@ -17,7 +17,7 @@ _FORMATS = ("text", "markdown", "json", "junit", "openmetrics", "html")
 
 
 @click.command()
-@click.argument("results", type=click.Path(dir_okay=False, path_type=str))
+@click.argument("results", type=click.Path(path_type=str))
 @click.option(
     "--format",
     "fmt",
@@ -58,10 +58,11 @@ def report(ctx: click.Context, /, **o: Any) -> None:
 
     from duet import results as results_mod
     from duet.analysis import analyze_benchmark, recorded_metric
+    from duet.commands import load_results
     from duet.errors import EnvironmentNotReady, ResultsError
     from duet.report import render
 
-    doc = results_mod.load(o["results"])
+    doc = load_results(o["results"])
     settings = analysis_settings(o)
     explicit = any(
         ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE for k in ANALYSIS_KEYS

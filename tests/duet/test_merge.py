@@ -48,19 +48,93 @@ def test_merge_keeps_every_shards_benchmarks_missing_in_base() -> None:
 
 
 @pytest.mark.parametrize(
-    ("change", "what"),
+    ("change", "what", "difference"),
     [
-        ({"config": {"versions": {"baseline": {"commit": "c" * 40}}}}, "commits"),
-        ({"config": {"suite": {"runs": 30}}}, "configuration"),
-        ({"environment": {"machine_kind": "Intel Xeon x4 vCPU, cgroup-v2"}}, "machine kind"),
-        ({"environment": {"isolation": "affinity-only"}}, "machine kind and isolation"),
+        (
+            {"config": {"versions": {"baseline": {"commit": "c" * 40}}}},
+            "commits",
+            f"baseline: {'c' * 40} in b, {'a' * 40} in a",
+        ),
+        ({"config": {"suite": {"runs": 30}}}, "configuration", "runs: 30 in b, 20 in a"),
+        (
+            {"config": {"options": {"runs": 5}}},
+            "command-line options",
+            "runs: 5 in b, nothing in a",
+        ),
+        (
+            {"config": {"shard": [2, 3]}},
+            "selection of the suite",
+            "--shard i/3 of the whole suite in b, no --shard in a",
+        ),
+        (
+            {"environment": {"machine_kind": "Intel Xeon x4 vCPU, cgroup-v2"}},
+            "machine kind",
+            "machine kind: Intel Xeon x4 vCPU, cgroup-v2 in b, AMD EPYC x2 vCPU, cgroup-v1 in a",
+        ),
+        (
+            {"environment": {"isolation": "affinity-only"}},
+            "machine kind and isolation",
+            "isolation: affinity-only in b, cgroup-v1 in a",
+        ),
+        ({"tool": {"version": "0.0.1"}}, "duet version", "0.0.1 in b"),
     ],
 )
 def test_incomparable_shards_are_refused_naming_the_difference(
-    change: dict[str, Any], what: str
+    change: dict[str, Any], what: str, difference: str
 ) -> None:
-    with pytest.raises(UsageError, match=f"b differs from a in its {what}"):
+    with pytest.raises(UsageError) as caught:
         merge([("a", shard(["parse-json"])), ("b", shard(["tiny"], **change))])
+    message = caught.value.message
+    assert f"b differs from a in its {what}" in message
+    assert difference in message
+    # Named as a user reads it, never as a Python repr of a dict or a tuple.
+    assert "{'" not in message
+    assert "('" not in message
+
+
+def test_shards_of_different_splits_are_refused() -> None:
+    def part(names: list[str], i: int, n: int, bench: str | None = None) -> Any:
+        return shard(names, config={"shard": [i, n], "bench": bench})
+
+    merged = merge([("a", part(["parse-json"], 1, 2)), ("b", part(["tiny"], 2, 2))])
+    assert [b.name for b in merged.benchmarks] == ["parse-json", "tiny"]
+    with pytest.raises(UsageError, match=r"--shard i/3 of the whole suite in b, --shard i/2"):
+        merge([("a", part(["parse-json"], 1, 2)), ("b", part(["tiny"], 2, 3))])
+    with pytest.raises(UsageError, match=r"--shard i/2 of --bench p\* in b"):
+        merge([("a", part(["parse-json"], 1, 2)), ("b", part(["tiny"], 2, 2, "p*"))])
+    with pytest.raises(UsageError, match="a and b are both shard 1/2"):
+        merge([("a", part(["parse-json"], 1, 2)), ("b", part(["tiny"], 1, 2))])
+
+
+def test_what_duet_compare_did_not_write_is_not_a_shard() -> None:
+    run_doc = shard(["tiny"], config={"command": "run", "suite": None, "versions": None})
+    with pytest.raises(UsageError, match=r"b was written by `duet run`, not by `duet compare`"):
+        merge([("a", shard(["parse-json"])), ("b", run_doc)])
+
+
+def test_two_unrelated_duet_run_files_are_refused(tmp_path: Path) -> None:
+    """Issue 15: `duet merge` of two `duet run` results was accepted."""
+    files = []
+    for name, command in (("one", "true"), ("two", "sleep 0.001")):
+        out = tmp_path / f"{name}.json"
+        argv = [
+            sys.executable, "-m", "duet", "run", "--baseline", command, "--candidate", command,
+            "--runs", "2", "--iterations", "2", "--warmup", "0", "--isolation", "affinity",
+            "--out", str(out), "--quiet", "--reps", "200",
+        ]  # fmt: skip
+        made = subprocess.run(argv, capture_output=True, text=True, check=False)
+        assert made.returncode == 0, made.stderr
+        files.append(str(out))
+    merged = tmp_path / "m.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "duet", "merge", *files, "--out", str(merged)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert f"{files[0]} was written by `duet run`, not by `duet compare`" in done.stderr
+    assert not merged.exists()
 
 
 def test_a_benchmark_in_two_shards_is_refused() -> None:

@@ -108,8 +108,13 @@ def test_the_same_command_is_not_a_regression(tmp_path: Path) -> None:
 
 def test_a_failing_side_fails_its_runs_and_exits_3(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
+    # Fails from its second iteration on: the first run shows that the start works, so the
+    # failure is retried up to --max-failures (one that fails at once stops after run 1:
+    # tests/integration/test_failures.py).
+    count = tmp_path / "count"
+    fail_second = f"echo x >> {count}; [ $(wc -l < {count}) -lt 2 ] || {{ echo oops >&2; exit 7; }}"
     done = duet(
-        "run", "--baseline", "true", "--candidate", "echo oops >&2; exit 7", "--runs", "4",
+        "run", "--baseline", "true", "--candidate", fail_second, "--runs", "4",
         "--iterations", "3", "--isolation", "affinity", "--out", str(out), "--quiet",
         "--max-failures", "1",
     )  # fmt: skip

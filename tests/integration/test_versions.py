@@ -147,7 +147,8 @@ def test_an_unknown_ref_is_an_error_with_the_fix(project: GitRepo) -> None:
             err = caught.value
             assert says in err.message, ref
             assert fix in str(err.fix), ref
-            assert err.exit_code == EXIT_INFRASTRUCTURE
+            # The argument is wrong, not the machine: a usage error, not "infrastructure".
+            assert err.exit_code == EXIT_USAGE, ref
 
 
 def test_unknown_refs_in_a_clone_point_at_the_remote(
@@ -558,6 +559,8 @@ def test_a_failed_fetch_says_what_to_run(
         versions.resolve("HEAD~1")
     assert "fetching it from 'origin' failed" in caught.value.message
     assert "git fetch --unshallow origin" in str(caught.value.fix)
+    # The ref may well exist: the clone cannot reach it, which is the CI setup's failure.
+    assert caught.value.exit_code == EXIT_INFRASTRUCTURE
 
 
 def test_a_ref_beyond_the_first_commit_in_a_shallow_clone(
@@ -578,6 +581,7 @@ def test_a_ref_the_remote_does_not_have_either(
             versions.resolve("nope~2")
         assert "'origin' has no branch or tag 'nope'" in caught.value.message
         assert "git ls-remote" in str(caught.value.fix)
+        assert caught.value.exit_code == EXIT_USAGE
         with pytest.raises(VersionError) as caught:
             versions.resolve(project.rev_parse("HEAD~1")[:10])
         assert "a short sha cannot be fetched" in caught.value.message
