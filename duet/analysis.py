@@ -20,7 +20,7 @@ from duet.results import SIDES, BenchmarkRecord, ResultsDocument, RunRecord, Sid
 
 Verdict: TypeAlias = Literal["regression", "improvement", "no change", "inconclusive"]
 VERDICTS: tuple[Verdict, ...] = ("regression", "improvement", "no change", "inconclusive")
-FailOn: TypeAlias = Literal["regression", "any", "never"]
+FailOn: TypeAlias = Literal["regression", "inconclusive", "any", "never"]
 #: What a per-iteration sample is: wall time (from leaving the barrier to the end of the work)
 #: or the CPU time the measured code used in it (docs/measurement.md).
 #: ``wall-runq`` is the wall time less the time the measured task waited for a CPU: what the
@@ -255,14 +255,17 @@ def verdict(*, ratio: float, ci_low: float, ci_high: float, threshold: float) ->
 def fails(verdicts: list[Verdict | None], fail_on: FailOn) -> bool:
     """Whether these verdicts fail a CI job under ``--fail-on``.
 
-    ``regression``: any regression. ``any``: any regression or improvement (a change either
-    way must be acknowledged). ``never``: never.
+    ``regression``: any regression. ``inconclusive``: a regression, or an inconclusive verdict
+    (a job that must prove "not slower" fails when the data cannot say). ``any``: any
+    regression or improvement (a change either way must be acknowledged). ``never``: never.
     """
-    if fail_on == "never":
-        return False
-    bad: set[Verdict | None] = (
-        {"regression"} if fail_on == "regression" else {"regression", "improvement"}
-    )
+    failing: dict[FailOn, set[Verdict | None]] = {
+        "regression": {"regression"},
+        "inconclusive": {"regression", "inconclusive"},
+        "any": {"regression", "improvement"},
+        "never": set(),
+    }
+    bad = failing[fail_on]
     return any(v in bad for v in verdicts)
 
 

@@ -29,15 +29,11 @@ FAIL_ON_HELP = (
 
 
 def fails_on(doc: Any, fail_on: str) -> bool:
-    """Whether the verdicts of ``doc`` fail a CI job under ``--fail-on``: those of
-    :func:`duet.analysis.fails`, and ``inconclusive`` (a regression, or an inconclusive
-    verdict: a job that must prove "not slower" fails when the data cannot say)."""
+    """Whether the verdicts of ``doc`` fail a CI job under ``--fail-on``
+    (:func:`duet.analysis.fails` has the rule)."""
     from duet.analysis import fails, verdicts_of
 
-    verdicts = verdicts_of(doc)
-    if fail_on == "inconclusive":
-        return fails(verdicts, "regression") or "inconclusive" in verdicts
-    return fails(verdicts, fail_on)  # type: ignore[arg-type]  # FAIL_ON's other choices
+    return fails(verdicts_of(doc), fail_on)  # type: ignore[arg-type]  # FAIL_ON's choices
 
 
 def _die(error: DuetError) -> NoReturn:

@@ -163,6 +163,17 @@ class Limits:
         if self.pids_max is not None and self.pids_max <= 0:
             raise ValueError(f"pids_max must be positive, got {self.pids_max}")
 
+    def describe(self) -> str:
+        """``memory 2.00 GiB, 4096 processes`` (``no limits`` when none is set): for messages."""
+        from duet import units
+
+        parts = []
+        if self.memory_bytes is not None:
+            parts.append(f"memory {units.size(self.memory_bytes)}")
+        if self.pids_max is not None:
+            parts.append(f"{self.pids_max} processes")
+        return ", ".join(parts) or "no limits"
+
 
 @dataclass(frozen=True, slots=True)
 class Usage:

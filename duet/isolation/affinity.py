@@ -75,7 +75,11 @@ class AffinityBackend(Backend):
         if limits != Limits():
             # Once per backend: the runner asks for the same limits in every run.
             log = logger.debug if self._warned_limits else logger.warning
-            log("affinity-only: the limits of container %s (%s) are not enforced", name, limits)
+            log(
+                "affinity-only: the limits of container %s (%s) are not enforced",
+                name,
+                limits.describe(),
+            )
             self._warned_limits = True
         if mems is not None:
             logger.debug("affinity-only: memory nodes %s of %s are not enforced", mems, name)

@@ -43,6 +43,9 @@ def test_fail_on() -> None:
     assert fails(["improvement"], "any")
     assert not fails(["inconclusive"], "any")
     assert not fails(["regression"], "never")
+    assert fails(["no change", "inconclusive"], "inconclusive")
+    assert fails(["regression"], "inconclusive")
+    assert not fails(["improvement", "no change", None], "inconclusive")
 
 
 def test_settings_refuse_bad_values() -> None:
