@@ -188,6 +188,9 @@ class BenchmarkAnalysis:
     busy_share: Mapping[str, float] = field(default_factory=dict)
     interference: Interference | None = None
     disagreement: str | None = None
+    #: Does the core matter? ``{cpu_a, cpu_b, ratio, ci_low, ci_high, runs_a, runs_b}`` when
+    #: the runs used two cores, else None.
+    side_asymmetry: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         def side(s: SideSummary | None) -> dict[str, Any] | None:
@@ -224,6 +227,7 @@ class BenchmarkAnalysis:
             "busy_share": dict(self.busy_share) or None,
             "interference": None if self.interference is None else self.interference.to_dict(),
             "disagreement": self.disagreement,
+            "side_asymmetry": None if self.side_asymmetry is None else dict(self.side_asymmetry),
             "impact_factor": {
                 "baseline": impact(self.baseline),
                 "candidate": impact(self.candidate),
@@ -492,6 +496,58 @@ def _disagreement(estimates: Mapping[str, MetricEstimate], chosen: Metric) -> st
     return None
 
 
+def _side_asymmetry(
+    ok: tuple[RunRecord, ...], chosen: MetricEstimate, settings: AnalysisSettings, name: str
+) -> tuple[dict[str, Any] | None, str | None]:
+    """The core asymmetry in this benchmark's own runs, and a note when it matters: significant
+    and at least half the threshold (the balanced alternation cancels it in the ratio, but the
+    interval widens and a reader of the per-run plot sees two groups)."""
+    from stats.asymmetry import side_asymmetry
+
+    cores = [r.baseline.cores[0] if r.baseline.cores else None for r in ok]
+    known = sorted({c for c in cores if c is not None})
+    if len(known) != 2 or None in cores:
+        return None, None
+    cpu_a, cpu_b = known
+    on_a = np.array([c == cpu_a for c in cores])
+    log_g = chosen.log_ratios.mean(axis=1)
+    est = side_asymmetry(
+        log_g,
+        on_a,
+        confidence=settings.confidence,
+        reps=min(settings.reps, 2000),
+        rng=rng_for(name + "/sides", settings.seed),
+    )
+    if est is None:
+        return None, None
+    info = {
+        "cpu_a": cpu_a,
+        "cpu_b": cpu_b,
+        "ratio": est.ratio,
+        "ci_low": est.ci_low,
+        "ci_high": est.ci_high,
+        "runs_a": est.runs_a,
+        "runs_b": est.runs_b,
+    }
+    if not est.significant or abs(math.log(est.ratio)) < math.log1p(settings.threshold) / 2:
+        return info, None
+    g = np.exp(log_g)
+
+    def spread(group: np.ndarray[Any, np.dtype[np.float64]]) -> str:
+        low, high = units.ratio(float(group.min())), units.ratio(float(group.max()))
+        return low if low == high else f"{low}-{high}"
+
+    slower, faster = (cpu_b, cpu_a) if est.ratio > 1 else (cpu_a, cpu_b)
+    note = (
+        f"the cores differ: runs with the baseline on CPU {cpu_a} gave {spread(g[on_a])}, on "
+        f"CPU {cpu_b} {spread(g[~on_a])}; the same code runs "
+        f"{units.change(max(est.ratio, 1 / est.ratio))} on CPU {slower} against CPU {faster}. "
+        "Alternating the sides cancels it in the ratio but widens the interval; "
+        "`duet doctor` and an A/A `duet calibrate` tell what makes the cores unequal"
+    )
+    return info, note
+
+
 def analyze_benchmark(record: BenchmarkRecord, settings: AnalysisSettings) -> BenchmarkAnalysis:
     """Recompute the analysis of one benchmark from its raw samples (successful runs only)."""
     from stats.impact import ImpactFactors, paired_impact_factors
@@ -556,6 +612,11 @@ def analyze_benchmark(record: BenchmarkRecord, settings: AnalysisSettings) -> Be
         interference=interference,
     )
     chosen = estimates[metric]
+    asymmetry, asymmetry_note = (
+        _side_asymmetry(ok, chosen, settings, record.name) if len(ok) >= 4 else (None, None)
+    )
+    if asymmetry_note:
+        notes.append(asymmetry_note)
     if len(ok) < 2:
         notes.append("only 1 successful run: point estimate only, no interval and no verdict")
     elif chosen.ci_low is None:
@@ -624,6 +685,7 @@ def analyze_benchmark(record: BenchmarkRecord, settings: AnalysisSettings) -> Be
         busy_share=busy,
         interference=interference,
         disagreement=_disagreement(estimates, metric),
+        side_asymmetry=asymmetry,
     )
 
 

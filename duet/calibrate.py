@@ -758,38 +758,29 @@ def _side_asymmetry(
     reps: int,
     rng: np.random.Generator,
 ) -> SideAsymmetry | None:
+    """:func:`stats.asymmetry.side_asymmetry` with the CPU numbers put back."""
+    from stats.asymmetry import side_asymmetry
+
     known = sorted({c for c in cpus if c is not None})
     if len(known) != 2 or any(c is None for c in cpus):
         return None
     cpu_a, cpu_b = known
-    on_a = np.array([c == cpu_a for c in cpus])
-    group_a, group_b = log_g[on_a], log_g[~on_a]
-    if group_a.size == 0 or group_b.size == 0:
+    est = side_asymmetry(
+        log_g, [c == cpu_a for c in cpus], confidence=confidence, reps=reps, rng=rng
+    )
+    if est is None:
         return None
-    delta = (float(group_a.mean()) - float(group_b.mean())) / 2.0
-    lo = hi = None
-    significant = None
-    if group_a.size >= 2 and group_b.size >= 2:
-        ia = rng.integers(0, group_a.size, size=(reps, group_a.size))
-        ib = rng.integers(0, group_b.size, size=(reps, group_b.size))
-        star = (group_a[ia].mean(axis=1) - group_b[ib].mean(axis=1)) / 2.0
-        q = np.quantile(star, [(1 - confidence) / 2, (1 + confidence) / 2])
-        lo, hi = math.exp(float(q[0])), math.exp(float(q[1]))
-        significant = lo > 1.0 or hi < 1.0
-    total_var = float(log_g.var(ddof=1)) if log_g.size > 1 else 0.0
-    share = min(1.0, delta * delta / total_var) if total_var > 0 else None
-    runs = log_g.size
     return SideAsymmetry(
         cpu_a=cpu_a,
         cpu_b=cpu_b,
-        ratio=math.exp(delta),
-        ci_low=lo,
-        ci_high=hi,
-        runs_a=int(group_a.size),
-        runs_b=int(group_b.size),
-        significant=significant,
-        share_of_run_variance=share,
-        residual_bias=math.exp(delta * (group_a.size - group_b.size) / runs),
+        ratio=est.ratio,
+        ci_low=est.ci_low,
+        ci_high=est.ci_high,
+        runs_a=est.runs_a,
+        runs_b=est.runs_b,
+        significant=est.significant,
+        share_of_run_variance=est.share_of_run_variance,
+        residual_bias=est.residual_bias,
     )
 
 

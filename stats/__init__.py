@@ -8,7 +8,8 @@ need them, so that ``import stats`` stays fast.
 Modules: :mod:`stats.ratio` (duet ratio and bootstrap interval), :mod:`stats.winsor` (outlier
 winsorization), :mod:`stats.sequential` (shuffled and sequential baselines, gains),
 :mod:`stats.impact` (impact factor of the random initial state), :mod:`stats.planning` (variance
-components, interval half-width, optimal iterations, runs needed).
+components, interval half-width, optimal iterations, runs needed), :mod:`stats.asymmetry` (does
+the core a side sits on matter).
 """
 
 from stats.impact import ImpactFactors, impact_factor, impact_factors, paired_impact_factors

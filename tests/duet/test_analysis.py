@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -309,3 +310,44 @@ def test_without_run_queue_figures_wall_less_runq_is_missing_and_says_why() -> N
         "wall time: wall time less run-queue delay was asked for, but no per-iteration "
         "run-queue delay recorded"
     )
+
+
+def test_cores_that_differ_are_noticed_in_the_benchmarks_own_runs() -> None:
+    """The report of a per-run plot with two groups (baseline on CPU 1 at 1.34-1.41, on CPU 0
+    at 1.10-1.13): run and compare say it, not only calibrate."""
+    rng = np.random.default_rng(9)
+    runs = []
+    for r in range(10):
+        on_first = r % 2 == 0
+        core = 1.12 if on_first else 0.95  # candidate relatively slower when the baseline is on 0
+        a = rng.lognormal(np.log(10e6), 0.005, 20)
+        b = a * 1.15 * core * rng.lognormal(0, 0.005, 20)
+        runs.append(
+            {
+                "index": r,
+                "status": "ok",
+                "baseline": {"iterations_ns": [int(x) for x in a], "cores": [0 if on_first else 1]},
+                "candidate": {
+                    "iterations_ns": [int(x) for x in b],
+                    "cores": [1 if on_first else 0],
+                },
+            }
+        )
+    doc = results.from_dict(
+        {"schema": "duet-results/2", "benchmarks": [{"name": "c", "runs": runs}]}
+    )
+    a = analyze_benchmark(doc.benchmarks[0], AnalysisSettings(reps=2000))
+    assert a.side_asymmetry is not None
+    assert a.side_asymmetry["cpu_a"] == 0
+    assert a.side_asymmetry["ratio"] == pytest.approx(math.sqrt(1.12 / 0.95), rel=0.01)
+    assert a.note is not None
+    assert "the cores differ: runs with the baseline on CPU 0 gave 1.29, on CPU 1 1.09;" in a.note
+    assert "on CPU 1 against CPU 0" in a.note
+    # Balanced alternation: the ratio itself is the geometric mean of the two groups.
+    assert a.ratio == pytest.approx(1.15 * math.sqrt(1.12 * 0.95), rel=0.01)
+
+
+def test_equal_cores_give_no_note() -> None:
+    record = _two_metric_benchmark(work_ns=20e6, slower=1.02)
+    a = analyze_benchmark(record, AnalysisSettings(reps=2000))
+    assert a.note is None or "cores differ" not in a.note
