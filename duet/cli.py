@@ -545,10 +545,11 @@ def run(**o: Any) -> None:
 
 
 def _name_from(baseline: str, candidate: str) -> str:
-    """A short name for an ad hoc comparison: the common command, or both."""
+    """The name of an ad hoc comparison: the common command, or both."""
     b, c = baseline.strip(), candidate.strip()
-    name = b if b == c else f"{b} vs {c}"
-    return name if len(name) <= 60 else name[:57] + "..."
+    # Stored whole (results, JUnit, metric labels must stay unique and greppable); reports
+    # shorten it for display only.
+    return " ".join((b if b == c else f"{b} vs {c}").split())
 
 
 @main.command()

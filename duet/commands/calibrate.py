@@ -275,8 +275,8 @@ def _spec(o: dict[str, Any]) -> BenchmarkSpec:
         side = SideSpec(
             kind="native" if o["native"] else "command", command=o["command"], cwd=o["directory"]
         )
-        name = o["command"].strip()
-        name = name if len(name) <= 60 else name[:57] + "..."
+        # Whole: the name is stored; the reports shorten it for display.
+        name = " ".join(o["command"].split())
     return BenchmarkSpec(
         name=name,
         baseline=side,

@@ -32,6 +32,19 @@ def table(header: list[str], body: list[list[str]], *, right: set[int]) -> list[
     return [fmt(header), *(fmt(line) for line in body)]
 
 
+#: A name longer than this is shortened in the table (the results keep it whole).
+NAME_WIDTH = 48
+
+
+def display_name(name: str, width: int = NAME_WIDTH) -> str:
+    """``./build/parse --input data/very-long…/input.json``: the start and the end of a long
+    name, which tell benchmarks apart better than the start alone."""
+    if len(name) <= width:
+        return name
+    tail = (width - 1) // 3
+    return name[: width - 1 - tail] + "…" + name[-tail:]
+
+
 def render_text(doc: ResultsDocument, *, color: bool = False) -> str:
     items = rows(doc)
     shared = common_confidence(items)
@@ -45,7 +58,15 @@ def render_text(doc: ResultsDocument, *, color: bool = False) -> str:
         "verdict",
     ]
     body = [
-        [r.name, r.runs, r.baseline, r.candidate, ratio_cell(r, shared), r.change, r.verdict]
+        [
+            display_name(r.name),
+            r.runs,
+            r.baseline,
+            r.candidate,
+            ratio_cell(r, shared),
+            r.change,
+            r.verdict,
+        ]
         for r in items
     ]
     if any(r.other for r in items):
@@ -60,8 +81,8 @@ def render_text(doc: ResultsDocument, *, color: bool = False) -> str:
             if fg:
                 lines[i] = click.style(lines[i], fg=fg, bold=r.verdict == "regression")
     out = [*lines, ""]
-    notes = [f"  {r.name}: {r.note}" for r in items if r.note]
-    notes += [f"  {r.name}: {r.interference}" for r in items if r.interference]
+    notes = [f"  {display_name(r.name)}: {r.note}" for r in items if r.note]
+    notes += [f"  {display_name(r.name)}: {r.interference}" for r in items if r.interference]
     if notes:
         out += ["notes:", *notes, ""]
     decided = metric_line(items, doc)

@@ -582,3 +582,19 @@ def test_a_hand_edited_analysis_block_renders_in_every_format() -> None:
     text = render(mangled, "text")
     assert "no verdict" in text
     assert "n/a" in text
+
+
+def test_long_names_are_stored_whole_and_shortened_for_display_only() -> None:
+    from duet.cli import _name_from
+    from duet.report.text import NAME_WIDTH, display_name
+
+    long_a = "./build/bench --input data/a-very-long-directory-name/and-a-long-file-name.json"
+    long_b = long_a.replace("bench", "bench2")
+    name = _name_from(long_a, long_b)
+    assert name == f"{long_a} vs {long_b}"  # never cut where it is stored
+    assert "…" not in name
+    shown = display_name(name)
+    assert len(shown) == NAME_WIDTH
+    assert shown.startswith("./build/bench --input")
+    assert shown.endswith("file-name.json")
+    assert display_name("short") == "short"
