@@ -726,6 +726,27 @@ def _runs_needed(
         return None
 
 
+def running_estimate(record: BenchmarkRecord, requested: MetricChoice) -> str | None:
+    """``ratio 1.05 so far (CPU time)``: the point estimate of the runs measured so far, for the
+    progress line; no bootstrap (that waits for the last run). None before the first good run."""
+    ok = record.ok_runs()
+    if not ok:
+        return None
+    series = _series(ok, min(len(r.baseline.iterations_ns) for r in ok))
+    available: dict[str, str | None] = {
+        name: None if series.of(name) is not None else "not recorded" for name in METRICS
+    }
+    metric, _ = choose_metric(
+        requested,
+        available=available,
+        busy_share=_busy_share(series),
+        interference=_interference(series),
+    )
+    a, b = series.of(metric) or series.wall
+    ratio = float(np.exp(np.mean(np.log(b / a))))
+    return f"ratio {units.ratio(ratio)} so far ({METRIC_NAMES[metric]})"
+
+
 def recorded_metric(record: BenchmarkRecord) -> MetricChoice | None:
     """The metric a benchmark was analysed with before (its configured choice), if any."""
     value = (record.analysis or {}).get("metric_requested")

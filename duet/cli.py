@@ -28,6 +28,13 @@ FAIL_ON_HELP = (
 )
 
 
+def color_for(stream: Any) -> bool:
+    """Whether to colour what goes to ``stream``: a terminal, and no ``NO_COLOR`` (no-color.org:
+    set and not empty)."""
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty()) and not os.environ.get("NO_COLOR")
+
+
 def fails_on(doc: Any, fail_on: str) -> bool:
     """Whether the verdicts of ``doc`` fail a CI job under ``--fail-on``
     (:func:`duet.analysis.fails` has the rule)."""
@@ -37,7 +44,9 @@ def fails_on(doc: Any, fail_on: str) -> bool:
 
 
 def _die(error: DuetError) -> NoReturn:
-    click.secho(f"duet: error: {error.message}", fg="red", err=True)
+    click.secho(
+        f"duet: error: {error.message}", fg="red" if color_for(sys.stderr) else None, err=True
+    )
     if error.fix:
         click.echo(f"  fix: {error.fix}", err=True)
     sys.exit(error.exit_code)
@@ -227,7 +236,7 @@ def analyze(
     )
     keep = ctx.get_parameter_source("metric") != ParameterSource.COMMANDLINE
     analysed = analyze_document(doc, settings, keep_recorded_metric=keep)
-    click.echo(render(analysed, fmt, color=fmt == "text" and sys.stdout.isatty()), nl=False)  # type: ignore[arg-type]
+    click.echo(render(analysed, fmt, color=fmt == "text" and color_for(sys.stdout)), nl=False)  # type: ignore[arg-type]
     if fails_on(analysed, fail_on):
         sys.exit(EXIT_REGRESSION)
 
@@ -417,7 +426,7 @@ def finish(
     from duet.report import render
     from duet.session import raise_if_broken
 
-    click.echo(render(doc, fmt, color=fmt == "text" and sys.stdout.isatty()), nl=False)  # type: ignore[arg-type]
+    click.echo(render(doc, fmt, color=fmt == "text" and color_for(sys.stdout)), nl=False)  # type: ignore[arg-type]
     click.echo(f"results: {out}", err=True)
     raise_if_broken(doc, max_failures, missing=missing)
     if fails_on(doc, fail_on):
@@ -595,7 +604,7 @@ def demo(out: str, runs: int, isolation: str, busy: bool, quiet: bool) -> None:
 
     for condition, doc in measured:
         click.echo(f"\n== {condition.name}")
-        click.echo(render(doc, "text", color=sys.stdout.isatty()), nl=False)
+        click.echo(render(doc, "text", color=color_for(sys.stdout)), nl=False)
         raise_if_broken(doc, 2)
     click.echo("\nThe demo's candidate does 5% more work than its baseline (ratio 1.05):\n")
     click.echo(expected_against_measured(measured), nl=False)

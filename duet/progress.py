@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -30,11 +31,45 @@ class Progress:
         self.enabled = enabled
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.started = time.monotonic()
+        #: The share of the current step done, between steps (a terminal only).
+        self.partial = 0.0
+        #: What the last step said (redrawn with the partial progress).
+        self.message = ""
+
+    def _columns(self) -> int:
+        return shutil.get_terminal_size(fallback=(100, 24)).columns
+
+    def _draw(self, message: str) -> None:
+        done = self.done + self.partial
+        elapsed = time.monotonic() - self.started
+        fraction = min(done / self.total, 1.0)
+        if self.done >= self.total:
+            eta = f"done in {_clock(elapsed)}"
+        elif done > 0:
+            eta = f"{_clock(elapsed / done * (self.total - done))} left"
+        else:
+            eta = "starting"
+        filled = int(self.WIDTH * fraction)
+        bar = "#" * filled + "-" * (self.WIDTH - filled)
+        line = f"{self.label} [{bar}] {self.done}/{self.total} {eta} {message}".rstrip()
+        width = max(self._columns() - 1, 20)
+        self.stream.write("\r" + line[:width].ljust(width))
+
+    def advance(self, fraction: float) -> None:
+        """The current step is ``fraction`` done: redraw the bar (a terminal only; a CI log
+        keeps one line per step)."""
+        if not self.enabled or not self.tty:
+            return
+        self.partial = min(max(fraction, 0.0), 1.0)
+        self._draw(self.message)
+        self.stream.flush()
 
     def step(self, message: str = "", *, details: Sequence[str] = ()) -> None:
         """One step done; ``details`` are lines printed under it that the bar must not
         overwrite (a failed run's stderr)."""
         self.done += 1
+        self.partial = 0.0
+        self.message = message
         if not self.enabled:
             return
         elapsed = time.monotonic() - self.started
@@ -43,10 +78,7 @@ class Progress:
         counts = f"{self.done}/{self.total}"
         eta = f"{_clock(left)} left" if self.done < self.total else f"done in {_clock(elapsed)}"
         if self.tty:
-            filled = int(self.WIDTH * fraction)
-            bar = "#" * filled + "-" * (self.WIDTH - filled)
-            line = f"\r{self.label} [{bar}] {counts} {eta} {message}"
-            self.stream.write(line[:200].ljust(80))
+            self._draw(message)
             if details or self.done >= self.total:
                 self.stream.write("\n")
         else:
@@ -62,6 +94,6 @@ class Progress:
         if not self.enabled:
             return
         if self.tty:
-            self.stream.write("\r" + " " * 100 + "\r")
+            self.stream.write("\r" + " " * max(self._columns() - 1, 20) + "\r")
         self.stream.write(message.rstrip() + "\n")
         self.stream.flush()

@@ -67,6 +67,9 @@ class RunnerContext:
     run_as: RunAs | None = None
     #: The worker file the sides execute (a copy in ``workdir``, see :func:`install_harness`).
     worker: Path = WORKER
+    #: Called about once a second while a run is measured, with the share of the run's
+    #: iterations (warm-up included) that both sides have finished: progress within a run.
+    on_iterations: Callable[[float], None] | None = None
 
 
 @dataclass(slots=True)
@@ -351,7 +354,12 @@ def _open_pidfd(pid: int) -> int | None:
         return None
 
 
-def _supervise(sides: list[_Side], barrier: duet_barrier.Barrier, timeout_ns: int) -> None:
+def _supervise(
+    sides: list[_Side],
+    barrier: duet_barrier.Barrier,
+    timeout_ns: int,
+    on_iterations: Callable[[int], None] | None = None,
+) -> None:
     """Wait until every side has exited; abort and kill on a failure or a stall.
 
     A side that exits non-zero, or is killed, aborts the barrier (the others are released at
@@ -401,6 +409,9 @@ def _supervise(sides: list[_Side], barrier: duet_barrier.Barrier, timeout_ns: in
             gens = barrier.generations()
             if gens != last:
                 last, last_change = gens, time.monotonic_ns()
+                if on_iterations is not None:
+                    # Each generation is one pass through the barrier: the iterations begun.
+                    on_iterations(min(gens[s.slot] for s in sides))
             elif running and time.monotonic_ns() - last_change > timeout_ns:
                 most = max(gens)
                 for s in running:
@@ -562,7 +573,16 @@ def _execute(
                     f"cannot start the {s.name} side ({argv[0]}): {e.strerror or e}",
                     fix="check that the command or interpreter exists and is executable",
                 ) from e
-        _supervise(sides, barrier, int(bench.timeout_s * 1e9))
+        per_run = bench.warmup + bench.iterations
+        parts = 1 if len(names) == len(SIDES) else len(SIDES)  # sequential: one side at a time
+        part = 0 if len(names) == len(SIDES) else SIDES.index(names[0])
+        report = ctx.on_iterations
+
+        def begun(iterations: int) -> None:
+            if report is not None:
+                report((part + min(iterations, per_run) / max(per_run, 1)) / parts)
+
+        _supervise(sides, barrier, int(bench.timeout_s * 1e9), begun)
         return {s.name: _side_record(s, bench, s.container.usage()) for s in sides}
 
 

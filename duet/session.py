@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from duet import __version__, results
-from duet.analysis import AnalysisSettings, analyze_benchmark
+from duet.analysis import AnalysisSettings, analyze_benchmark, running_estimate
 from duet.errors import BenchmarkFailed
 from duet.isolation import Request, RunAs, select_backend
 from duet.lock import acquire as acquire_lock
@@ -35,6 +35,7 @@ from duet.runner import (
     measure_benchmark,
     worker_python_for,
 )
+from duet.units import short_name
 
 log = logging.getLogger(__name__)
 
@@ -166,6 +167,7 @@ def measure(
             run_as=options.run_as,
             worker=install_harness(workdir),
             worker_python=worker_python_for(options.run_as),
+            on_iterations=progress.advance if options.progress else None,
         )
         where = "before the first run"
         # The document as last written, runs of the benchmark in progress included: what a
@@ -229,9 +231,11 @@ def _measure_one(
 
     def on_run(run: RunRecord) -> None:
         recorder.add(run)
-        title = f"{bench.name} run {run.index + 1}/{bench.runs}"
+        title = f"{short_name(bench.name)} run {run.index + 1}/{bench.runs}"
         if run.ok:
-            progress.step(f"{title} ok")
+            settings = options.per_benchmark.get(bench.name, options.analysis)
+            so_far = running_estimate(recorder.record, settings.metric)
+            progress.step(f"{title} ok" + (f" · {so_far}" if so_far else ""))
             return
         # The cause, once: the side's exit status and the end of its stderr.
         details = failure_details(run)

@@ -135,3 +135,16 @@ def parse_size(text: str) -> int:
             f"{text!r} is not a size; write e.g. 512M, 2G, 1.5GiB or a number of bytes"
         )
     return int(value * _SIZE_SUFFIXES[suffix])
+
+
+#: A name longer than this is shortened where it is displayed (it is stored whole).
+NAME_WIDTH = 48
+
+
+def short_name(name: str, width: int = NAME_WIDTH) -> str:
+    """``./build/parse --input data/very-long…/input.json``: the start and the end of a long
+    name, which tell benchmarks apart better than the start alone."""
+    if len(name) <= width:
+        return name
+    tail = (width - 1) // 3
+    return name[: width - 1 - tail] + "…" + name[-tail:]

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 
 import click
 
-from duet.cli import reports_errors
+from duet.cli import color_for, reports_errors
 
 _SHA = re.compile(r"[0-9a-fA-F]{7,64}")
 
@@ -175,7 +176,11 @@ def _dry_run(body: str, place: str, key: str) -> None:
 
 
 def _warn(message: str, fix: str | None) -> None:
-    click.secho(f"duet: warning: nothing posted: {message}", fg="yellow", err=True)
+    click.secho(
+        f"duet: warning: nothing posted: {message}",
+        fg="yellow" if color_for(sys.stderr) else None,
+        err=True,
+    )
     if fix:
         click.echo(f"  fix: {fix}", err=True)
     if os.environ.get("GITHUB_ACTIONS") == "true":

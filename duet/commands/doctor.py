@@ -8,7 +8,7 @@ from typing import Any, cast
 
 import click
 
-from duet.cli import reports_errors
+from duet.cli import color_for, reports_errors
 from duet.report.layout import wrap
 
 #: Seconds between the two /proc/stat readings that measure steal and busy time *now*.
@@ -56,12 +56,12 @@ def doctor(fmt: str, require: str) -> None:
         payload["require"] = {"level": require, "satisfied": satisfied}
         click.echo(json.dumps(payload, indent=1, ensure_ascii=False))
     else:
-        click.echo(render_text(diagnosis.to_dict(), color=sys.stdout.isatty()), nl=False)
+        click.echo(render_text(diagnosis.to_dict(), color=color_for(sys.stdout)), nl=False)
     if not satisfied:
         click.secho(
             f"duet: error: --require {require}: this machine gives duet {diagnosis.isolation} "
             "isolation",
-            fg="red",
+            fg="red" if color_for(sys.stderr) else None,
             err=True,
         )
         fixes = [p.fix for p in diagnosis.probes.values() if not p.ok and p.fix]

@@ -11,7 +11,13 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from duet.cli import ANALYSIS_KEYS, analysis_options, analysis_settings, reports_errors
+from duet.cli import (
+    ANALYSIS_KEYS,
+    analysis_options,
+    analysis_settings,
+    color_for,
+    reports_errors,
+)
 
 _FORMATS = ("text", "markdown", "json", "junit", "openmetrics", "html")
 
@@ -79,7 +85,7 @@ def report(ctx: click.Context, /, **o: Any) -> None:
     plots: dict[str, str] | None = None
     if o["plot_dir"] or fmt == "html":
         plots = _plots(doc, o["plot_dir"], required=bool(o["plot_dir"]))
-    to_terminal = o["output"] is None and sys.stdout.isatty()
+    to_terminal = o["output"] is None and color_for(sys.stdout)
     text = render(doc, fmt, color=fmt == "text" and to_terminal, plots=plots)  # type: ignore[arg-type]
     if o["output"] is None:
         click.echo(text, nl=False)

@@ -14,6 +14,7 @@ from duet.report.rows import (
     summary_sentence,
 )
 from duet.results import ResultsDocument
+from duet.units import short_name
 
 _COLORS = {"regression": "red", "improvement": "green", "inconclusive": "yellow"}
 
@@ -32,19 +33,6 @@ def table(header: list[str], body: list[list[str]], *, right: set[int]) -> list[
     return [fmt(header), *(fmt(line) for line in body)]
 
 
-#: A name longer than this is shortened in the table (the results keep it whole).
-NAME_WIDTH = 48
-
-
-def display_name(name: str, width: int = NAME_WIDTH) -> str:
-    """``./build/parse --input data/very-long…/input.json``: the start and the end of a long
-    name, which tell benchmarks apart better than the start alone."""
-    if len(name) <= width:
-        return name
-    tail = (width - 1) // 3
-    return name[: width - 1 - tail] + "…" + name[-tail:]
-
-
 def render_text(doc: ResultsDocument, *, color: bool = False) -> str:
     items = rows(doc)
     shared = common_confidence(items)
@@ -59,7 +47,7 @@ def render_text(doc: ResultsDocument, *, color: bool = False) -> str:
     ]
     body = [
         [
-            display_name(r.name),
+            short_name(r.name),
             r.runs,
             r.baseline,
             r.candidate,
@@ -81,8 +69,8 @@ def render_text(doc: ResultsDocument, *, color: bool = False) -> str:
             if fg:
                 lines[i] = click.style(lines[i], fg=fg, bold=r.verdict == "regression")
     out = [*lines, ""]
-    notes = [f"  {display_name(r.name)}: {r.note}" for r in items if r.note]
-    notes += [f"  {display_name(r.name)}: {r.interference}" for r in items if r.interference]
+    notes = [f"  {short_name(r.name)}: {r.note}" for r in items if r.note]
+    notes += [f"  {short_name(r.name)}: {r.interference}" for r in items if r.interference]
     if notes:
         out += ["notes:", *notes, ""]
     decided = metric_line(items, doc)

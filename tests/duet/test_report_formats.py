@@ -586,7 +586,8 @@ def test_a_hand_edited_analysis_block_renders_in_every_format() -> None:
 
 def test_long_names_are_stored_whole_and_shortened_for_display_only() -> None:
     from duet.cli import _name_from
-    from duet.report.text import NAME_WIDTH, display_name
+    from duet.units import NAME_WIDTH
+    from duet.units import short_name as display_name
 
     long_a = "./build/bench --input data/a-very-long-directory-name/and-a-long-file-name.json"
     long_b = long_a.replace("bench", "bench2")
