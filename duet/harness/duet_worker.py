@@ -421,8 +421,8 @@ def run_command(spec: dict[str, Any], barrier: duet_barrier.Barrier, samples: Sa
             except OSError as e:
                 # Spawned directly, a missing program fails here (a shell would exit 127).
                 raise BenchmarkFailed(
-                    f"cannot start the command in iteration {done}: {e.strerror or e}: "
-                    f"{spec['command']}"
+                    f"the command could not be started in iteration {done} "
+                    f"({e.strerror or e}): {spec['command']}"
                 ) from e
             # Wait for the exit without reaping: the child's schedstat is still readable.
             waitid(os.P_PID, pid, exited_kept)

@@ -540,3 +540,14 @@ def test_calibration_of_a_failing_callable(
     assert code == 3
     assert json.loads(out) == {"error": "ValueError: boom in the benchmark"}
     assert "Traceback" in err
+
+
+def test_a_program_that_cannot_be_started_fails_with_the_reason(
+    processes: Processes, shm_path: str, tmp_path: Path
+) -> None:
+    command = f"{tmp_path}/no-such-program --flag"
+    with db.create(shm_path, parties=1):
+        worker = start_worker(processes, write_spec(tmp_path, shm_path, 0, command=command))
+        code, _, err = finish(worker)
+    assert code == 3
+    assert "the command could not be started in iteration 0 (No such file or directory)" in err
