@@ -24,6 +24,7 @@ from duet import results
 from duet.analysis import AnalysisSettings, analyze_benchmark
 from duet.errors import ConfigError, VersionError
 from duet.isolation import RunAs
+from duet.manual import cite
 from duet.plan import select_shard
 from duet.results import BenchmarkRecord, ResultsDocument
 from duet.session import SessionOptions, measure
@@ -139,7 +140,7 @@ def compare(options: CompareOptions) -> ResultsDocument:
             where = options.config or "duet.toml or [tool.duet] in pyproject.toml"
             raise ConfigError(
                 f"HEAD ({options.head}, {head_sha[:12]}) has no duet configuration ({where})",
-                fix="commit a duet.toml (see docs/configuration.md), or pass --config PATH",
+                fix=f"commit a duet.toml (see {cite('configuration.md')}), or pass --config PATH",
             )
         config = load_config(Path(head_config[0]), text=head_config[1])
         base_config_found = _config_text(versions, base_sha, options.config)

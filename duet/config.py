@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from duet.errors import ConfigError, ResultsError
+from duet.manual import cite
 from duet.plan import (
     DEFAULT_ITERATIONS,
     DEFAULT_RUNS,
@@ -71,7 +72,7 @@ name = "startup"
 command = "./app --version"    # run through the shell in the version's directory
 """
 
-_DOCS = "see docs/configuration.md"
+_DOCS = f"see {cite('configuration.md')}"
 
 
 def _range_problem(name: str, value: Any) -> str | None:
