@@ -53,28 +53,59 @@ def _git(repo: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-@pytest.mark.slow
-def test_gitlab_job_posts_a_note(
-    tmp_path: Path, fake_api: FakeApi, analysed_doc: dict[str, Any]
-) -> None:
-    gcl = tool("gitlab-ci-local")
-    if shutil.which("rsync") is None:
-        pytest.skip("gitlab-ci-local needs rsync: apt-get install rsync (scripts/bootstrap.sh)")
+def _repo(tmp_path: Path, kind: str) -> tuple[Path, dict[str, str]]:
+    """A repository whose HEAD is what GitLab checks out for a pipeline of ``kind``, and the
+    merge request variables GitLab gives it, with the expected baseline under ``expected``.
+
+    ``detached``: HEAD is the merge request's head; the baseline is the merge-base.
+    ``merged_result``: HEAD is the merge of the head into the target branch, which moved on
+    after the fork; the baseline is the target branch's commit, not the merge-base.
+    ``merged_result-no-sha``: the same without CI_MERGE_REQUEST_TARGET_BRANCH_SHA: the baseline
+    is the merge commit's first parent.
+    """
     repo = tmp_path / "repo"
     repo.mkdir()
     _git(repo, "init", "-q", "-b", "main")
     (repo / "app.txt").write_text("v1\n")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-q", "-m", "base")
-    base = _git(repo, "rev-parse", "HEAD")
-    _git(repo, "checkout", "-q", "-b", "feature")
-    (repo / "app.txt").write_text("v2\n")
     shutil.copy(GITLAB, repo / "duet.gitlab-ci.yml")
     (repo / ".gitlab-ci.yml").write_text("include:\n  - local: duet.gitlab-ci.yml\n")
     _git(repo, "add", ".")
-    _git(repo, "commit", "-q", "-m", "head")
+    _git(repo, "commit", "-q", "-m", "base")
+    fork = _git(repo, "rev-parse", "HEAD")
+    _git(repo, "checkout", "-q", "-b", "feature")
+    (repo / "app.txt").write_text("v2\n")
+    _git(repo, "commit", "-q", "-am", "head")
     head = _git(repo, "rev-parse", "HEAD")
+    variables = {"CI_MERGE_REQUEST_DIFF_BASE_SHA": fork}
+    if kind == "detached":
+        variables |= {"CI_MERGE_REQUEST_EVENT_TYPE": "detached", "expected": fork}
+    else:
+        _git(repo, "checkout", "-q", "main")
+        (repo / "other.txt").write_text("landed on main after the fork\n")
+        _git(repo, "add", ".")
+        _git(repo, "commit", "-q", "-m", "main moves on")
+        target = _git(repo, "rev-parse", "HEAD")
+        _git(repo, "merge", "-q", "--no-ff", "-m", "merge", "feature")
+        variables |= {"CI_MERGE_REQUEST_EVENT_TYPE": "merged_result", "expected": target}
+        if kind == "merged_result":
+            variables["CI_MERGE_REQUEST_TARGET_BRANCH_SHA"] = target
+        head = _git(repo, "rev-parse", "HEAD")
+    variables["head"] = head
     _git(repo, "remote", "add", "origin", "https://gitlab.example.com/acme/app.git")
+    return repo, variables
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["detached", "merged_result", "merged_result-no-sha"])
+def test_gitlab_job_posts_a_note(
+    tmp_path: Path, fake_api: FakeApi, analysed_doc: dict[str, Any], kind: str
+) -> None:
+    gcl = tool("gitlab-ci-local")
+    if shutil.which("rsync") is None:
+        pytest.skip("gitlab-ci-local needs rsync: apt-get install rsync (scripts/bootstrap.sh)")
+    repo, mr = _repo(tmp_path, kind)
+    base, head = mr.pop("expected"), mr.pop("head")
+    assert base != mr["CI_MERGE_REQUEST_DIFF_BASE_SHA"] or kind == "detached"
 
     results = tmp_path / "results.json"
     results.write_text(json.dumps(analysed_doc))
@@ -87,25 +118,18 @@ def test_gitlab_job_posts_a_note(
     variables = {
         "CI_PIPELINE_SOURCE": "merge_request_event",
         "CI_MERGE_REQUEST_IID": str(MR),
-        "CI_MERGE_REQUEST_DIFF_BASE_SHA": base,
+        **mr,
         "CI_API_V4_URL": fake_api.gitlab_url,
         "CI_PROJECT_ID": PROJECT,
         "DUET_GITLAB_TOKEN": GITLAB_TOKEN,
         "DUET_COMMAND": str(stand_in),
     }
-    argv = [gcl, "--force-shell-executor", "--no-color", "--home", str(tmp_path / "home")]
-    argv += ["--ignore-predefined-vars", ",".join(k for k in variables if k.startswith("CI_"))]
-    for k, v in variables.items():
-        argv += ["--variable", f"{k}={v}"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CI_", "GITLAB_", "DUET_"))}
-    done = subprocess.run(
-        [*argv, "duet"], cwd=repo, env=env, capture_output=True, text=True, timeout=120
-    )
+    done = _gitlab_ci_local(gcl, repo, tmp_path, variables)
     output = done.stdout + done.stderr
     # The regression fails the job: exit 1 kept after the note was posted.
     assert done.returncode == 1, output
     calls = log.read_text().splitlines()
-    assert f"compare {base} {head} --out duet-results --fail-on regression" in calls
+    assert f"compare {base} {head} --out duet-results --fail-on regression --wait" in calls
     assert "doctor" in calls
     assert any(c.startswith("comment duet-results/results.json --provider gitlab") for c in calls)
 
@@ -121,3 +145,16 @@ def test_gitlab_job_posts_a_note(
         "junit.xml",
         "metrics.txt",
     }
+
+
+def _gitlab_ci_local(
+    gcl: str, repo: Path, tmp_path: Path, variables: dict[str, str], timeout_s: float = 120
+) -> subprocess.CompletedProcess[str]:
+    argv = [gcl, "--force-shell-executor", "--no-color", "--home", str(tmp_path / "home")]
+    argv += ["--ignore-predefined-vars", ",".join(k for k in variables if k.startswith("CI_"))]
+    for k, v in variables.items():
+        argv += ["--variable", f"{k}={v}"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CI_", "GITLAB_", "DUET_"))}
+    return subprocess.run(
+        [*argv, "duet"], cwd=repo, env=env, capture_output=True, text=True, timeout=timeout_s
+    )
