@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.ci.conftest import PROJECT
+from tests.ci.conftest import PROJECT, ROOT
 from tests.ci.fakeapi import GITLAB_BOT, GITLAB_TOKEN, FakeApi
 from tests.ci.test_templates import GITLAB, tool
 
@@ -158,3 +158,61 @@ def _gitlab_ci_local(
     return subprocess.run(
         [*argv, "duet"], cwd=repo, env=env, capture_output=True, text=True, timeout=timeout_s
     )
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("fake_api")
+def test_gitlab_job_installs_duet_from_a_git_url_and_measures(
+    tmp_path: Path, fake_api: FakeApi, request: pytest.FixtureRequest
+) -> None:
+    """No stand-in: the job installs duet from a git URL and ref (pip offline, from the
+    session's wheelhouse), and the real ``duet compare`` measures the merge request."""
+    from tests.install.wheelhouse import wheelhouse
+
+    gcl = tool("gitlab-ci-local")
+    if shutil.which("rsync") is None:
+        pytest.skip("gitlab-ci-local needs rsync: apt-get install rsync (scripts/bootstrap.sh)")
+    wheels = wheelhouse(request)
+    # The duet project the job installs from: a clone of this checkout's committed state.
+    duet_src = tmp_path / "duet-src"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(duet_src)], check=True)
+    duet_ref = _git(duet_src, "rev-parse", "HEAD")
+
+    repo, mr = _repo(tmp_path, "detached")
+    base, head = mr.pop("expected"), mr.pop("head")
+    (repo / "duet.toml").write_text('[[benchmark]]\nname = "noop"\ncommand = "true"\n')
+    _git(repo, "add", "duet.toml")
+    _git(repo, "commit", "-q", "-m", "duet.toml")
+    head = _git(repo, "rev-parse", "HEAD")
+    fake_api.gitlab_mr(PROJECT, MR, sha=head)
+    jobtmp = tmp_path / "jobtmp"
+    jobtmp.mkdir()
+
+    variables = {
+        "CI_PIPELINE_SOURCE": "merge_request_event",
+        "CI_MERGE_REQUEST_IID": str(MR),
+        **mr,
+        "CI_API_V4_URL": fake_api.gitlab_url,
+        "CI_PROJECT_ID": PROJECT,
+        "DUET_GITLAB_TOKEN": GITLAB_TOKEN,
+        "DUET_GIT_URL": f"file://{duet_src}",
+        "DUET_GIT_REF": duet_ref,
+        "DUET_ARGS": "--runs 5 --iterations 3 --warmup 0",
+        "DUET_FAIL_ON": "never",
+        "DUET_LOCK": str(tmp_path / "duet.lock"),
+        "TMPDIR": str(jobtmp),
+        **wheels.offline_env(),
+    }
+    done = _gitlab_ci_local(gcl, repo, tmp_path, variables, timeout_s=600)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert f"duet: comparing {base} (baseline) with {head} (candidate)" in output
+    assert "duet, version " in output
+    exported = repo / ".gitlab-ci-local" / "artifacts" / "duet" / "duet-results"
+    doc = json.loads((exported / "results.json").read_text())
+    assert [b["name"] for b in doc["benchmarks"]] == ["noop"]
+    assert doc["config"]["versions"]["baseline"]["commit"] == base
+    [note] = fake_api.gitlab_notes(PROJECT, MR)
+    assert note["body"].startswith("<!-- duet-report v1 key=default -->")
+    # The job's venv went with the job.
+    assert list(jobtmp.iterdir()) == []
