@@ -280,7 +280,7 @@ def test_gitlab_job_is_what_the_issue_asks() -> None:
     script = "\n".join(hidden["script"])
     assert "CI_MERGE_REQUEST_TARGET_BRANCH_SHA" in script
     assert '--fail-on "$DUET_FAIL_ON" --wait' in script
-    assert 'spec="duet-bench @ git+$url@$ref"' in script
+    assert 'spec="git+$url@$ref"' in script
     # The token is the user's masked variable, never a value in the template.
     assert "DUET_GITLAB_TOKEN" not in v
     assert "variables" not in ci
@@ -405,3 +405,82 @@ def test_check_jsonschema_component(tmp_path: Path) -> None:
         text=True,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+FAKE_PYTHON = """#!/bin/sh
+# python3 -m venv DIR makes a venv whose python records what pip installs and whose duet
+# does nothing: enough to see what the component's script installs from.
+if [ "$1" = -m ] && [ "$2" = venv ]; then
+    mkdir -p "$3/bin"
+    printf '#!/bin/sh\\nprintf "%%s\\\\n" "$*" >> "{log}"\\n' > "$3/bin/python"
+    printf '#!/bin/sh\\nexit 0\\n' > "$3/bin/duet"
+    chmod +x "$3/bin/python" "$3/bin/duet"
+fi
+"""
+
+
+@pytest.mark.parametrize(
+    ("inputs", "expected"),
+    [
+        # The component's own project and commit, with the job token on the same GitLab.
+        ({}, "git+https://gitlab-ci-token:job-token@gitlab.example.com/tools/duet.git@c0ffee"),
+        (
+            {"duet-git-url": "https://mirror.example.org/duet.git", "duet-git-ref": "v0.1.0"},
+            "git+https://mirror.example.org/duet.git@v0.1.0",
+        ),
+        ({"install": "index", "duet-version": "0.1.0"}, "duet-bench==0.1.0"),
+    ],
+)
+def test_component_installs_from_its_own_project(
+    tmp_path: Path, inputs: dict[str, str], expected: str
+) -> None:
+    spec, body = load_all(COMPONENT)
+    values = {k: v.get("default", "") for k, v in spec["spec"]["inputs"].items()} | inputs
+    context = {
+        "name": "duet",
+        "sha": "c0ffee",
+        "reference": "gitlab.example.com/tools/duet/duet@0.1.0",
+    }
+    job = _interpolate(body, values, context)["duet"]
+    log = tmp_path / "pip.log"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").write_text(FAKE_PYTHON.replace("{log}", str(log)))
+    (bin_dir / "python3").chmod(0o755)
+    env = {
+        **{k: str(v) for k, v in job["variables"].items()},
+        "DUET_BASE": "base",
+        "DUET_HEAD": "head",
+        "DUET_COMMENT": "never",
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "TMPDIR": str(tmp_path),
+        "CI_JOB_ID": "1",
+        "CI_JOB_TOKEN": "job-token",
+        "CI_SERVER_HOST": "gitlab.example.com",
+        "CI_SERVER_PROTOCOL": "https",
+    }
+    done = subprocess.run(
+        ["sh", "-e", "-c", "\n".join(job["script"])],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    [install] = [line for line in log.read_text().splitlines() if " install " in line]
+    assert install.endswith(f" {expected}"), install
+    assert not (tmp_path / "duet-venv-1").exists()  # removed when the job's script ends
+
+
+def test_template_without_a_git_url_says_what_to_set(tmp_path: Path) -> None:
+    job = load(GITLAB)[".duet"]
+    env = {**{k: str(v) for k, v in job["variables"].items()}, "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        ["sh", "-e", "-c", "\n".join(job["script"])],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2
+    assert "DUET_GIT_URL and DUET_GIT_REF say where to install duet from" in done.stderr
