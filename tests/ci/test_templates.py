@@ -484,3 +484,28 @@ def test_template_without_a_git_url_says_what_to_set(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "DUET_GIT_URL and DUET_GIT_REF say where to install duet from" in done.stderr
+
+
+def test_action_steps_ignore_packages_of_the_users_repository(tmp_path: Path) -> None:
+    """The workspace is the current directory of every step: a `duet` or `stats` package there
+    must not replace duet's own (python -P)."""
+    for name in ("duet", "stats"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text(f"raise ImportError('the user {name}')\n")
+    (tmp_path / "duet-results").mkdir()
+    (tmp_path / "duet-results" / "report.md").write_text("## duet: no change\n")
+    summary = tmp_path / "summary.md"
+    [step] = [s for s in _steps(load(ACTION)) if s.get("name") == "Job summary"]
+    done = subprocess.run(
+        ["bash", "-c", step["run"]],
+        cwd=tmp_path,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "DUET_PY": sys.executable,
+            "GITHUB_STEP_SUMMARY": str(summary),
+        },
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "## duet: no change" in summary.read_text()
