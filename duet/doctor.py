@@ -39,7 +39,6 @@ from typing import Any, Literal, TypeAlias
 from duet.environment import V1_CONTROLLERS, capture_environment
 from duet.errors import DuetError
 from duet.isolation import PARENT_NAME_RE, Level, Probe
-from duet.manual import cite
 from duet.topology import CorePair, Topology, choose_pair, format_cpu_list, read_topology
 
 __all__ = [
@@ -510,8 +509,8 @@ def _topology_findings(
                 "may be SMT siblings of one host core, and the host's other guests share it",
                 "host-level SMT is invisible from inside a guest; if the two vCPUs share a host "
                 "core the sides slow each other down, and the two vCPUs need not be equally "
-                f"fast ({cite('calibration.md')}, 'Side asymmetry': 1.2-2.4% on 2-vCPU "
-                "cloud VMs)",
+                "fast (1.2-2.4% apart measured on 2-vCPU cloud VMs; `duet calibrate` reports "
+                "it as the side asymmetry)",
                 "keep duet's balanced side alternation (the default); measure the asymmetry "
                 "with `duet calibrate --command true`; for dedicated cores use a bare-metal "
                 "or dedicated-host runner",
