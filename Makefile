@@ -2,17 +2,26 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+# Two sizes of install (scripts/bootstrap.sh): the runtime alone for the demo, everything for
+# the tests. The dev install contains the runtime, so its stamp satisfies the demo too.
+RUNTIME := $(VENV)/.installed-runtime
+STAMP   := $(VENV)/.installed
 
-.PHONY: demo test install lint types pytest bench-stats bench-barrier bench-overhead accuracy accuracy-quick soak clean
+.PHONY: demo test install install-runtime lint types pytest bench-stats bench-barrier bench-overhead accuracy accuracy-quick soak clean
 
 $(STAMP): pyproject.toml scripts/bootstrap.sh
-	PYTHON=$(PYTHON) VENV=$(VENV) sh scripts/bootstrap.sh
-	touch $(STAMP)
+	PYTHON=$(PYTHON) VENV=$(VENV) sh scripts/bootstrap.sh dev
+	touch $(STAMP) $(RUNTIME)
+
+$(RUNTIME): pyproject.toml scripts/bootstrap.sh
+	PYTHON=$(PYTHON) VENV=$(VENV) sh scripts/bootstrap.sh runtime
+	touch $(RUNTIME)
 
 install: $(STAMP)
 
-demo: $(STAMP)
+install-runtime: $(RUNTIME)
+
+demo: $(RUNTIME)
 	$(BIN)/duet demo
 
 test: $(STAMP) lint types pytest

@@ -24,7 +24,8 @@ benchmark
     A named piece of work (a shell command, a Python callable or a native program) measured in
     ``runs`` runs of ``warmup + iterations`` iterations.
 verdict
-    One of ``regression``, ``improvement``, ``no change``, ``inconclusive`` (``docs/method.md``).
+    One of ``regression``, ``improvement``, ``no change``, ``inconclusive``
+    (``docs/results-schema.md``).
 
 Data flow, one module per arrow: config -> versions -> plan -> runner (isolation + barrier +
 workers) -> results (raw samples, written after every run) -> analysis (``stats`` + verdict) ->

@@ -26,6 +26,7 @@ from duet import results
 from duet.analysis import AnalysisSettings, analyze_benchmark
 from duet.errors import ConfigError, VersionError
 from duet.isolation import RunAs
+from duet.manual import cite
 from duet.plan import select_shard
 from duet.results import BenchmarkRecord, ResultsDocument
 from duet.session import SessionOptions, measure
@@ -341,8 +342,8 @@ def _no_configuration(head: str, head_sha: str, explicit: str | None) -> ConfigE
     if explicit is None:
         return ConfigError(
             f"{where} has no duet configuration (duet.toml or [tool.duet] in pyproject.toml)",
-            fix="commit a duet.toml (see docs/configuration.md), or pass --config PATH (a path "
-            "outside the repository is read from disk)",
+            fix=f"commit a duet.toml (see {cite('configuration.md')}), or pass --config PATH (a "
+            "path outside the repository is read from disk)",
         )
     return ConfigError(
         f"{where} has no {explicit}: a --config path inside the repository is read at HEAD's "

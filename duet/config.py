@@ -34,6 +34,7 @@ from typing import Any, Literal, TypeAlias
 
 from duet.analysis import DEFAULT_METRIC, METRIC_CHOICES, MetricChoice
 from duet.errors import ConfigError, ResultsError
+from duet.manual import cite
 from duet.plan import (
     DEFAULT_ITERATIONS,
     DEFAULT_RUNS,
@@ -72,7 +73,7 @@ name = "startup"
 command = "./app --version"    # run through the shell in the version's directory
 """
 
-_DOCS = "see docs/configuration.md"
+_DOCS = f"see {cite('configuration.md')}"
 
 
 def _range_problem(name: str, value: Any) -> str | None:

@@ -3,7 +3,7 @@
 Pure checks: everything is read from injectable ``/sys`` and ``/proc`` roots (synthetic trees in
 the tests, the real ones in ``duet doctor``) and returned as a frozen :class:`Diagnosis`; nothing
 is printed here. Each problem is a :class:`Finding` that says *what* was found, *why* it matters
-for a measurement and the exact command that *fixes* it (``docs/style.md`` item 9).
+for a measurement and the exact command that *fixes* it (``style.md`` item 9).
 
 What is checked, and where the advice comes from:
 
@@ -517,7 +517,8 @@ def _topology_findings(
                 "may be SMT siblings of one host core, and the host's other guests share it",
                 "host-level SMT is invisible from inside a guest; if the two vCPUs share a host "
                 "core the sides slow each other down, and the two vCPUs need not be equally "
-                "fast (measured-here.md: up to 2.4%)",
+                "fast (1.2-2.4% apart measured on 2-vCPU cloud VMs; `duet calibrate` reports "
+                "it as the side asymmetry)",
                 "keep duet's balanced side alternation (the default); measure the asymmetry "
                 "with `duet calibrate --command true`; for dedicated cores use a bare-metal "
                 "or dedicated-host runner",

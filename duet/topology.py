@@ -7,7 +7,7 @@ which CPUs share a physical core, and the kernel's numbering follows no scheme o
 adjacent or far apart, core ids repeat across NUMA nodes, ``(package, core id)`` is not unique).
 So a physical core here is *the set of CPUs the kernel lists as thread siblings*, not a core id.
 
-The module is split in two on purpose (``docs/style.md`` item 14): :func:`read_topology` does
+The module is split in two on purpose (``style.md`` item 14): :func:`read_topology` does
 the file reads and returns a frozen :class:`Topology`; :func:`choose_pair` is pure, so the
 rules are tested on synthetic machines (Intel SMT with far-apart sibling ids, AMD modules,
 NUMA nodes numbered out of order, small VMs) as well as on the real one.

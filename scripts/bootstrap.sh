@@ -1,10 +1,21 @@
 #!/bin/sh
-# Creates the virtual environment and installs duet-bench with its test and arch extras.
+# Creates the virtual environment and installs duet-bench into it, in one of two sizes:
+#
+#   sh scripts/bootstrap.sh runtime   duet and its runtime dependencies only (what `make demo`
+#                                     needs: numpy, scipy, click, GitPython, matplotlib)
+#   sh scripts/bootstrap.sh dev       the runtime, the test and arch extras, and the tools the
+#                                     CI-template, install and accuracy tests use (`make test`)
+#
 # Works on a fresh Debian machine that has python3, gcc and make; installs python3-venv when
 # it is missing and we are root (Debian splits venv/ensurepip out of python3).
 set -eu
 PYTHON=${PYTHON:-python3}
 VENV=${VENV:-.venv}
+SIZE=${1:-dev}
+case "$SIZE" in runtime|dev) ;; *)
+    echo "bootstrap: unknown size '$SIZE'. Fix: sh scripts/bootstrap.sh runtime|dev" >&2
+    exit 2 ;;
+esac
 
 if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
     echo "duet needs Python >= 3.11; $PYTHON is $("$PYTHON" --version 2>&1)." >&2
@@ -21,17 +32,26 @@ if ! "$PYTHON" -m venv --help >/dev/null 2>&1 || ! "$PYTHON" -c 'import ensurepi
     fi
 fi
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
-"$VENV/bin/python" -m pip install --quiet --upgrade pip
-"$VENV/bin/python" -m pip install --quiet -e ".[dev,arch]"
+# The pip of a fresh venv is new enough for an editable install from pyproject.toml (PEP 660,
+# pip >= 21.3; Python 3.11 bundles 23.x): upgrading it costs a download the demo does not need.
+if [ "$SIZE" = runtime ]; then
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e .
+    exit 0
+fi
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[dev,arch]"
 
-# Tools the CI-template and accuracy tests use. Each is optional: the tests that need one skip
-# with the reason when it is missing, so a registry that is down does not break the install.
+# Tools the CI-template, install and accuracy tests use. Each is optional: the tests that need
+# one skip with the reason when it is missing, so a registry that is down does not break the
+# install. sudo and pipx are what tests/install/ tries duet with, as a user would.
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     missing=""
-    for tool in shellcheck rsync hyperfine; do command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"; done
+    for tool in shellcheck rsync hyperfine sudo pipx; do
+        command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
+    done
     if [ -n "$missing" ]; then
-        apt-get install -y -qq $missing >/dev/null 2>&1 \
-            || (apt-get update -qq && apt-get install -y -qq $missing >/dev/null 2>&1) \
+        # shellcheck disable=SC2086  # one word per package, on purpose
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null 2>&1 \
+            || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null 2>&1) \
             || echo "bootstrap: could not install$missing with apt; the tests that need them will skip." >&2
     fi
 fi

@@ -12,7 +12,7 @@ REST endpoints used (``GITHUB_API_URL``, so GitHub Enterprise Server works too):
   of another commit in the ``workflow_run`` pattern.
 
 ``python -m duet.ci.github annotate RESULTS`` and ``... summary REPORT`` are the steps of the
-composite action (``ci-templates/github/action.yml``) that write workflow commands and the
+composite action (``action.yml`` at the repository root) that write workflow commands and the
 job summary.
 """
 

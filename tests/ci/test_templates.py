@@ -19,12 +19,21 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = ROOT / "ci-templates"
-ACTION = TEMPLATES / "github" / "action.yml"
+#: Where GitHub looks for the action of ``uses: OWNER/duet@REF``: the repository's root.
+ACTION = ROOT / "action.yml"
+SETUP_ACTION = TEMPLATES / "github" / "setup" / "action.yml"
+COMMENT_ACTION = TEMPLATES / "github" / "comment" / "action.yml"
+INSTALL_SCRIPT = TEMPLATES / "github" / "scripts" / "install-duet.sh"
 PR_WORKFLOW = TEMPLATES / "github" / "workflows" / "duet-pr.yml"
 COMMENT_WORKFLOW = TEMPLATES / "github" / "workflows" / "duet-comment.yml"
+SHARDED_WORKFLOW = TEMPLATES / "github" / "workflows" / "duet-sharded.yml"
 GITLAB = TEMPLATES / "gitlab" / "duet.gitlab-ci.yml"
 COMPONENT = TEMPLATES / "gitlab" / "templates" / "duet.yml"
-GITHUB_FILES = (ACTION, PR_WORKFLOW, COMMENT_WORKFLOW)
+ACTIONS = (ACTION, SETUP_ACTION, COMMENT_ACTION)
+WORKFLOWS = (PR_WORKFLOW, COMMENT_WORKFLOW, SHARDED_WORKFLOW)
+GITHUB_FILES = (*ACTIONS, *WORKFLOWS)
+#: How the templates name the duet repository; users replace OWNER with where it is hosted.
+USES_DUET = re.compile(r"^OWNER/duet(/ci-templates/github/(setup|comment))?@v[0-9.]+$")
 
 
 def _yaml() -> Any:
@@ -80,25 +89,42 @@ def test_no_expression_is_pasted_into_a_script() -> None:
             assert "${{" not in step.get("run", ""), (path.name, step.get("name"))
 
 
-def test_pull_request_workflow_has_no_write_permission_and_no_secrets() -> None:
-    wf = load(PR_WORKFLOW)
-    assert set(wf["on"]) == {"pull_request"}
-    assert wf["permissions"] == {"contents": "read"}
-    for job in wf["jobs"].values():
-        assert set(job.get("permissions", {}).values()) <= {"read", "none"}
-        assert "secrets" not in job
-    assert "secrets." not in PR_WORKFLOW.read_text()
-    assert "secrets." not in ACTION.read_text()
-    [checkout] = [s for s in _steps(wf) if str(s.get("uses", "")).startswith("actions/checkout@")]
-    assert checkout["with"]["fetch-depth"] == 0
-    assert checkout["with"]["persist-credentials"] is False
-    [duet] = [s for s in _steps(wf) if s.get("uses") == "./.github/actions/duet"]
-    assert duet["with"]["comment"] == "never"
+def test_pull_request_workflows_have_no_write_permission_and_no_secrets() -> None:
+    for path in (PR_WORKFLOW, SHARDED_WORKFLOW):
+        wf = load(path)
+        assert set(wf["on"]) == {"pull_request"}
+        assert wf["permissions"] == {"contents": "read"}
+        for job in wf["jobs"].values():
+            assert set(job.get("permissions", {}).values()) <= {"read", "none"}
+            assert "secrets" not in job
+        assert "secrets." not in path.read_text()
+        for s in _steps(wf):
+            if str(s.get("uses", "")).startswith("actions/checkout@"):
+                assert s["with"]["fetch-depth"] == 0
+                assert s["with"]["persist-credentials"] is False
+        duet = [s for s in _steps(wf) if re.fullmatch(r"OWNER/duet@v[0-9.]+", str(s.get("uses")))]
+        assert duet, path
+        for step in duet:
+            assert step["with"]["comment"] == "never"
+    for action in ACTIONS:
+        assert "secrets." not in action.read_text()
+
+
+def test_templates_use_duet_from_its_repository() -> None:
+    """Every duet step is an action of the duet repository at a tag: no package index."""
+    for path in WORKFLOWS:
+        uses = [str(s["uses"]) for s in _steps(load(path)) if "uses" in s]
+        ours = [u for u in uses if "duet" in u]
+        assert ours, path
+        assert all(USES_DUET.match(u) for u in ours), ours
+        scripts = "\n".join(s.get("run", "") for s in _steps(load(path)))
+        assert not re.search(r"\bpip3?\b", scripts), path
 
 
 def test_comment_workflow_never_checks_out_or_runs_pull_request_code() -> None:
     wf = load(COMMENT_WORKFLOW)
     pr_name = load(PR_WORKFLOW)["name"]
+    assert load(SHARDED_WORKFLOW)["name"] == pr_name
     assert set(wf["on"]) == {"workflow_run"}
     assert wf["on"]["workflow_run"]["workflows"] == [pr_name]
     assert wf["on"]["workflow_run"]["types"] == ["completed"]
@@ -106,16 +132,23 @@ def test_comment_workflow_never_checks_out_or_runs_pull_request_code() -> None:
     [job] = wf["jobs"].values()
     assert "github.event.workflow_run.event == 'pull_request'" in job["if"]
     assert "permissions" not in job
-    uses = [str(s["uses"]) for s in _steps(wf) if "uses" in s]
+    [post] = _steps(wf)
+    assert re.fullmatch(r"OWNER/duet/ci-templates/github/comment@v[0-9.]+", post["uses"])
+    assert post["with"]["artifact-name"] == load(ACTION)["inputs"]["artifact-name"]["default"]
+
+    action = load(COMMENT_ACTION)
+    uses = [str(s["uses"]) for s in _steps(action) if "uses" in s]
     assert not any(u.startswith(("actions/checkout", "./", ".\\")) for u in uses), uses
     [download] = [
-        s for s in _steps(wf) if str(s.get("uses", "")).startswith("actions/download-artifact@")
+        s for s in _steps(action) if str(s.get("uses", "")).startswith("actions/download-artifact@")
     ]
     assert download["with"]["run-id"] == "${{ github.event.workflow_run.id }}"
-    assert download["with"]["name"] == load(ACTION)["inputs"]["artifact-name"]["default"]
-    # duet comes from the package index, never from the artifact or a path.
-    assert re.fullmatch(r"duet-bench(==[0-9.]+)?", wf["env"]["DUET_PIP_SPEC"])
-    scripts = "\n".join(s.get("run", "") for s in _steps(wf))
+    assert download["with"]["name"] == "${{ inputs.artifact-name }}"
+    assert action["inputs"]["artifact-name"]["default"] == "duet-results"
+    # duet comes from the action's own checkout (or the index), never from the artifact.
+    [install] = [s for s in _steps(action) if s.get("id") == "install"]
+    assert install["env"]["DUET_SOURCE"] == "${{ github.action_path }}/../../.."
+    scripts = "\n".join(s.get("run", "") for s in _steps(action))
     for executes in (
         r"\bsource\b",
         r"(^|\s)\.\s+\"?\$",
@@ -132,21 +165,31 @@ def test_comment_workflow_never_checks_out_or_runs_pull_request_code() -> None:
 def test_action_runs_every_script_with_bash_and_has_the_documented_inputs() -> None:
     action = load(ACTION)
     assert action["runs"]["using"] == "composite"
-    for step in _steps(action):
-        if "run" in step:
-            assert step.get("shell") == "bash", step.get("name")
+    for path in ACTIONS:
+        for step in _steps(load(path)):
+            if "run" in step:
+                assert step.get("shell") == "bash", (path, step.get("name"))
     assert set(action["inputs"]) >= {
         "base",
         "head",
         "config",
         "args",
         "python-version",
+        "install",
         "duet-version",
         "fail-on",
         "comment",
+        "sudo",
+        "artifact-name",
     }
     assert action["inputs"]["head"]["default"] == "HEAD"
     assert action["inputs"]["comment"]["default"] == "auto"
+    for path in ACTIONS:
+        a = load(path)
+        assert a["inputs"]["install"]["default"] == "action", path
+        [install] = [s for s in _steps(a) if s.get("id") == "install"]
+        assert "ci-templates/github/scripts/install-duet.sh" in install["run"]
+        assert install["env"]["DUET_INSTALL"] == "${{ inputs.install }}"
     scripts = "\n".join(s.get("run", "") for s in _steps(action))
     assert "git rev-parse --verify --quiet 'HEAD^1'" in scripts
     assert '"$DUET" doctor' in scripts
@@ -160,17 +203,65 @@ def test_action_runs_every_script_with_bash_and_has_the_documented_inputs() -> N
     assert upload["with"]["path"] == "duet-results/"
 
 
+def _step(path: Path, step_id: str) -> dict[str, Any]:
+    [step] = [s for s in _steps(load(path)) if s.get("id") == step_id]
+    return dict(step)
+
+
+def test_action_reads_every_line_of_a_multi_line_args(tmp_path: Path) -> None:
+    """The compare step, run by bash with a duet that records its arguments."""
+    log = tmp_path / "argv"
+    fake = tmp_path / "duet"
+    fake.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {log}\n')
+    fake.chmod(0o755)
+    output = tmp_path / "output"
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "DUET": str(fake),
+        "DUET_BASE": "main",
+        "DUET_HEAD": "HEAD",
+        "DUET_CONFIG": "",
+        "DUET_ARGS": "--runs 20\n--shard 1/2\n  --iterations  7\n",
+        "DUET_FAIL_ON": "regression",
+        "DUET_SUDO": "false",
+        "GITHUB_OUTPUT": str(output),
+    }
+    script = _step(ACTION, "compare")["run"]
+    done = subprocess.run(
+        ["bash", "-e", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert log.read_text().splitlines() == [
+        "compare",
+        "main",
+        "HEAD",
+        "--out",
+        "duet-results",
+        "--fail-on",
+        "regression",
+        "--runs",
+        "20",
+        "--shard",
+        "1/2",
+        "--iterations",
+        "7",
+    ]
+    assert "exit-code=0" in output.read_text()
+
+
 # --------------------------------------------------------------------------------------------
 # What the GitLab templates do
 
 
-def _interpolate(node: Any, inputs: dict[str, Any]) -> Any:
+def _interpolate(node: Any, inputs: dict[str, Any], component: dict[str, str]) -> Any:
+    """GitLab's ``$[[ inputs.X ]]`` and ``$[[ component.X ]]`` (spec:component)."""
     if isinstance(node, str):
-        return re.sub(r"\$\[\[\s*inputs\.([\w-]+)\s*\]\]", lambda m: str(inputs[m.group(1)]), node)
+        node = re.sub(r"\$\[\[\s*inputs\.([\w-]+)\s*\]\]", lambda m: str(inputs[m.group(1)]), node)
+        return re.sub(r"\$\[\[\s*component\.([\w-]+)\s*\]\]", lambda m: component[m.group(1)], node)
     if isinstance(node, list):
-        return [_interpolate(x, inputs) for x in node]
+        return [_interpolate(x, inputs, component) for x in node]
     if isinstance(node, dict):
-        return {k: _interpolate(v, inputs) for k, v in node.items()}
+        return {k: _interpolate(v, inputs, component) for k, v in node.items()}
     return node
 
 
@@ -181,8 +272,15 @@ def test_gitlab_job_is_what_the_issue_asks() -> None:
     assert job["rules"] == [{"if": '$CI_PIPELINE_SOURCE == "merge_request_event"'}]
     v = hidden["variables"]
     assert v["GIT_DEPTH"] == "0"
-    assert v["DUET_BASE"] == "$CI_MERGE_REQUEST_DIFF_BASE_SHA"
+    # Empty: the script picks the baseline by pipeline kind (tests/ci/test_gitlab_ci_local.py).
+    assert v["DUET_BASE"] == ""
     assert v["DUET_HEAD"] == "$CI_COMMIT_SHA"
+    assert v["DUET_INSTALL"] == "git"
+    assert hidden["resource_group"] == "duet"
+    script = "\n".join(hidden["script"])
+    assert "CI_MERGE_REQUEST_TARGET_BRANCH_SHA" in script
+    assert '--fail-on "$DUET_FAIL_ON" --wait' in script
+    assert 'spec="git+$url@$ref"' in script
     # The token is the user's masked variable, never a value in the template.
     assert "DUET_GITLAB_TOKEN" not in v
     assert "variables" not in ci
@@ -201,7 +299,13 @@ def test_component_is_the_same_job() -> None:
     defaults = {k: v.get("default", "") for k, v in spec["spec"]["inputs"].items()}
     assert spec["spec"]["inputs"]["fail-on"]["options"] == ["regression", "any", "never"]
     assert spec["spec"]["inputs"]["comment"]["options"] == ["auto", "always", "never"]
-    component = _interpolate(body, defaults)["duet"]
+    assert spec["spec"]["component"] == ["name", "sha", "reference"]
+    assert spec["spec"]["inputs"]["duet-git-url"]["default"] == ""
+    assert spec["spec"]["inputs"]["duet-git-ref"]["default"] == ""
+    assert body["duet"]["variables"]["DUET_COMPONENT_REFERENCE"] == "$[[ component.reference ]]"
+    assert body["duet"]["variables"]["DUET_COMPONENT_SHA"] == "$[[ component.sha ]]"
+    # The template has no component context: those two are empty there.
+    component = _interpolate(body, defaults, {"name": "", "sha": "", "reference": ""})["duet"]
     ci = load(GITLAB)
     included = {**ci[".duet"], **{k: v for k, v in ci["duet"].items() if k != "extends"}}
     assert component == included
@@ -219,13 +323,16 @@ def test_gitlab_script_passes_shellcheck(tmp_path: Path) -> None:
 
 
 def test_action_scripts_pass_shellcheck(tmp_path: Path) -> None:
-    # actionlint runs shellcheck over workflows only; the composite action's steps too.
+    # actionlint runs shellcheck over workflows only; the composite actions' steps too.
     shellcheck = tool("shellcheck")
-    for i, step in enumerate(s for s in _steps(load(ACTION)) if "run" in s):
+    steps = [s for a in ACTIONS for s in _steps(load(a)) if "run" in s]
+    for i, step in enumerate(steps):
         path = tmp_path / f"step{i}.sh"
         path.write_text("#!/bin/bash\n" + step["run"])
         done = subprocess.run([shellcheck, "-s", "bash", str(path)], capture_output=True, text=True)
         assert done.returncode == 0, (step["name"], done.stdout)
+    done = subprocess.run([shellcheck, str(INSTALL_SCRIPT)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout
 
 
 # --------------------------------------------------------------------------------------------
@@ -233,13 +340,19 @@ def test_action_scripts_pass_shellcheck(tmp_path: Path) -> None:
 
 
 def _github_repo(tmp_path: Path) -> Path:
-    """A repository laid out as the README says: workflows and the action under .github."""
+    """The workflows in a repository that also holds duet's actions where the duet repository
+    has them, ``OWNER/duet...@REF`` turned into the local path: so actionlint reads the actions
+    (their inputs) as GitHub would fetch them."""
     repo = tmp_path / "repo"
     (repo / ".github" / "workflows").mkdir(parents=True)
-    (repo / ".github" / "actions" / "duet").mkdir(parents=True)
-    for wf in (PR_WORKFLOW, COMMENT_WORKFLOW):
-        shutil.copy(wf, repo / ".github" / "workflows" / wf.name)
-    shutil.copy(ACTION, repo / ".github" / "actions" / "duet" / "action.yml")
+    for wf in WORKFLOWS:
+        text = re.sub(r"OWNER/duet(/[\w/-]+)?@v[0-9.]+", r"./\1", wf.read_text())
+        (repo / ".github" / "workflows" / wf.name).write_text(text.replace(".//", "./"))
+    shutil.copy(ACTION, repo / "action.yml")
+    for action in (SETUP_ACTION, COMMENT_ACTION, INSTALL_SCRIPT):
+        target = repo / action.relative_to(ROOT)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(action, target)
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     return repo
 
@@ -251,6 +364,7 @@ def test_actionlint(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     # It reads the local action: an input the action does not have is an error.
     wf = repo / ".github" / "workflows" / "duet-pr.yml"
+    assert "uses: ./\n" in wf.read_text()
     wf.write_text(wf.read_text().replace("comment: never", "comment: never\n          comentt: x"))
     done = subprocess.run([actionlint, "-no-color"], cwd=repo, capture_output=True, text=True)
     assert done.returncode == 1
@@ -260,8 +374,8 @@ def test_actionlint(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("schema", "paths"),
     [
-        ("vendor.github-workflows", (PR_WORKFLOW, COMMENT_WORKFLOW)),
-        ("vendor.github-actions", (ACTION,)),
+        ("vendor.github-workflows", WORKFLOWS),
+        ("vendor.github-actions", ACTIONS),
         ("vendor.gitlab-ci", (GITLAB,)),
     ],
 )
@@ -291,3 +405,107 @@ def test_check_jsonschema_component(tmp_path: Path) -> None:
         text=True,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+FAKE_PYTHON = """#!/bin/sh
+# python3 -m venv DIR makes a venv whose python records what pip installs and whose duet
+# does nothing: enough to see what the component's script installs from.
+if [ "$1" = -m ] && [ "$2" = venv ]; then
+    mkdir -p "$3/bin"
+    printf '#!/bin/sh\\nprintf "%%s\\\\n" "$*" >> "{log}"\\n' > "$3/bin/python"
+    printf '#!/bin/sh\\nexit 0\\n' > "$3/bin/duet"
+    chmod +x "$3/bin/python" "$3/bin/duet"
+fi
+"""
+
+
+@pytest.mark.parametrize(
+    ("inputs", "expected"),
+    [
+        # The component's own project and commit, with the job token on the same GitLab.
+        ({}, "git+https://gitlab-ci-token:job-token@gitlab.example.com/tools/duet.git@c0ffee"),
+        (
+            {"duet-git-url": "https://mirror.example.org/duet.git", "duet-git-ref": "v0.1.0"},
+            "git+https://mirror.example.org/duet.git@v0.1.0",
+        ),
+        ({"install": "index", "duet-version": "0.1.0"}, "duet-bench==0.1.0"),
+    ],
+)
+def test_component_installs_from_its_own_project(
+    tmp_path: Path, inputs: dict[str, str], expected: str
+) -> None:
+    spec, body = load_all(COMPONENT)
+    values = {k: v.get("default", "") for k, v in spec["spec"]["inputs"].items()} | inputs
+    context = {
+        "name": "duet",
+        "sha": "c0ffee",
+        "reference": "gitlab.example.com/tools/duet/duet@0.1.0",
+    }
+    job = _interpolate(body, values, context)["duet"]
+    log = tmp_path / "pip.log"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").write_text(FAKE_PYTHON.replace("{log}", str(log)))
+    (bin_dir / "python3").chmod(0o755)
+    env = {
+        **{k: str(v) for k, v in job["variables"].items()},
+        "DUET_BASE": "base",
+        "DUET_HEAD": "head",
+        "DUET_COMMENT": "never",
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "TMPDIR": str(tmp_path),
+        "CI_JOB_ID": "1",
+        "CI_JOB_TOKEN": "job-token",
+        "CI_SERVER_HOST": "gitlab.example.com",
+        "CI_SERVER_PROTOCOL": "https",
+    }
+    done = subprocess.run(
+        ["sh", "-e", "-c", "\n".join(job["script"])],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    [install] = [line for line in log.read_text().splitlines() if " install " in line]
+    assert install.endswith(f" {expected}"), install
+    assert not (tmp_path / "duet-venv-1").exists()  # removed when the job's script ends
+
+
+def test_template_without_a_git_url_says_what_to_set(tmp_path: Path) -> None:
+    job = load(GITLAB)[".duet"]
+    env = {**{k: str(v) for k, v in job["variables"].items()}, "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        ["sh", "-e", "-c", "\n".join(job["script"])],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2
+    assert "DUET_GIT_URL and DUET_GIT_REF say where to install duet from" in done.stderr
+
+
+def test_action_steps_ignore_packages_of_the_users_repository(tmp_path: Path) -> None:
+    """The workspace is the current directory of every step: a `duet` or `stats` package there
+    must not replace duet's own (python -P)."""
+    for name in ("duet", "stats"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text(f"raise ImportError('the user {name}')\n")
+    (tmp_path / "duet-results").mkdir()
+    (tmp_path / "duet-results" / "report.md").write_text("## duet: no change\n")
+    summary = tmp_path / "summary.md"
+    [step] = [s for s in _steps(load(ACTION)) if s.get("name") == "Job summary"]
+    done = subprocess.run(
+        ["bash", "-c", step["run"]],
+        cwd=tmp_path,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "DUET_PY": sys.executable,
+            "GITHUB_STEP_SUMMARY": str(summary),
+        },
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "## duet: no change" in summary.read_text()

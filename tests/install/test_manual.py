@@ -1,0 +1,127 @@
+"""Every page of the manual that duet cites exists, and reaches an installed duet.
+
+A message read by a user who installed a wheel must name a file on their machine: messages cite
+pages through :func:`duet.manual.cite` (the installed copy), never a literal ``docs/...`` path.
+Comments and docstrings are read by developers in a checkout: their ``docs/`` paths must exist
+there, and the only other ``.md`` names they may mention are the project's design documents.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from duet import manual
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "duet"
+DOCS = ROOT / "docs"
+#: The project's design documents (shared/docs beside the repository): developers cite them in
+#: comments; a message never does, since no user has them.
+DESIGN_DOCS = {"method.md", "measured-here.md", "style.md", "product.md", "runner-vm.md"}
+#: Files duet writes, not pages of the manual.
+OUTPUTS = {"report.md"}
+MD_NAME = re.compile(r"(?<![\w./-])((?:[\w.-]+/)*[\w-]+\.md)\b")
+
+
+def _sources() -> Iterator[Path]:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if "_docs" not in path.parts:
+            yield path
+
+
+def _docstring_nodes(tree: ast.AST) -> set[int]:
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                found.add(id(body[0].value))
+    return found
+
+
+def _citations(tree: ast.AST) -> list[ast.Constant]:
+    """The page names given to ``cite(...)`` or ``page(...)``."""
+    found = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "id", getattr(node.func, "attr", None)) in ("cite", "page")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
+            found.append(node.args[0])
+    return found
+
+
+def _texts(path: Path) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
+    """(messages, notes): string constants that are not docstrings or page names given to
+    cite(), and docstrings + comments."""
+    source = path.read_text()
+    tree = ast.parse(source)
+    docstrings = _docstring_nodes(tree)
+    cited = {id(node) for node in _citations(tree)}
+    messages, notes = [], []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in cited:
+            (notes if id(node) in docstrings else messages).append((node.lineno, node.value))
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT:
+            notes.append((tok.start[0], tok.string))
+    return messages, notes
+
+
+def test_the_manual_is_the_repository_docs() -> None:
+    assert manual.MANUAL_DIR.resolve() == DOCS.resolve()
+    assert manual.page("configuration.md") == (DOCS / "configuration.md").resolve()
+    with pytest.raises(ValueError, match="not a page of duet's manual"):
+        manual.page("nonexistent.md")
+    with pytest.raises(ValueError, match="a file name like"):
+        manual.page("../README.md")
+
+
+def test_no_message_cites_a_path_a_user_does_not_have() -> None:
+    bad = []
+    for path in _sources():
+        if path.name == "manual.py":  # its own examples of a page name
+            continue
+        messages, _ = _texts(path)
+        for line, text in messages:
+            for name in MD_NAME.findall(text):
+                if Path(name).name not in OUTPUTS:
+                    bad.append(f"{path.relative_to(ROOT)}:{line}: {name!r} in {text!r}")
+    assert not bad, "cite manual pages with duet.manual.cite():\n" + "\n".join(bad)
+
+
+def test_every_cited_page_exists() -> None:
+    cited = [
+        (path, node.lineno, node.value)
+        for path in _sources()
+        for node in _citations(ast.parse(path.read_text()))
+    ]
+    assert cited, "the test finds no citation at all: it would pass whatever duet cites"
+    for path, line, name in cited:
+        assert (DOCS / name).is_file(), f"{path.relative_to(ROOT)}:{line} cites {name}"
+        manual.page(name)
+
+
+def test_comments_cite_pages_that_exist() -> None:
+    bad = []
+    for path in _sources():
+        _, notes = _texts(path)
+        for line, text in notes:
+            for name in MD_NAME.findall(text):
+                base = Path(name).name
+                if name.startswith("docs/"):
+                    ok = (ROOT / name).is_file()
+                else:
+                    ok = base in DESIGN_DOCS or base in OUTPUTS or (DOCS / name).is_file()
+                if not ok:
+                    bad.append(f"{path.relative_to(ROOT)}:{line}: {name}")
+    assert not bad, "\n".join(bad)
