@@ -129,7 +129,7 @@ def _read_from_disk(source: ConfigSource) -> tuple[str, str]:
     if path.name == "pyproject.toml" and "[tool.duet" not in text:
         raise ConfigError(
             f"--config {path} has no [tool.duet] table",
-            fix="add [tool.duet] (docs/configuration.md), or give a duet.toml",
+            fix=f"add [tool.duet] (see {cite('configuration.md')}), or give a duet.toml",
         )
     return str(path), text
 
