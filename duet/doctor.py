@@ -439,7 +439,9 @@ def _isolation_findings(
             fix = " or ".join(dict.fromkeys(fixes))
         else:
             fix = (
-                "run as root (`sudo duet run ...`), or on systemd with cgroup v2 in a delegated "
+                'run as root (`sudo "$(command -v duet)" run ...`: sudo resets PATH, so a duet '
+                "installed with pipx or in a venv is named by its full path), or on systemd with "
+                "cgroup v2 in a delegated "
                 "scope: `systemd-run --user --scope -p Delegate=yes duet run ...`"
             )
         findings.append(

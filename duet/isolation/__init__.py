@@ -853,9 +853,15 @@ def privilege_fix() -> str:
     """The commands that give duet the cgroup permissions it needs (for error messages): the
     current command line when we were started as ``duet``."""
     if os.path.basename(sys.argv[0]) == "duet" and len(sys.argv) > 1:
-        command = shlex.join(["duet", *sys.argv[1:]])
+        # The full path: sudo resets PATH, so `sudo duet` finds no duet installed by pipx or in
+        # a virtual environment.
+        import shutil
+
+        program = sys.argv[0] if "/" in sys.argv[0] else shutil.which(sys.argv[0]) or "duet"
+        command = shlex.join([os.path.abspath(program), *sys.argv[1:]])
     else:
-        command = "duet ..."
+        command = '"$(command -v duet)" ...'
+
     return (
         f"run as root (`sudo {command}`), or on a systemd machine with cgroup v2 start duet "
         f"in a delegated scope: `systemd-run --user --scope -p Delegate=yes {command}`"

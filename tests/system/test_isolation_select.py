@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 
 import pytest
 
@@ -100,7 +101,7 @@ def test_without_privileges_the_fix_is_sudo_or_a_delegated_scope() -> None:
     os.waitpid(pid, 0)
     message, fix = output.splitlines()[:2]
     assert "uid 65534" in message
-    assert "sudo duet" in fix
+    assert 'sudo "$(command -v duet)" ...' in fix  # sudo resets PATH: the full path
     assert "systemd-run --user --scope -p Delegate=yes" in fix
 
 
@@ -128,3 +129,12 @@ def test_limits_are_checked() -> None:
         Limits(memory_bytes=0)
     with pytest.raises(ValueError, match="pids_max"):
         Limits(pids_max=-1)
+
+
+def test_the_privilege_fix_names_duet_by_its_full_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    from duet.isolation import privilege_fix
+
+    monkeypatch.setattr(sys, "argv", ["/opt/venv/bin/duet", "run", "--baseline", "a b"])
+    fix = privilege_fix()
+    assert "`sudo /opt/venv/bin/duet run --baseline 'a b'`" in fix
+    assert "Delegate=yes /opt/venv/bin/duet run" in fix
