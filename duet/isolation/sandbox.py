@@ -43,13 +43,30 @@ IFF_UP = 0x1
 _IFREQ = struct.Struct("16sh22x")
 
 
+#: CAP_SYS_ADMIN's bit in /proc/<pid>/status's CapEff (linux/capability.h).
+CAP_SYS_ADMIN = 21
+
+
+def _has_sys_admin(status: str = "/proc/self/status") -> bool:
+    try:
+        with open(status, encoding="ascii") as f:
+            for line in f:
+                if line.startswith("CapEff:"):
+                    return bool(int(line.split()[1], 16) >> CAP_SYS_ADMIN & 1)
+    except (OSError, ValueError, IndexError):
+        return False
+    return False
+
+
 def namespaces_available() -> bool:
-    """Whether this process may create mount and network namespaces (it must be root).
+    """Whether this process may create mount and network namespaces: root *with*
+    CAP_SYS_ADMIN. A container's root without it (docker's default, a rootless container) is
+    uid 0 but is refused by the kernel, so the sides would fail to start.
 
     Unprivileged users could use a user namespace, but then the benchmark would run as a mapped
     "root" that sees files owned by nobody, which changes its behaviour; duet does not do that.
     """
-    return os.geteuid() == 0
+    return os.geteuid() == 0 and _has_sys_admin()
 
 
 @dataclass(frozen=True, slots=True)

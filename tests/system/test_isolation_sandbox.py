@@ -178,3 +178,16 @@ def test_sandbox_checks_its_arguments(tmp_path: Path) -> None:
         make_sandbox(str(tmp_path), "a/b", share_network=False)
     with pytest.raises(IsolationError, match="cannot create"):
         make_sandbox("/proc/no-such-dir", "baseline", share_network=False)
+
+
+def test_namespaces_need_the_capability_not_only_uid_0(tmp_path: Path) -> None:
+    """A container's root without CAP_SYS_ADMIN is uid 0 but may not unshare."""
+    from duet.isolation.sandbox import _has_sys_admin
+
+    status = tmp_path / "status"
+    status.write_text("Name:\tx\nCapEff:\t00000000a80425fb\n")  # docker's default set
+    assert not _has_sys_admin(str(status))
+    status.write_text("Name:\tx\nCapEff:\t000001ffffffffff\n")  # full root
+    assert _has_sys_admin(str(status))
+    status.write_text("Name:\tx\n")
+    assert not _has_sys_admin(str(status))

@@ -118,16 +118,16 @@ def _wrap(kind: str) -> list[str]:
     return [*SETPRIV, *BWRAP]
 
 
-#: Known defect, kept visible: duet.isolation.sandbox.namespaces_available() takes euid 0 for
-#: the right to unshare, so "root" without CAP_SYS_ADMIN (a user namespace, an unprivileged
-#: container) asks for mount and network namespaces, unshare fails with EPERM and the side
-#: "cannot start ... Permission denied" (exit 3). The check belongs to duet/isolation (the
-#: capability, CapEff bit 21 of /proc/self/status, not the uid); when it is fixed this xfail
-#: turns into a failure (strict) and is to be removed.
+#: "Root" without CAP_SYS_ADMIN (a user namespace, an unprivileged container): uid 0, but the
+#: kernel refuses to unshare. duet.isolation.sandbox.namespaces_available() now checks the
+#: capability (CapEff bit 21), not the uid, and no namespace is asked for; the side still fails
+#: to start there ("cannot start the baseline side (/usr/bin/python3.11): Permission denied",
+#: exit 3), for a reason not found yet. Kept visible: when it is fixed this strict xfail fails.
 CONTAINER_ROOT = pytest.param(
     "container-root",
     marks=pytest.mark.xfail(
-        reason="namespaces_available() checks euid 0, not CAP_SYS_ADMIN", strict=True
+        reason="uid 0 without capabilities: the side cannot start (EACCES, cause not found)",
+        strict=True,
     ),
 )
 
