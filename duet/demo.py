@@ -59,6 +59,8 @@ def build(directory: Path) -> tuple[Path, Path]:
 
 #: The candidate does this much more work: what the demo expects to find.
 EXPECTED_RATIO = 1.05
+#: How far from 1.05 a measured ratio may be and still count as found.
+EXPECTED_TOLERANCE = 0.01
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,11 +150,12 @@ def expected_against_measured(measured: list[tuple[Condition, ResultsDocument]])
                 continue
             ratio, lo, hi = m.get("ratio"), m.get("ci_low"), m.get("ci_high")
             verdict = m.get("verdict") or "no verdict"
+            # The loop is 5% longer, not the whole process (start-up is the same on both
+            # sides): a ratio within a point of 1.05, called a regression, is what to find.
             found = (
                 verdict == "regression"
-                and lo is not None
-                and hi is not None
-                and lo <= EXPECTED_RATIO <= hi
+                and isinstance(ratio, float)
+                and abs(ratio - EXPECTED_RATIO) <= EXPECTED_TOLERANCE
             )
             if key == deciding:
                 outcome = "detected" if found else "MISSED"
@@ -176,7 +179,9 @@ def expected_against_measured(measured: list[tuple[Condition, ResultsDocument]])
 def _miss(condition: Condition, a: Mapping[str, Any], verdict: str) -> str:
     interference = a.get("interference")
     share = interference.get("share") if isinstance(interference, dict) else None
-    why = f"  {condition.name}: the deciding metric said {verdict}"
+    ratio = a.get("ratio")
+    shown = units.ratio(ratio) if isinstance(ratio, float) else "no ratio"
+    why = f"  {condition.name}: the deciding metric said {verdict} at {shown}"
     if a.get("metric") == "wall" and isinstance(share, float) and share > 0.05:
         why += (
             f"; other processes delayed a side in {units.share(share)} of iterations and only "
