@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from stats._typing import ArrayLike, FloatArray, IntArray, IntervalMethod
 from stats._validate import as_runs, as_vector, check_confidence, check_count, check_rng
-from stats.winsor import DEFAULT_FRACTION, _winsorize_rows
+from stats.winsor import DEFAULT_FRACTION, MIN_ITERATIONS, _winsorize_rows
 
 __all__ = [
     "MIN_BOOTSTRAP_RUNS",
@@ -457,6 +457,7 @@ def duet_ratio(
     reps: int = 10_000,
     method: IntervalMethod = "percentile",
     winsorize: bool = True,
+    winsorize_min_iterations: int = MIN_ITERATIONS,
     rng: np.random.Generator,
 ) -> RatioEstimate:
     """The duet ratio (candidate over baseline) with its bootstrap confidence interval.
@@ -478,7 +479,13 @@ def duet_ratio(
     method : {"percentile", "bca", "basic", "studentized"}, default "percentile"
         Interval construction, see :func:`bootstrap_ci`.
     winsorize : bool, default True
-        Replace at most one per-iteration log ratio per run (:mod:`stats.winsor`, 20% rule).
+        Replace at most one per-iteration log ratio per run (:mod:`stats.winsor`, 20% rule),
+        in runs of at least ``winsorize_min_iterations`` iterations.
+    winsorize_min_iterations : int, default ``stats.winsor.MIN_ITERATIONS``
+        Shorter runs are not winsorized: with few iterations the 20% rule replaces a value in
+        almost every run and can shift the estimate by more than its interval allows
+        (docs/statistics.md, "Winsorization with few iterations"). 3 is the paper's rule
+        unguarded.
     rng : numpy.random.Generator
         Source of randomness for the bootstrap.
 
@@ -512,12 +519,13 @@ def duet_ratio(
     a, b = _paired_runs(baseline_ns, candidate_ns, min_runs=2)
     confidence = check_confidence(confidence)
     reps = check_count(reps, name="reps")
+    min_iterations = check_count(winsorize_min_iterations, name="winsorize_min_iterations")
     method = _check_method(method)
     rng = check_rng(rng)
     log_s = np.log(b) - np.log(a)
     replaced = 0
     if winsorize:
-        log_s, replaced = _winsorize_rows(log_s, DEFAULT_FRACTION)
+        log_s, replaced = _winsorize_rows(log_s, DEFAULT_FRACTION, min_iterations)
     log_g = log_s.mean(axis=1)
     runs, iterations = log_s.shape
     ci_low: float | None = None

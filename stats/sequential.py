@@ -139,7 +139,8 @@ def shuffled_ratio(
     reps : int, default 10_000
         Bootstrap replicates per shuffle, >= 1.
     winsorize : bool, default True
-        Winsorize the log ratios of each (shuffled) run.
+        Winsorize the log ratios of each (shuffled) run, as :func:`stats.ratio.duet_ratio`
+        does: only runs of at least ``stats.winsor.MIN_ITERATIONS`` iterations.
     rng : numpy.random.Generator
         Source of randomness for the pairings and the bootstraps.
 
@@ -240,7 +241,8 @@ def sequential_ci(
     reps : int, default 10_000
         Bootstrap replicates, >= 1.
     winsorize : bool, default True
-        Winsorize the times within each run (method.md section 3) before anything else.
+        Winsorize the times within each run (method.md section 3) before anything else; runs
+        of fewer than ``stats.winsor.MIN_ITERATIONS`` iterations are left alone.
     rng : numpy.random.Generator
         Source of randomness.
 
