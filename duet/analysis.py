@@ -39,7 +39,7 @@ class AnalysisSettings:
     threshold: float = DEFAULT_THRESHOLD
     reps: int = DEFAULT_REPS
     seed: int = DEFAULT_SEED
-    interval: Literal["percentile", "expanded", "bca", "basic", "studentized"] = "percentile"
+    interval: Literal["percentile", "expanded", "bca", "basic", "studentized"] = "expanded"
     winsorize: bool = True
 
     def __post_init__(self) -> None:
