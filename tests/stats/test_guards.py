@@ -198,3 +198,20 @@ def test_expanded_interval_does_not_import_scipy() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_shuffled_interval_can_match_the_duet_interval() -> None:
+    # A sync gain divides the shuffled width by the duet width: both must be the same kind of
+    # interval, or the default expanded duet interval (about 30% wider at 10 runs) lowers it by
+    # about a quarter.
+    from stats import shuffled_ratio
+
+    a, b = make_duet_data(np.random.default_rng(3), 10, 20, 1.0)
+    plain = shuffled_ratio(a, b, shuffles=5, reps=2000, rng=np.random.default_rng(1))
+    wide = shuffled_ratio(
+        a, b, shuffles=5, reps=2000, method="expanded", rng=np.random.default_rng(1)
+    )
+    assert wide.ratio == plain.ratio
+    assert 1.15 < wide.width / plain.width < 1.5
+    with pytest.raises(ValueError, match="method must be 'percentile' or 'expanded'"):
+        shuffled_ratio(a, b, method="bca", rng=np.random.default_rng())
