@@ -10,9 +10,10 @@ extreme lies a whole range outside the other two), and in runs of normally distr
 replaces one in 92% of runs of 5, 72% of 10, 48% of 20, 36% of 30 and 15% of 100 (the paper's
 runs had up to 100 iterations). In short runs it then removes the tail of every run, and where
 that tail is one-sided (one side's CPU preempted more often) it moves every run the same way and
-narrows the interval: measured with ``benchmarks/aa_guards.py``, it lowered the A/A coverage of
-the 99% interval at 10 runs by 0.5-1.5 points from 3 to 15 iterations and, on real A/A data of
-the accuracy study, by up to 20 points in single cells at 3-10 iterations; it turned a 5 x 5 A/A
+narrows the interval. Measured with ``benchmarks/aa_guards.py``: below 20 iterations it bought
+no A/A coverage on average and cost about a point where the noise was one-sided (percentile
+interval, 10 runs); on the real A/A data of the accuracy study it moved single pools by up to 17
+points at 3-10 iterations, in both directions; and it turned a 5 x 5 A/A
 ``0.979 [0.903, 1.035]`` into ``1.044 [1.007, 1.090]``, a regression that is not there. Hence
 the guard: runs of fewer than ``MIN_ITERATIONS`` (20) iterations are left alone. From 20
 iterations on the paper's rule applies unchanged (docs/statistics.md, "Winsorization with few
