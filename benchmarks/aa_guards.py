@@ -30,7 +30,7 @@ of one pool overlap, so their rates are not independent trials: read them as how
 compare on the same real data, not as exact coverage.
 
 Run: ``make bench-guards`` (both) or ``python benchmarks/aa_guards.py [--trials 300] [--real]
-[--json FILE]``. One process; at the defaults the synthetic run takes about 3.5 minutes of CPU
+[--json FILE]``. One process; at the defaults the synthetic run takes about 4 minutes of CPU
 and the real one about 7 (26 and 42 minutes of wall time on the shared VM at load 10).
 """
 
