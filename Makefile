@@ -39,6 +39,12 @@ pytest: $(STAMP)
 bench-stats: $(STAMP)
 	$(BIN)/python benchmarks/bench_stats.py
 
+# A/A coverage of the 99% interval by winsorization rule, synthetic then real data (docs/statistics.md).
+.PHONY: bench-guards
+bench-guards: $(STAMP)
+	$(BIN)/python benchmarks/aa_guards.py
+	$(BIN)/python benchmarks/aa_guards.py --real --iterations 3 5 10 20 30
+
 bench-barrier: $(STAMP)
 	$(BIN)/python benchmarks/bench_barrier.py
 

@@ -64,7 +64,7 @@ class AnalysisSettings:
     threshold: float = DEFAULT_THRESHOLD
     reps: int = DEFAULT_REPS
     seed: int = DEFAULT_SEED
-    interval: Literal["percentile", "expanded", "bca", "basic", "studentized"] = "percentile"
+    interval: Literal["percentile", "expanded", "bca", "basic", "studentized"] = "expanded"
     winsorize: bool = True
     metric: MetricChoice = DEFAULT_METRIC
 

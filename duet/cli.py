@@ -107,7 +107,7 @@ def analysis_options(fn: F) -> F:
         click.option(
             "--interval",
             type=click.Choice(["percentile", "expanded", "bca", "basic", "studentized"]),
-            default="percentile",
+            default="expanded",
             show_default=True,
             help="Bootstrap interval method; expanded widens percentile for few runs; "
             "basic and studentized need duet-bench[arch].",

@@ -39,11 +39,12 @@ from stats.sequential import (
     shuffled_ratio,
     sync_gain,
 )
-from stats.winsor import DEFAULT_FRACTION, winsorize_run, winsorize_runs
+from stats.winsor import DEFAULT_FRACTION, MIN_ITERATIONS, winsorize_run, winsorize_runs
 
 __all__ = [
     "DEFAULT_FRACTION",
     "MIN_BOOTSTRAP_RUNS",
+    "MIN_ITERATIONS",
     "T_QUANTILE_BELOW",
     "ImpactFactors",
     "Interval",

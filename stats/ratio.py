@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from stats._typing import ArrayLike, FloatArray, IntArray, IntervalMethod
 from stats._validate import as_runs, as_vector, check_confidence, check_count, check_rng
-from stats.winsor import DEFAULT_FRACTION, _winsorize_rows
+from stats.winsor import DEFAULT_FRACTION, MIN_ITERATIONS, _winsorize_rows
 
 __all__ = [
     "MIN_BOOTSTRAP_RUNS",
@@ -297,28 +297,81 @@ def _log_interval(
     return _arch_log_interval(log_g, confidence=confidence, reps=reps, method=method, rng=rng)
 
 
+def _t_two_sided_cdf(theta: float, df: int) -> float:
+    """``P(|T| <= sqrt(df) * tan(theta))`` for Student's t with integer ``df`` >= 1.
+
+    The exact finite series of Abramowitz and Stegun 26.7.3 (odd ``df``) and 26.7.4 (even),
+    written in ``theta = atan(t / sqrt(df))``.
+    """
+    c2 = math.cos(theta) ** 2
+    term, total = 1.0, 1.0
+    if df % 2 == 1:
+        # (2/pi) * (theta + sin cos * (1 + 2/3 cos^2 + 2*4/(3*5) cos^4 + ...)), to cos^(df-3).
+        if df == 1:
+            return 2.0 * theta / math.pi
+        for j in range(1, (df - 1) // 2):
+            term *= c2 * (2 * j) / (2 * j + 1)
+            total += term
+        return 2.0 / math.pi * (theta + math.sin(theta) * math.cos(theta) * total)
+    # sin * (1 + 1/2 cos^2 + 1*3/(2*4) cos^4 + ...), to cos^(df-2).
+    for j in range(1, df // 2):
+        term *= c2 * (2 * j - 1) / (2 * j)
+        total += term
+    return math.sin(theta) * total
+
+
+#: Above this many degrees of freedom the t quantile comes from its expansion around the normal.
+_T_SERIES_LIMIT = 2000
+
+
+def _t_quantile_two_sided(level: float, df: int) -> float:
+    """The ``t`` with ``P(|T| <= t) = level`` for Student's t with integer ``df`` >= 1.
+
+    Bisection on the exact series of :func:`_t_two_sided_cdf` (to double precision), or for
+    ``df`` above ``_T_SERIES_LIMIT`` the Cornish-Fisher expansion to ``1/df**2`` (relative error
+    below 1e-8 there, against ``scipy.special.stdtrit``). This keeps scipy out of every analysis:
+    ``scipy.special`` takes 0.5-0.8 s to import on the development VM, longer than the rest of a
+    typical ``duet analyze``.
+    """
+    from statistics import NormalDist
+
+    if df > _T_SERIES_LIMIT:
+        z = NormalDist().inv_cdf(0.5 + level / 2.0)
+        return z + (z**3 + z) / (4.0 * df) + (5.0 * z**5 + 16.0 * z**3 + 3.0 * z) / (96.0 * df * df)
+    lo, hi = 0.0, math.pi / 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if mid in (lo, hi):
+            break
+        if _t_two_sided_cdf(mid, df) < level:
+            lo = mid
+        else:
+            hi = mid
+    return math.sqrt(df) * math.tan((lo + hi) / 2.0)
+
+
 def expanded_confidence(confidence: float, runs: int) -> float:
     """The confidence level at which to read the percentile interval so that it has about
     ``confidence`` coverage with few runs (Hesterberg's expanded percentile interval).
 
     The percentile interval is too narrow for small samples: it behaves like a z interval with
     the ``n - 1`` variance divisor missing. Reading it at ``alpha' / 2 =
-    Phi(-sqrt(n / (n - 1)) * t_{1 - alpha/2, n - 1})`` corrects both.
+    Phi(-sqrt(n / (n - 1)) * t_{1 - alpha/2, n - 1})`` corrects both. The t quantile is computed
+    here without scipy (:func:`_t_quantile_two_sided`; tests compare it with
+    ``scipy.special.stdtrit``), since ``expanded`` is the interval every ``duet`` analysis uses.
 
     References
     ----------
     .. [1] T. Hesterberg, "What Teachers Should Know about the Bootstrap", arXiv:1411.5279,
        2014, section 5.3 ("expanded percentile interval").
+    .. [2] M. Abramowitz, I. A. Stegun, "Handbook of Mathematical Functions", 1964, 26.7.3-4
+       (the t distribution for integer degrees of freedom) and 26.7.5 (its expansion).
     """
-    import math
     from statistics import NormalDist
-
-    from scipy.special import stdtrit  # lazy, and far lighter than scipy.stats
 
     if runs < 2:
         raise ValueError(f"runs must be at least 2, got {runs}")
-    alpha = 1.0 - confidence
-    t = float(stdtrit(runs - 1, 1.0 - alpha / 2.0))
+    t = _t_quantile_two_sided(confidence, runs - 1)
     half = NormalDist().cdf(-math.sqrt(runs / (runs - 1)) * t)
     return 1.0 - 2.0 * half
 
@@ -457,6 +510,7 @@ def duet_ratio(
     reps: int = 10_000,
     method: IntervalMethod = "percentile",
     winsorize: bool = True,
+    winsorize_min_iterations: int = MIN_ITERATIONS,
     rng: np.random.Generator,
 ) -> RatioEstimate:
     """The duet ratio (candidate over baseline) with its bootstrap confidence interval.
@@ -478,7 +532,13 @@ def duet_ratio(
     method : {"percentile", "bca", "basic", "studentized"}, default "percentile"
         Interval construction, see :func:`bootstrap_ci`.
     winsorize : bool, default True
-        Replace at most one per-iteration log ratio per run (:mod:`stats.winsor`, 20% rule).
+        Replace at most one per-iteration log ratio per run (:mod:`stats.winsor`, 20% rule),
+        in runs of at least ``winsorize_min_iterations`` iterations.
+    winsorize_min_iterations : int, default ``stats.winsor.MIN_ITERATIONS``
+        Shorter runs are not winsorized: with few iterations the 20% rule replaces a value in
+        almost every run and can shift the estimate by more than its interval allows
+        (docs/statistics.md, "Winsorization with few iterations"). 3 is the paper's rule
+        unguarded.
     rng : numpy.random.Generator
         Source of randomness for the bootstrap.
 
@@ -512,12 +572,13 @@ def duet_ratio(
     a, b = _paired_runs(baseline_ns, candidate_ns, min_runs=2)
     confidence = check_confidence(confidence)
     reps = check_count(reps, name="reps")
+    min_iterations = check_count(winsorize_min_iterations, name="winsorize_min_iterations")
     method = _check_method(method)
     rng = check_rng(rng)
     log_s = np.log(b) - np.log(a)
     replaced = 0
     if winsorize:
-        log_s, replaced = _winsorize_rows(log_s, DEFAULT_FRACTION)
+        log_s, replaced = _winsorize_rows(log_s, DEFAULT_FRACTION, min_iterations)
     log_g = log_s.mean(axis=1)
     runs, iterations = log_s.shape
     ci_low: float | None = None

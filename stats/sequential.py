@@ -24,6 +24,7 @@ from stats.ratio import (
     _percentile_bounds,
     _percentile_replicates,
     _uniform_indices,
+    expanded_confidence,
 )
 from stats.winsor import DEFAULT_FRACTION, _winsorize_rows
 
@@ -119,6 +120,7 @@ def shuffled_ratio(
     confidence: float = 0.99,
     reps: int = 10_000,
     winsorize: bool = True,
+    method: str = "percentile",
     rng: np.random.Generator,
 ) -> ShuffledEstimate:
     """Duet ratio and percentile interval with the runs paired across sides at random.
@@ -139,7 +141,11 @@ def shuffled_ratio(
     reps : int, default 10_000
         Bootstrap replicates per shuffle, >= 1.
     winsorize : bool, default True
-        Winsorize the log ratios of each (shuffled) run.
+        Winsorize the log ratios of each (shuffled) run, as :func:`stats.ratio.duet_ratio`
+        does: only runs of at least ``stats.winsor.MIN_ITERATIONS`` iterations.
+    method : {"percentile", "expanded"}, default "percentile"
+        Interval of each shuffle. A sync gain compares this width with the duet width, so pass
+        the method the duet interval was computed with (``expanded`` is ``duet``'s default).
     rng : numpy.random.Generator
         Source of randomness for the pairings and the bootstraps.
 
@@ -151,7 +157,7 @@ def shuffled_ratio(
     ------
     ValueError
         On invalid times or shapes, fewer than ``MIN_BOOTSTRAP_RUNS`` runs, ``confidence``
-        outside (0, 1), or ``shuffles``/``reps`` < 1.
+        outside (0, 1), ``shuffles``/``reps`` < 1, or another ``method``.
     TypeError
         If ``rng`` is not a ``numpy.random.Generator``.
 
@@ -171,6 +177,11 @@ def shuffled_ratio(
     confidence = check_confidence(confidence)
     reps = check_count(reps, name="reps")
     rng = check_rng(rng)
+    if method not in ("percentile", "expanded"):
+        raise ValueError(
+            f"method must be 'percentile' or 'expanded' for the shuffled interval; got {method!r}"
+        )
+    level = expanded_confidence(confidence, a.shape[0]) if method == "expanded" else confidence
     log_a, log_b = np.log(a), np.log(b)
     ratios = np.empty(shuffles)
     lows = np.empty(shuffles)
@@ -180,7 +191,7 @@ def shuffled_ratio(
         if winsorize:
             log_s, _ = _winsorize_rows(log_s, DEFAULT_FRACTION)
         log_g = log_s.mean(axis=1)
-        lo, hi = _percentile_bounds(_percentile_replicates(log_g, reps, rng), confidence)
+        lo, hi = _percentile_bounds(_percentile_replicates(log_g, reps, rng), level)
         ratios[i] = math.exp(log_g.mean())
         lows[i] = math.exp(lo)
         highs[i] = math.exp(hi)
@@ -240,7 +251,8 @@ def sequential_ci(
     reps : int, default 10_000
         Bootstrap replicates, >= 1.
     winsorize : bool, default True
-        Winsorize the times within each run (method.md section 3) before anything else.
+        Winsorize the times within each run (method.md section 3) before anything else; runs
+        of fewer than ``stats.winsor.MIN_ITERATIONS`` iterations are left alone.
     rng : numpy.random.Generator
         Source of randomness.
 

@@ -40,3 +40,21 @@ def make_duet_data(
         * rng.lognormal(0.0, own_sd, (runs, iterations))
     )
     return a, b
+
+
+def make_noisy_cpu_aa(
+    rng: np.random.Generator, runs: int, iterations: int, *, hit_probability: float = 0.15
+) -> tuple[np.ndarray, np.ndarray]:
+    """A/A data (true ratio 1) from a machine where one CPU is often preempted.
+
+    :func:`make_duet_data` with ratio 1, plus, on one CPU only, a ``hit_probability`` chance per
+    iteration that the iteration takes ``1 + Exp(mean 0.3)`` times longer. The sides swap CPUs
+    between runs as duet does (run r: baseline on the noisy CPU when r is even), so each run's
+    log ratios are skewed, alternately to one side and the other. The ``noisy-cpu`` model of
+    ``benchmarks/aa_guards.py``.
+    """
+    a, b = make_duet_data(rng, runs, iterations, 1.0)
+    hit = rng.random((runs, iterations)) < hit_probability
+    slow = np.where(hit, 1.0 + rng.exponential(0.3, (runs, iterations)), 1.0)
+    baseline_on_noisy = (np.arange(runs) % 2 == 0)[:, None]
+    return np.where(baseline_on_noisy, a * slow, a), np.where(baseline_on_noisy, b, b * slow)

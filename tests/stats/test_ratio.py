@@ -66,7 +66,8 @@ def test_duet_ratio_winsorizes_log_ratios() -> None:
     # g0 = 2^(2/3) instead of 2^(4/3). Run 1 is constant: untouched.
     a = np.full((2, 3), 100.0)
     b = a * [[1.0, 2.0, 8.0], [1.0, 1.0, 1.0]]
-    est = duet_ratio(a, b, rng=rng())
+    # 3 iterations: below the guard, so the paper's rule is asked for explicitly.
+    est = duet_ratio(a, b, winsorize_min_iterations=3, rng=rng())
     assert est.winsorized == 1
     np.testing.assert_allclose(est.run_ratios, [2.0 ** (2 / 3), 1.0], rtol=1e-14)
     assert est.ratio == pytest.approx(2.0 ** (1 / 3), rel=1e-14)
@@ -250,9 +251,10 @@ def test_scaling_both_sides_changes_nothing(
 def test_scaling_with_winsorization_on_generic_data(
     seed: int, scale: float, runs: int, iterations: int
 ) -> None:
+    # The paper's rule at every length (3): these short runs are below the default guard.
     a, b = make_duet_data(rng(seed), runs, iterations, 1.03, own_sd=0.2)
-    base = duet_ratio(a, b, reps=200, rng=rng(seed))
-    scaled = duet_ratio(a * scale, b * scale, reps=200, rng=rng(seed))
+    base = duet_ratio(a, b, reps=200, winsorize_min_iterations=3, rng=rng(seed))
+    scaled = duet_ratio(a * scale, b * scale, reps=200, winsorize_min_iterations=3, rng=rng(seed))
     assert base.winsorized == scaled.winsorized
     assert _close(base.ratio, scaled.ratio)
     assert _close(base.ci_low, scaled.ci_low)
@@ -265,8 +267,13 @@ def test_swapping_sides_inverts_ratio_and_interval(
     pair: tuple[np.ndarray, np.ndarray], seed: int, winsorize: bool
 ) -> None:
     a, b = pair
-    forward = duet_ratio(a, b, reps=200, winsorize=winsorize, rng=rng(seed))
-    backward = duet_ratio(b, a, reps=200, winsorize=winsorize, rng=rng(seed))
+    # The paper's rule at every length (3): the drawn runs are below the default guard.
+    forward = duet_ratio(
+        a, b, reps=200, winsorize=winsorize, winsorize_min_iterations=3, rng=rng(seed)
+    )
+    backward = duet_ratio(
+        b, a, reps=200, winsorize=winsorize, winsorize_min_iterations=3, rng=rng(seed)
+    )
     assert forward.winsorized == backward.winsorized
     assert _close(backward.ratio, 1.0 / forward.ratio)
     if forward.ci_low is not None:
@@ -278,7 +285,7 @@ def test_swapping_sides_inverts_ratio_and_interval(
 @settings(max_examples=60, deadline=None)
 @given(a=times, seed=st.integers(0, 2**32 - 1))
 def test_identical_sides_exactly_one_property(a: np.ndarray, seed: int) -> None:
-    est = duet_ratio(a, a, reps=100, rng=rng(seed))
+    est = duet_ratio(a, a, reps=100, winsorize_min_iterations=3, rng=rng(seed))
     assert est.ratio == 1.0
     assert est.winsorized == 0
     if est.ci_low is not None:
