@@ -985,7 +985,7 @@ def calibrate(
     threshold: float = 0.02,
     reps: int = 10_000,
     seed: int = 0,
-    interval: IntervalMethod = "percentile",
+    interval: IntervalMethod = "expanded",
     winsorize: bool = True,
 ) -> Calibration:
     """Calibrate from an A/A duet (and optionally a sequential A/A of the same benchmark).
@@ -1038,6 +1038,14 @@ def calibrate(
         a, b, confidence=confidence, reps=reps, method=interval, winsorize=winsorize, rng=rng
     )
     width = est.width
+    # The gains compare methods like for like: the sequential and the shuffled intervals are
+    # percentile bootstraps, so duet's is too (the expanded default widens only duet's).
+    gain_width = width
+    if interval != "percentile" and width is not None:
+        gain_width = duet_ratio(
+            a, b, confidence=confidence, reps=reps, method="percentile", winsorize=winsorize,
+            rng=rng_for(data.name + "/gains", seed),
+        ).width  # fmt: skip
     contains_one: bool | None = None
     aa_verdict: str | None = None
     if est.ci_low is not None and est.ci_high is not None:
@@ -1068,7 +1076,7 @@ def calibrate(
             a, b, confidence=confidence, reps=max(1000, reps // 5), winsorize=winsorize, rng=rng
         )
         shuffled_width = sh.width
-        gain = sync_gain(shuffled_width=sh.width, duet_width=width)
+        gain = sync_gain(shuffled_width=sh.width, duet_width=gain_width or width)
 
     impact = {
         "baseline": _impact(a, rng),
@@ -1138,7 +1146,9 @@ def calibrate(
                 rng=rng,
             )  # fmt: skip
             acc = (
-                accuracy_gain(sequential_relative_width=s_est.relative_width, duet_width=width)
+                accuracy_gain(
+                    sequential_relative_width=s_est.relative_width, duet_width=gain_width or width
+                )
                 if width is not None
                 else None
             )
