@@ -21,7 +21,11 @@ from duet.analysis import AnalysisSettings, analyze_document
 from duet.results import ResultsDocument, from_dict
 
 
-def synthetic(benchmarks: int, runs: int, iterations: int, seed: int = 1) -> ResultsDocument:
+def synthetic(
+    benchmarks: int, runs: int, iterations: int, seed: int = 1, *, metrics: bool = True
+) -> ResultsDocument:
+    """``metrics``: per-iteration CPU time and run-queue delay too (duet-results/2, what duet
+    records today: every metric is analysed), else wall time only (a duet-results/1 file)."""
     rng = np.random.default_rng(seed)
     items = []
     for k in range(benchmarks):
@@ -31,16 +35,18 @@ def synthetic(benchmarks: int, runs: int, iterations: int, seed: int = 1) -> Res
             shared = rng.lognormal(0, 0.1) * rng.lognormal(0, 0.05, iterations)
             a = 1e7 * shared * rng.lognormal(0, 0.01, iterations)
             b = 1e7 * ratio * shared * rng.lognormal(0, 0.01, iterations)
-            out.append(
-                {
-                    "index": r,
-                    "status": "ok",
-                    "baseline": {"iterations_ns": a.astype(np.int64).tolist()},
-                    "candidate": {"iterations_ns": b.astype(np.int64).tolist()},
-                }
-            )
+            sides = {}
+            for name, wall in (("baseline", a), ("candidate", b)):
+                side: dict[str, list[int]] = {"iterations_ns": wall.astype(np.int64).tolist()}
+                if metrics:
+                    runq = wall * rng.uniform(0.0, 0.05, iterations)
+                    cpu = (wall - runq) * rng.lognormal(0, 0.002, iterations) * 0.98
+                    side["iteration_cpu_ns"] = cpu.astype(np.int64).tolist()
+                    side["iteration_runq_ns"] = runq.astype(np.int64).tolist()
+                sides[name] = side
+            out.append({"index": r, "status": "ok", **sides})
         items.append({"name": f"bench-{k:03d}", "runs": out})
-    return from_dict({"schema": "duet-results/1", "benchmarks": items})
+    return from_dict({"schema": "duet-results/2", "benchmarks": items})
 
 
 def main() -> None:
@@ -51,8 +57,11 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--wall-only", action="store_true", help="wall time only, as in a duet-results/1 file"
+    )
     args = parser.parse_args()
-    doc = synthetic(args.benchmarks, args.runs, args.iterations)
+    doc = synthetic(args.benchmarks, args.runs, args.iterations, metrics=not args.wall_only)
     settings = AnalysisSettings(reps=args.reps)
     analyze_document(synthetic(2, args.runs, args.iterations), settings)  # warm imports
     timings = []
