@@ -297,7 +297,12 @@ def test_gitlab_job_is_what_the_issue_asks() -> None:
 def test_component_is_the_same_job() -> None:
     spec, body = load_all(COMPONENT)
     defaults = {k: v.get("default", "") for k, v in spec["spec"]["inputs"].items()}
-    assert spec["spec"]["inputs"]["fail-on"]["options"] == ["regression", "inconclusive", "any", "never"]
+    assert spec["spec"]["inputs"]["fail-on"]["options"] == [
+        "regression",
+        "inconclusive",
+        "any",
+        "never",
+    ]
     assert spec["spec"]["inputs"]["comment"]["options"] == ["auto", "always", "never"]
     assert spec["spec"]["component"] == ["name", "sha", "reference"]
     assert spec["spec"]["inputs"]["duet-git-url"]["default"] == ""
