@@ -1,0 +1,32 @@
+#!/bin/bash
+# Shared by the jobs (sourced): they run inside the guest as user `runner`, from
+# runner-agent.service, with the checkout under test in ~/src and duet in /opt/duet-venv.
+set -euo pipefail
+DUET=/opt/duet-venv/bin/duet
+PY=/opt/duet-venv/bin/python
+export DUET PY
+mkdir -p "$HOME/res"
+
+# A shell loop of N steps: a tiny CPU-bound benchmark that needs nothing but sh.
+work() { echo "i=0; while [ \$i -lt $1 ]; do i=\$((i+1)); done"; }
+
+expect_exit() {  # expect_exit CODE COMMAND...: run it, fail the job unless it exits with CODE
+    local want=$1 rc=0
+    shift
+    echo "+ $*"
+    "$@" || rc=$?
+    if [ "$rc" != "$want" ]; then
+        echo "FAIL: exit $rc, expected $want: $*"
+        exit 1
+    fi
+}
+
+subtree() { cat "/sys/fs/cgroup/$1/cgroup.subtree_control"; }
+
+# Everything a duet invocation may leave behind, and what it may change: checked after each.
+snapshot() {
+    echo "root: $(subtree .)"
+    echo "system.slice: $(subtree system.slice)"
+    find /sys/fs/cgroup -name 'duet-*' -print
+    find /dev/shm /var/tmp -maxdepth 1 -name 'duet-*' -print
+}
