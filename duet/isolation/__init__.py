@@ -858,5 +858,7 @@ def privilege_fix() -> str:
         command = "duet ..."
     return (
         f"run as root (`sudo {command}`), or on a systemd machine with cgroup v2 start duet "
-        f"in a delegated scope: `systemd-run --user --scope -p Delegate=yes {command}`"
+        f"in a delegated scope: `systemd-run --user --scope -p Delegate=yes {command}` (needs "
+        f"your systemd user manager; as root: `sudo systemd-run --scope -p Delegate=yes "
+        f"{command}`)"
     )

@@ -155,7 +155,7 @@ finish() {
     trap - EXIT INT TERM HUP
     stop_guest
     cp -a "$share/out/." "$out/" 2>/dev/null || true
-    cp "$run"/serial*.log "$out/" 2>/dev/null || true
+    cp "$run"/serial*.log "$run"/qemu*.log "$out/" 2>/dev/null || true
     rm -rf "$run"
     say "total $(elapsed "$tier_start") s (results and logs: $out)"
     exit "$code"
@@ -186,7 +186,7 @@ boot() {  # boot ACCEL CPU: start QEMU in the background, set qemu_pid
         -drive "file=$run/overlay.qcow2,format=qcow2,if=virtio" \
         -virtfs "local,path=$share,mount_tag=share,security_model=none,id=share" \
         -nic none -serial "file:$run/serial-${accel_opt%%,*}.log" -display none -monitor none \
-        -no-reboot -pidfile "$run/qemu.pid" &
+        -no-reboot -pidfile "$run/qemu.pid" 2>"$run/qemu-${accel_opt%%,*}.log" &
     qemu_pid=$!
 }
 wait_ready() {  # wait_ready SECONDS: 0 when the agent said ready
@@ -204,6 +204,9 @@ if [ "$accel" != tcg ] && [ -w /dev/kvm ]; then
     boot kvm host
     if wait_ready 60; then
         used=kvm
+    elif ! kill -0 "$qemu_pid" 2>/dev/null; then
+        say "KVM cannot run this guest (QEMU: $(grep -m1 -i error "$run/qemu-kvm.log" || tail -n 1 "$run/qemu-kvm.log")): using TCG"
+        stop_guest
     else
         say "KVM did not boot the guest within 60 s (see serial-kvm.log): using TCG"
         stop_guest

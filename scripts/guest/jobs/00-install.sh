@@ -5,7 +5,8 @@
 set -euo pipefail
 rm -rf "$HOME/src"
 cp -a /share/src "$HOME/src"
-/opt/duet-venv/bin/pip install --quiet --no-deps --no-build-isolation --no-index -e "$HOME/src"
+# The venv belongs to root, as a tool installed for the machine would.
+sudo /opt/duet-venv/bin/pip install --quiet --no-deps --no-build-isolation --no-index -e "$HOME/src"
 /opt/duet-venv/bin/duet --version
 echo "kernel $(uname -r), $(nproc) CPUs, $(systemctl --version | head -1)"
 echo "cgroup: $(cat /proc/self/cgroup)"

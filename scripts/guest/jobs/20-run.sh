@@ -5,9 +5,9 @@
 source "$HOME/src/scripts/guest/jobs/lib.sh"
 before=$(snapshot)
 common=(--runs 5 --iterations 5 --warmup 1 --reps 1000 --isolation cgroup)
-expect_exit 0 sudo "$DUET" run --baseline "$(work 20000)" --candidate "$(work 20000)" \
+expect_exit 0 sudo "$DUET" run --baseline "$(work 2000)" --candidate "$(work 2000)" \
     --name aa "${common[@]}" --out "$HOME/res/aa.json"
-expect_exit 1 sudo "$DUET" run --baseline "$(work 20000)" --candidate "$(work 40000)" \
+expect_exit 1 sudo "$DUET" run --baseline "$(work 2000)" --candidate "$(work 4000)" \
     --name ab "${common[@]}" --out "$HOME/res/ab.json"
 "$PY" - "$HOME/res/aa.json" "$HOME/res/ab.json" <<'PY'
 import json, sys

@@ -11,9 +11,9 @@ git init -q -b main
 git config user.name runner
 git config user.email runner@duet-guest
 printf 'runs = 5\niterations = 5\nwarmup = 1\n\n[[benchmark]]\nname = "loop"\ncommand = "sh work.sh"\n' >duet.toml
-work 20000 >work.sh
+work 2000 >work.sh
 git add -A && git commit -q -m base
-work 40000 >work.sh
+work 4000 >work.sh
 git commit -q -am "twice the work"
 before=$(snapshot)
 expect_exit 1 sudo "$DUET" compare HEAD~1 HEAD --isolation cgroup --no-plots --out "$HOME/res/compare"

@@ -7,7 +7,8 @@ PY=/opt/duet-venv/bin/python
 export DUET PY
 mkdir -p "$HOME/res"
 
-# A shell loop of N steps: a tiny CPU-bound benchmark that needs nothing but sh.
+# A shell loop of N steps: a tiny CPU-bound benchmark that needs nothing but sh (under TCG one
+# step takes about 70 us: 2000 steps are about 0.14 s).
 work() { echo "i=0; while [ \$i -lt $1 ]; do i=\$((i+1)); done"; }
 
 expect_exit() {  # expect_exit CODE COMMAND...: run it, fail the job unless it exits with CODE
