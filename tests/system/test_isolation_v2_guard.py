@@ -21,12 +21,14 @@ import sys
 import textwrap
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 from duet.errors import IsolationError
 from duet.isolation import Limits
 from duet.isolation.cgroup_v2 import CgroupV2Backend, probe_v2
+from tests.system.conftest import TAG_VARIABLE
 
 pytestmark = [pytest.mark.root, pytest.mark.cgroup, pytest.mark.usefixtures("isolation_clean")]
 
@@ -149,6 +151,7 @@ SIBLING = textwrap.dedent(
     import json, os, sys
     from duet.isolation import Limits
     from duet.isolation.cgroup_v2 import CgroupV2Backend, probe_v2
+from tests.system.conftest import TAG_VARIABLE
 
     root, base = sys.argv[1], sys.argv[2]
     def subtree(path):
@@ -195,7 +198,7 @@ def test_the_sibling_mode_turns_off_what_it_turned_on(
         # The same again, but another cgroup under base comes to use cpu while duet runs.
         helper = SIBLING.replace(
             'report = {"mode"',
-            f'open("{kept}/cpu.weight", "w").write("50")\n        report = {{"mode"',
+            f'open("{kept}/cpu.weight", "w").write("50")\n    report = {{"mode"',
         )
         result = subprocess.run(
             [python, "-c", helper, v2_mount, base],
@@ -255,8 +258,45 @@ def test_a_side_that_lost_its_controllers_fails_loudly(
 ) -> None:
     asked, _ = two_cpus()
     with full_backend.container("r002-candidate", cpus=[asked], mems=None, limits=Limits()) as c:
-        c.spawn(["sleep", "60"], env=child_env, cwd="/", stdout=None, stderr=None)
+        popen = c.spawn(["sleep", "60"], env=child_env, cwd="/", stdout=None, stderr=None)
         with open(os.path.join(full_backend.parent, "cgroup.subtree_control"), "w") as f:
             f.write("-cpuset")
         with pytest.raises(IsolationError, match=r"controller\(s\) cpuset were taken away"):
             c.usage()
+    assert popen.wait(timeout=5) == -9
+
+
+def test_a_run_whose_side_moved_to_another_cpu_fails_with_exit_3(
+    v2_mount: str, tmp_path: Path, tag: str
+) -> None:
+    need_controllers(v2_mount, "cpuset", "cpu")
+    probe = probe_v2()
+    if not probe.ok:
+        pytest.skip(f"duet would not choose cgroup v2 here: {probe.reason}")
+    two_cpus()
+    # The candidate moves its own cgroup to another CPU, as a unit's AllowedCPUs= re-applied by
+    # systemd would: the run must not be recorded as if it had stayed where duet put it.
+    move = (
+        f"cg={v2_mount}$(sed -n 's/^0:://p' /proc/self/cgroup); "
+        'if [ "$(cat $cg/cpuset.cpus)" = 0 ]; then echo 1; else echo 0; fi > $cg/cpuset.cpus'
+    )
+    out = tmp_path / "r.json"
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "duet", "run", "--baseline", "true", "--candidate", move,
+            "--name", "moved", "--runs", "2", "--iterations", "1", "--warmup", "0",
+            "--reps", "1000", "--isolation", "cgroup", "--user", "root", "--quiet",
+            "--out", str(out),
+        ],
+        env={**os.environ, TAG_VARIABLE: tag},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    assert "was changed while it was measured" in done.stderr
+    assert "Delegate=yes" in done.stderr
+    assert "Traceback" not in done.stderr
+    doc = json.loads(out.read_text())
+    assert doc["state"]["complete"] is False
