@@ -150,8 +150,7 @@ SIBLING = textwrap.dedent(
     """
     import json, os, sys
     from duet.isolation import Limits
-    from duet.isolation.cgroup_v2 import CgroupV2Backend, probe_v2
-from tests.system.conftest import TAG_VARIABLE
+    from duet.isolation.cgroup_v2 import CgroupV2Backend
 
     root, base = sys.argv[1], sys.argv[2]
     def subtree(path):

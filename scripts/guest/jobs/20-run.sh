@@ -1,5 +1,5 @@
 #!/bin/bash
-# sudo duet run, A/A (exit 0) and A/B with twice the work (a regression: exit 1), then: nothing
+# sudo duet run, A/A (exit 0) and A/B with ten times the work (a regression: exit 1), then: nothing
 # left behind, and the cgroup tree's controllers as they were before duet.
 # shellcheck source=scripts/guest/jobs/lib.sh disable=SC1091
 source "$HOME/src/scripts/guest/jobs/lib.sh"
@@ -7,7 +7,7 @@ before=$(snapshot)
 common=(--runs 5 --iterations 5 --warmup 1 --reps 1000 --isolation cgroup)
 expect_exit 0 sudo "$DUET" run --baseline "$(work 2000)" --candidate "$(work 2000)" \
     --name aa "${common[@]}" --out "$HOME/res/aa.json"
-expect_exit 1 sudo "$DUET" run --baseline "$(work 2000)" --candidate "$(work 4000)" \
+expect_exit 1 sudo "$DUET" run --baseline "$(work 2000)" --candidate "$(work 20000)" \
     --name ab "${common[@]}" --out "$HOME/res/ab.json"
 "$PY" - "$HOME/res/aa.json" "$HOME/res/ab.json" <<'PY'
 import json, sys

@@ -1,5 +1,5 @@
 #!/bin/bash
-# sudo duet compare on a real two-commit repository whose HEAD does twice the work: a
+# sudo duet compare on a real two-commit repository whose HEAD does ten times the work: a
 # regression (exit 1), all reports written, nothing left, no git ownership error.
 # shellcheck source=scripts/guest/jobs/lib.sh disable=SC1091
 source "$HOME/src/scripts/guest/jobs/lib.sh"
@@ -13,8 +13,8 @@ git config user.email runner@duet-guest
 printf 'runs = 5\niterations = 5\nwarmup = 1\n\n[[benchmark]]\nname = "loop"\ncommand = "sh work.sh"\n' >duet.toml
 work 2000 >work.sh
 git add -A && git commit -q -m base
-work 4000 >work.sh
-git commit -q -am "twice the work"
+work 20000 >work.sh
+git commit -q -am "ten times the work"
 before=$(snapshot)
 expect_exit 1 sudo "$DUET" compare HEAD~1 HEAD --isolation cgroup --no-plots --out "$HOME/res/compare"
 ls -l "$HOME/res/compare"
