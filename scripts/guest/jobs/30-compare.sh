@@ -16,7 +16,8 @@ git add -A && git commit -q -m base
 work 20000 >work.sh
 git commit -q -am "ten times the work"
 before=$(snapshot)
-expect_exit 1 sudo "$DUET" compare HEAD~1 HEAD --isolation cgroup --no-plots --out "$HOME/res/compare"
+expect_exit 1 sudo "$DUET" compare HEAD~1 HEAD --isolation cgroup --threshold 1 --no-plots \
+    --out "$HOME/res/compare"
 ls -l "$HOME/res/compare"
 for f in results.json report.md junit.xml metrics.txt; do
     [ -s "$HOME/res/compare/$f" ] || { echo "FAIL: $f missing"; exit 1; }

@@ -7,7 +7,7 @@ source "$HOME/src/scripts/guest/jobs/lib.sh"
 out=$HOME/res/reload.json
 rm -f "$out"
 sudo "$DUET" run --baseline "$(work 2000)" --candidate "$(work 2000)" --name reload \
-    --runs 8 --iterations 10 --warmup 1 --reps 1000 --isolation cgroup --out "$out" &
+    --runs 8 --iterations 10 --warmup 1 --reps 1000 --threshold 1 --isolation cgroup --out "$out" &
 pid=$!
 runs() { sudo cat "$out" 2>/dev/null | "$PY" -c 'import json,sys; print(len(json.load(sys.stdin)["benchmarks"][0]["runs"]))' 2>/dev/null || echo 0; }
 for _ in $(seq 600); do [ "$(runs)" -ge 1 ] && break; sleep 0.5; done
