@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 RUNTIME := $(VENV)/.installed-runtime
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test install install-runtime lint types pytest bench-stats bench-barrier bench-overhead accuracy accuracy-quick soak clean
+.PHONY: demo test install install-runtime lint types pytest guest-tier bench-stats bench-barrier bench-overhead accuracy accuracy-quick soak clean
 
 $(STAMP): pyproject.toml scripts/bootstrap.sh
 	PYTHON=$(PYTHON) VENV=$(VENV) sh scripts/bootstrap.sh dev
@@ -24,7 +24,7 @@ install-runtime: $(RUNTIME)
 demo: $(RUNTIME)
 	$(BIN)/duet demo
 
-test: $(STAMP) lint types pytest
+test: $(STAMP) lint types pytest guest-tier
 
 lint: $(STAMP)
 	$(BIN)/ruff check duet stats tests benchmarks
@@ -35,6 +35,12 @@ types: $(STAMP)
 
 pytest: $(STAMP)
 	$(BIN)/python -m pytest
+
+# The runner-like guest tier (docs/platforms.md): a QEMU guest with cgroup v2 under systemd and a
+# sudo user runs duet from this checkout. Needs root; skips with the reason where it cannot boot;
+# DUET_GUEST_TIER=0 skips it. Prints how long each phase and the whole tier took.
+guest-tier: $(STAMP)
+	bash scripts/guest/run-tier.sh
 
 bench-stats: $(STAMP)
 	$(BIN)/python benchmarks/bench_stats.py

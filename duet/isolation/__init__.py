@@ -317,13 +317,24 @@ class Container(ABC):
     def _remove(self) -> None:
         """Remove what the container created (its processes are already dead)."""
 
+    def _verify(self) -> None:
+        """Raise ``IsolationError`` when the container is no longer what was asked (its CPUs,
+        its controllers): then what was measured in it is not what the results would claim.
+        Nothing to check by default: without cgroups there is nothing that could change."""
+        return
+
     def usage(self) -> Usage:
         """CPU time, peak memory and limit events of the whole tree so far. After ``close`` this
-        is the last reading taken just before the cgroups were removed."""
+        is the last reading taken just before the cgroups were removed.
+
+        Before ``close`` it first checks that the container is still what was asked (its CPUs,
+        its controllers) and raises ``IsolationError`` if not: the runner reads the usage at the
+        end of every run, so a run whose isolation was changed under it fails loudly."""
         if self._final_usage is not None:
             return self._final_usage
         if self._closed:
             return Usage.unmeasured("the container was closed before it could be measured")
+        self._verify()
         return self._measure()
 
     def close(self) -> None:
@@ -864,5 +875,7 @@ def privilege_fix() -> str:
 
     return (
         f"run as root (`sudo {command}`), or on a systemd machine with cgroup v2 start duet "
-        f"in a delegated scope: `systemd-run --user --scope -p Delegate=yes {command}`"
+        f"in a delegated scope: `systemd-run --user --scope -p Delegate=yes {command}` (needs "
+        f"your systemd user manager; as root: `sudo systemd-run --scope -p Delegate=yes "
+        f"{command}`)"
     )

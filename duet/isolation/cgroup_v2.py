@@ -178,6 +178,8 @@ def _plan(root: str, wanted: Iterable[str]) -> tuple[_Plan | None, Probe]:
         while chain[0] != mount.mountpoint:
             chain.insert(0, os.path.dirname(chain[0]))
         plan = _Plan(mount, own, base, "sibling", _controllers(mount.mountpoint), tuple(chain))
+    elif not writable(own, "cgroup.procs"):
+        return None, Probe(False, _not_writable_reason(own, own_path), privilege_fix())
     else:
         return None, Probe(
             False,
@@ -201,6 +203,17 @@ def _plan(root: str, wanted: Iterable[str]) -> tuple[_Plan | None, Probe]:
                 "start duet in its own cgroup: `systemd-run --scope -p Delegate=yes duet ...`",
             )
     return plan, Probe(True)
+
+
+def _not_writable_reason(own: str, own_path: str | None) -> str:
+    try:
+        owner = f"it belongs to uid {os.stat(own).st_uid}"
+    except OSError as e:
+        owner = f"cannot stat it: {e.strerror}"
+    return (
+        f"we (uid {os.geteuid()}) may not write our cgroup {own_path} ({owner}: nothing "
+        "delegated it to us) and cannot create cgroups elsewhere"
+    )
 
 
 def probe_v2(
@@ -286,6 +299,8 @@ class CgroupV2Backend(Backend):
         self.parent = os.path.join(plan.base, new_parent_name())
         self._leaf = os.path.join(self.parent, ORCHESTRATOR_LEAF)
         self._enabled_in_own: frozenset[str] = frozenset()
+        # (cgroup, controllers we turned on in its subtree_control), top down: undone in close.
+        self._enabled_in_chain: list[tuple[str, frozenset[str]]] = []
         self._relocated = False
         unused = frozenset(WANTED_CONTROLLERS) - self.controllers
         if unused:
@@ -337,6 +352,8 @@ class CgroupV2Backend(Backend):
             self._enabled_in_own = self.controllers - before
         else:
             for cgroup in plan.chain:
+                # Recorded before the write: one write(2) enables all of them or none.
+                self._enabled_in_chain.append((cgroup, self.controllers - _subtree_control(cgroup)))
                 _enable(cgroup, self.controllers)
         _enable(self.parent, self.controllers)
 
@@ -427,8 +444,30 @@ class CgroupV2Backend(Backend):
                 problems.append(f"could not move back into {self._plan.own}: {e}")
         if not self._relocated and not rmdir_tree(self.parent):
             problems.append(f"could not remove {self.parent}")
+        elif self._enabled_in_chain:
+            self._restore_chain()
         if problems:
             raise IsolationError("; ".join(problems))
+
+    def _restore_chain(self) -> None:
+        """Turn off, bottom up, the controllers we turned on above our parent (``/`` and
+        ``/system.slice`` on a systemd machine): left on, they change how every other cgroup of
+        the machine is accounted and weighted until systemd next rewrites them. A controller
+        that something else has come to use since (another duet's parent, a unit started with
+        ``AllowedCPUs=`` or ``CPUWeight=``) stays on: turning it off would undo their settings.
+        """
+        while self._enabled_in_chain:
+            cgroup, enabled = self._enabled_in_chain.pop()
+            for controller in sorted(enabled & _subtree_control_or_empty(cgroup)):
+                user = _configured_child(cgroup, controller)
+                if user is not None:
+                    logger.debug("leaving %s on in %s: %s uses it", controller, cgroup, user)
+                    continue
+                try:
+                    _disable(cgroup, [controller])
+                except OSError as e:
+                    # EBUSY: a child has turned it on for its own children meanwhile.
+                    logger.debug("leaving %s on in %s: %s", controller, cgroup, e)
 
     def _tear_down_quietly(self) -> None:
         try:
@@ -446,6 +485,42 @@ def _child_dirs(path: str) -> list[str]:
         ]
     except FileNotFoundError:
         return []
+
+
+def _subtree_control_or_empty(cgroup: str) -> frozenset[str]:
+    try:
+        return _subtree_control(cgroup)
+    except OSError:
+        return frozenset()
+
+
+#: Interface files of each controller and their values in a cgroup nobody has configured.
+_DEFAULTS: dict[str, dict[str, tuple[str, ...]]] = {
+    "cpuset": {"cpuset.cpus": ("",), "cpuset.mems": ("",)},
+    "cpu": {"cpu.weight": ("100",), "cpu.max": ("max 100000",), "cpu.idle": ("0",)},
+    "memory": {
+        "memory.min": ("0",),
+        "memory.low": ("0",),
+        "memory.high": ("max",),
+        "memory.max": ("max",),
+    },
+    "pids": {"pids.max": ("max",)},
+}
+
+
+def _configured_child(cgroup: str, controller: str) -> str | None:
+    """A child of ``cgroup`` that hands ``controller`` on or has a setting of it, if any."""
+    for child in _child_dirs(cgroup):
+        if controller in _subtree_control_or_empty(child):
+            return child
+        for name, defaults in _DEFAULTS.get(controller, {}).items():
+            try:
+                value = read_text(os.path.join(child, name))
+            except OSError:
+                continue
+            if value not in defaults:
+                return f"{child} ({name} = {value or 'empty'})"
+    return None
 
 
 def _enable(cgroup: str, controllers: Iterable[str]) -> None:
@@ -528,6 +603,32 @@ class CgroupV2Container(Container):
 
     def processes(self) -> list[int]:
         return sorted(pid for pid in procs_of(self.path) if pid_alive(pid))
+
+    def _verify(self) -> None:
+        problems: list[str] = []
+        lost = self.controllers - _controllers(self.path)
+        if lost:
+            problems.append(
+                f"the controller(s) {', '.join(sorted(lost))} were taken away from it "
+                "(turned off in a cgroup above)"
+            )
+        if "cpuset" in self.controllers and "cpuset" not in lost:
+            effective = frozenset(
+                parse_cpu_list(read_text(os.path.join(self.path, "cpuset.cpus.effective")))
+            )
+            if effective != frozenset(self.cpus):
+                problems.append(
+                    f"its CPUs are {format_cpu_list(effective) or 'none'}, not "
+                    f"{format_cpu_list(self.cpus)} as set (a cpuset above was changed)"
+                )
+        if problems:
+            raise IsolationError(
+                f"the cgroup of {self.name} ({self.path}) was changed while it was measured: "
+                f"{'; '.join(problems)}; its samples are not what the results would claim",
+                fix="something else rewrites this cgroup tree (systemd applying a unit's "
+                "AllowedCPUs= or a daemon-reload, another tool): run duet in a delegated scope, "
+                "which systemd leaves alone: `sudo systemd-run --scope -p Delegate=yes duet ...`",
+            )
 
     def kill(self) -> None:
         if not kill_tree(self.path):

@@ -3,7 +3,9 @@
 Tests that need root carry ``pytest.mark.root``, tests that need a cgroup hierarchy carry
 ``pytest.mark.cgroup``; both are skipped with the reason where the machine does not allow them.
 CI runs as root with cgroups, so there they must run: set ``DUET_REQUIRE_SYSTEM_TESTS=1`` to turn
-every such skip into a failure.
+such skips into failures, for root and for each cgroup hierarchy this machine has mounted (a
+machine with cgroup v2 only still skips the cgroup v1 tests, with the reason). A comma list
+(``root,cgroup-v1,cgroup-v2``) requires exactly those, mounted or not.
 
 Every isolation test uses ``isolation_clean``: afterwards no ``duet-*`` cgroup of this test may
 be left in any hierarchy, and no process the test started (recognised by a per-test tag in its
@@ -18,6 +20,7 @@ import signal
 import time
 import uuid
 from collections.abc import Iterator
+from typing import Literal
 
 import pytest
 
@@ -29,9 +32,26 @@ CGROUP_ROOT = "/sys/fs/cgroup"
 TAG_VARIABLE = "DUET_TEST_TAG"
 
 
-def skip_or_fail(reason: str) -> None:
-    if os.environ.get("DUET_REQUIRE_SYSTEM_TESTS") == "1":
-        pytest.fail(f"{reason} (DUET_REQUIRE_SYSTEM_TESTS=1 forbids skipping)")
+Requirement = Literal["root", "cgroup-v1", "cgroup-v2"]
+
+
+def required(what: Requirement) -> bool:
+    """Whether ``DUET_REQUIRE_SYSTEM_TESTS`` forbids skipping a test for lack of ``what``."""
+    value = os.environ.get("DUET_REQUIRE_SYSTEM_TESTS", "")
+    if value != "1":
+        return what in value.split(",")
+    if what == "cgroup-v1":
+        return any(m.fstype == "cgroup" for m in cgroup_mounts(CGROUP_ROOT))
+    if what == "cgroup-v2":
+        return find_v2_mount(CGROUP_ROOT) is not None
+    return True
+
+
+def skip_or_fail(reason: str, needs: Requirement = "root") -> None:
+    """Skip with ``reason``, or fail when the environment requires what the test ``needs``."""
+    if required(needs):
+        setting = os.environ["DUET_REQUIRE_SYSTEM_TESTS"]
+        pytest.fail(f"{reason} (DUET_REQUIRE_SYSTEM_TESTS={setting} forbids skipping)")
     pytest.skip(reason)
 
 
@@ -113,7 +133,7 @@ def v1_root() -> str:
     """The cgroup root when cgroup v1 isolation is possible here, else skip."""
     probe = probe_v1(CGROUP_ROOT)
     if not probe.ok:
-        skip_or_fail(f"cgroup v1 is not usable: {probe.reason}")
+        skip_or_fail(f"cgroup v1 is not usable: {probe.reason}", needs="cgroup-v1")
     return CGROUP_ROOT
 
 
@@ -122,7 +142,7 @@ def v2_mount() -> str:
     """The cgroup2 mount point (pure or hybrid layout), else skip."""
     mount = find_v2_mount(CGROUP_ROOT)
     if mount is None:
-        skip_or_fail(f"no cgroup2 hierarchy under {CGROUP_ROOT}")
+        skip_or_fail(f"no cgroup2 hierarchy under {CGROUP_ROOT}", needs="cgroup-v2")
     assert mount is not None
     return mount.mountpoint
 

@@ -285,11 +285,13 @@ def test_a_side_that_hangs_inside_an_iteration_times_out_with_its_whole_tree(
 ) -> None:
     # The first iteration of each run is quick; the second hangs in a process tree (a
     # background sleeper and a foreground one), which the timeout must end entirely.
+    # --timeout 5, not 1: in the runner-like guest (QEMU TCG, 4 vCPUs on 2 host CPUs) a
+    # healthy side sometimes made no barrier progress for 1 s and was blamed instead.
     hang = 'if [ -e "$TMPDIR/once" ]; then sleep 1000 & sleep 1000; else touch "$TMPDIR/once"; fi'
     out = tmp_path / "r.json"
     done = duet(
         "run", "--baseline", "true", "--candidate", hang, "--name", "hang", "--runs", "2",
-        "--iterations", "3", "--timeout", "1", "--isolation", ISOLATION, "--max-failures", "0",
+        "--iterations", "3", "--timeout", "5", "--isolation", ISOLATION, "--max-failures", "0",
         "--out", str(out), *QUICK, tag=tag,
     )  # fmt: skip
     clean(done)
@@ -297,7 +299,7 @@ def test_a_side_that_hangs_inside_an_iteration_times_out_with_its_whole_tree(
     run = results.load(out).benchmarks[0].runs[0]
     assert run.status == "timeout"
     assert run.reason is not None
-    assert run.reason.startswith("candidate: no barrier progress for 1 s")
+    assert run.reason.startswith("candidate: no barrier progress for 5 s")
     assert run.candidate.hit_limit == "timeout"
     # Whichever noticed first (its own barrier wait, or the orchestrator's watchdog), the
     # baseline is a consequence, not the cause.
@@ -341,7 +343,10 @@ def test_a_side_cannot_see_the_other_sides_tmp(tmp_path: Path, tag: str) -> None
 
 
 def gated(gate: Path) -> str:
-    """A command that takes a moment until ``gate`` exists, then hangs (until killed)."""
+    """A command that takes a moment until ``gate`` exists, then hangs (until killed).
+
+    ``gate`` must be in ``shared_dir``: under ``sudo`` the sides run as the invoking user, who
+    cannot look into pytest's 0700 ``tmp_path`` (nor, with a private /tmp, see it at all)."""
     return f"if [ -e {gate} ]; then sleep 1000; else sleep 0.02; fi"
 
 
@@ -355,9 +360,9 @@ def gated(gate: Path) -> str:
     ],
 )
 def test_an_interrupted_orchestrator_cleans_up_and_keeps_its_runs(
-    tmp_path: Path, tag: str, signum: signal.Signals, code: int, to_group: bool
+    tmp_path: Path, tag: str, shared_dir: Path, signum: signal.Signals, code: int, to_group: bool
 ) -> None:
-    gate, out = tmp_path / "gate", tmp_path / "r.json"
+    gate, out = shared_dir / "gate", tmp_path / "r.json"
     popen = start(
         "run", "--baseline", gated(gate), "--candidate", gated(gate), "--name", "gated",
         "--runs", "10", "--iterations", "3", "--isolation", ISOLATION, "--out", str(out),
@@ -388,8 +393,10 @@ def test_an_interrupted_orchestrator_cleans_up_and_keeps_its_runs(
     assert_nothing_left(done.pid, tag)
 
 
-def test_a_killed_orchestrator_is_cleaned_up_by_the_next_duet(tmp_path: Path, tag: str) -> None:
-    gate, out = tmp_path / "gate", tmp_path / "r.json"
+def test_a_killed_orchestrator_is_cleaned_up_by_the_next_duet(
+    tmp_path: Path, tag: str, shared_dir: Path
+) -> None:
+    gate, out = shared_dir / "gate", tmp_path / "r.json"
     popen = start(
         "run", "--baseline", gated(gate), "--candidate", gated(gate), "--runs", "10",
         "--iterations", "3", "--isolation", ISOLATION, "--out", str(out), *QUICK, tag=tag,
@@ -432,8 +439,10 @@ def test_a_killed_orchestrator_is_cleaned_up_by_the_next_duet(tmp_path: Path, ta
 # Two duets at once
 
 
-def test_a_second_duet_refuses_or_waits_for_the_first(tmp_path: Path, tag: str) -> None:
-    gate = tmp_path / "gate"
+def test_a_second_duet_refuses_or_waits_for_the_first(
+    tmp_path: Path, tag: str, shared_dir: Path
+) -> None:
+    gate = shared_dir / "gate"
     lock = os.environ["DUET_LOCK"]  # this test run's own lock (tests/conftest.py)
     blocked = f"while [ ! -e {gate} ]; do sleep 0.02; done"
     common = ("--runs", "2", "--iterations", "1", "--isolation", ISOLATION, *QUICK)

@@ -1,0 +1,26 @@
+#!/bin/bash
+# sudo duet compare on a real two-commit repository whose HEAD does ten times the work: a
+# regression (exit 1), all reports written, nothing left, no git ownership error.
+# shellcheck source=scripts/guest/jobs/lib.sh disable=SC1091
+source "$HOME/src/scripts/guest/jobs/lib.sh"
+repo=$HOME/project
+rm -rf "$repo"
+mkdir -p "$repo"
+cd "$repo" || exit 1
+git init -q -b main
+git config user.name runner
+git config user.email runner@duet-guest
+printf 'runs = 5\niterations = 5\nwarmup = 1\n\n[[benchmark]]\nname = "loop"\ncommand = "sh work.sh"\n' >duet.toml
+work 2000 >work.sh
+git add -A && git commit -q -m base
+work 20000 >work.sh
+git commit -q -am "ten times the work"
+before=$(snapshot)
+expect_exit 1 sudo "$DUET" compare HEAD~1 HEAD --isolation cgroup --threshold 1 --no-plots \
+    --out "$HOME/res/compare"
+ls -l "$HOME/res/compare"
+for f in results.json report.md junit.xml metrics.txt; do
+    [ -s "$HOME/res/compare/$f" ] || { echo "FAIL: $f missing"; exit 1; }
+done
+grep -q cgroup-v2 "$HOME/res/compare/results.json"
+[ "$before" = "$(snapshot)" ] || { echo "FAIL: compare left something behind"; exit 1; }

@@ -1,0 +1,23 @@
+#!/bin/bash
+# systemd at work during a measurement: a daemon-reload, a transient unit with CPU, cpuset and
+# memory settings, a journald restart. The A/A run must still pass (duet verifies after every
+# run that its sides' cpusets and controllers were the ones it set).
+# shellcheck source=scripts/guest/jobs/lib.sh disable=SC1091
+source "$HOME/src/scripts/guest/jobs/lib.sh"
+out=$HOME/res/reload.json
+rm -f "$out"
+sudo "$DUET" run --baseline "$(work 2000)" --candidate "$(work 2000)" --name reload \
+    --runs 8 --iterations 10 --warmup 1 --reps 1000 --threshold 1 --isolation cgroup --out "$out" &
+pid=$!
+runs() { sudo cat "$out" 2>/dev/null | "$PY" -c 'import json,sys; print(len(json.load(sys.stdin)["benchmarks"][0]["runs"]))' 2>/dev/null || echo 0; }
+for _ in $(seq 600); do [ "$(runs)" -ge 1 ] && break; sleep 0.5; done
+echo "runs before systemd acts: $(runs)"
+sudo systemctl daemon-reload
+sudo systemd-run --quiet --unit=duet-guest-probe -p AllowedCPUs=0 -p CPUWeight=50 -p MemoryMax=100M sleep 2
+sudo systemctl restart systemd-journald
+sudo systemctl daemon-reload
+echo "runs after: $(runs)"
+rc=0
+wait "$pid" || rc=$?
+[ "$rc" = 0 ] || { echo "FAIL: duet run exited $rc during systemd activity"; exit 1; }
+echo "duet run exited 0 through daemon-reload, a transient unit and a journald restart"

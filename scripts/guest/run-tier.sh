@@ -1,0 +1,286 @@
+#!/bin/bash
+# The runner-like guest tier (docs/platforms.md): boots a guest that looks like a GitHub-hosted
+# Linux runner (cgroup v2 under systemd, 1 socket x 2 cores x 2 threads, user `runner` with
+# passwordless sudo, jobs run from a systemd service) and runs duet there from THIS checkout:
+# doctor, run A/A and A/B, compare on a real repository, a systemd reload during a measurement,
+# and the system tests under sudo. Results and logs come back to $DUET_GUEST_OUT.
+#
+# The image (Debian, systemd, duet's dependencies, no duet) is cached in $DUET_GUEST_CACHE keyed
+# by a hash of its recipe; the checkout is copied in and installed at every run.
+#
+# Exit codes: 0 passed, or skipped with the reason (no root, no qemu and no way to install it...;
+# DUET_REQUIRE_GUEST_TIER=1 turns a skip into exit 3); 1 a job in the guest failed; 3 the guest
+# could not be built or booted. DUET_GUEST_TIER=0 skips the tier.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+here=$repo/scripts/guest
+cache=${DUET_GUEST_CACHE:-/var/cache/duet-guest}
+out=${DUET_GUEST_OUT:-$repo/duet-results/guest}
+accel=${DUET_GUEST_ACCEL:-auto}   # auto: KVM when it boots the guest, else TCG
+# The guest's hard upper bound: even if this script is killed with SIGKILL, QEMU dies then.
+guest_max_s=${DUET_GUEST_MAX_S:-2400}
+
+tier_start=$(date +%s.%N)
+phase_start=$tier_start
+say() { echo "guest: $*"; }
+elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+phase_done() {
+    local took
+    took=$(elapsed "$phase_start")
+    say "phase $1 took $took s"
+    echo "$1 $took" >>"$out/phases.txt"
+    phase_start=$(date +%s.%N)
+}
+skip() {
+    say "SKIPPED: $1"
+    if [ "${DUET_REQUIRE_GUEST_TIER:-0}" = 1 ]; then
+        say "DUET_REQUIRE_GUEST_TIER=1 forbids skipping"
+        exit 3
+    fi
+    exit 0
+}
+broken() {
+    say "BROKEN (exit 3): $1"
+    exit 3
+}
+
+[ "${DUET_GUEST_TIER:-1}" = 0 ] && skip "DUET_GUEST_TIER=0"
+[ "$(uname -m)" = x86_64 ] || skip "the guest is an x86_64 Debian image; this machine is $(uname -m)"
+[ "$(id -u)" = 0 ] || skip "building the image needs root (mmdebstrap, mkfs.ext4 -d); run as root, as CI does"
+command -v apt-get >/dev/null || skip "no apt-get: the image is built from this machine's Debian sources"
+
+rm -rf "$out"
+mkdir -p "$out" "$cache"
+
+# --- host packages ------------------------------------------------------------------------
+newest_kernel() {
+    # The newest kernel in /boot that has its initrd and its modules (to copy into the image).
+    local v
+    for v in $(find /boot -maxdepth 1 -name 'vmlinuz-*' -printf '%f\n' | sed 's/^vmlinuz-//' | sort -V -r); do
+        if [ -r "/boot/initrd.img-$v" ] && [ -d "/usr/lib/modules/$v/kernel" ]; then
+            echo "$v"
+            return
+        fi
+    done
+}
+missing=()
+command -v qemu-system-x86_64 >/dev/null || missing+=(qemu-system-x86)
+command -v qemu-img >/dev/null || missing+=(qemu-utils)
+command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
+[ -n "$(newest_kernel)" ] || missing+=(linux-image-amd64)
+if [ ${#missing[@]} -gt 0 ]; then
+    say "installing ${missing[*]} (apt-get; qemu-system-x86 may upgrade the host's systemd packages)"
+    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        --no-install-recommends "${missing[@]}"; } >"$out/apt.log" 2>&1; then
+        tail -5 "$out/apt.log"
+        skip "could not install ${missing[*]} (log: $out/apt.log)"
+    fi
+fi
+kver=$(newest_kernel)
+[ -n "$kver" ] || skip "no kernel with initrd and modules in /boot even after installing linux-image-amd64"
+phase_done host-packages
+
+# --- image (cached) -----------------------------------------------------------------------
+python=${PYTHON:-python3}
+[ -x "$repo/.venv/bin/python" ] && python=$repo/.venv/bin/python
+requirements=$("$python" - "$repo/pyproject.toml" <<'PY'
+import sys, tomllib
+with open(sys.argv[1], "rb") as f:
+    project = tomllib.load(f)
+build = project["build-system"]["requires"]
+# duet's own dependencies and the test tools; duet itself is installed at each run.
+print("\n".join([*build, *project["project"]["dependencies"], *project["project"]["optional-dependencies"]["dev"]]))
+PY
+)
+key=$( {
+    cat "$here/build-image.sh" "$here/runner-agent.sh" "$here/runner-agent.service"
+    echo "$requirements"
+    echo "$kver $(cat /etc/debian_version)"
+} | sha256sum | cut -c1-16)
+image=$cache/$key/disk.img
+exec 9>"$cache/.lock"
+# Two tiers at once (two checkouts) build one image, not two.
+flock 9
+if [ -r "$image" ]; then
+    say "image $image (cached)"
+    phase_done image-cached
+else
+    say "building image $image (kernel $kver; a few minutes, then cached)"
+    mkdir -p "$cache/$key"
+    wheels=$(mktemp -d "$cache/wheels.XXXXXX")
+    echo "$requirements" >"$wheels/requirements.txt"
+    # The guest has no network: its venv is filled from wheels built here, where pip already
+    # has its index and certificates.
+    if ! "$python" -m pip wheel --quiet --wheel-dir "$wheels" -r "$wheels/requirements.txt" \
+        >"$out/wheels.log" 2>&1; then
+        rm -rf "$wheels"
+        tail -5 "$out/wheels.log"
+        broken "could not build the wheels of duet's dependencies (log: $out/wheels.log)"
+    fi
+    if ! "$here/build-image.sh" "$image" "$kver" "$wheels" >"$out/image.log" 2>&1; then
+        rm -rf "$wheels"
+        tail -20 "$out/image.log"
+        broken "could not build the image (log: $out/image.log)"
+    fi
+    rm -rf "$wheels"
+    # Only the newest image is kept: older keys are recipes that no longer exist.
+    find "$cache" -mindepth 1 -maxdepth 1 -type d ! -name "$key" -exec rm -rf {} +
+    phase_done image-build
+fi
+flock -u 9
+
+# --- boot ---------------------------------------------------------------------------------
+run=$(mktemp -d /var/tmp/duet-guest.XXXXXX)
+share=$run/share
+mkdir -p "$share/jobs" "$share/out" "$share/src"
+# The agent runs as `runner` and writes here through 9p (security_model=none: host permissions).
+chmod 0777 "$share" "$share/jobs" "$share/out" "$share/src"
+qemu_pid=""
+
+stop_guest() {
+    if [ -n "$qemu_pid" ] && kill -0 "$qemu_pid" 2>/dev/null; then
+        kill -TERM "$qemu_pid" 2>/dev/null || true
+        for _ in $(seq 50); do kill -0 "$qemu_pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$qemu_pid" 2>/dev/null || true
+    fi
+    if [ -r "$run/qemu.pid" ]; then
+        kill -KILL "$(cat "$run/qemu.pid")" 2>/dev/null || true
+    fi
+    [ -z "$qemu_pid" ] || wait "$qemu_pid" 2>/dev/null || true
+    qemu_pid=""
+}
+finish() {
+    local code=$?
+    trap - EXIT INT TERM HUP
+    stop_guest
+    cp -a "$share/out/." "$out/" 2>/dev/null || true
+    cp "$run"/serial*.log "$run"/qemu*.log "$out/" 2>/dev/null || true
+    rm -rf "$run"
+    say "total $(elapsed "$tier_start") s (results and logs: $out)"
+    exit "$code"
+}
+trap finish EXIT
+trap 'say "interrupted"; exit 130' INT
+trap 'say "terminated"; exit 143' TERM HUP
+
+# The checkout under test, without its venv, git data and caches (tests build their own repos).
+tar -C "$repo" --exclude=./.venv --exclude=./.git --exclude=./duet-results --exclude=./build \
+    --exclude='__pycache__' --exclude=./.pytest_cache --exclude=./.mypy_cache \
+    --exclude=./.ruff_cache --exclude=./.hypothesis --exclude='*.egg-info' -cf - . |
+    tar -C "$share/src" -xf -
+cp -r "$here/jobs" "$run/jobs"
+
+qemu-img create -q -f qcow2 -b "$image" -F raw "$run/overlay.qcow2"
+
+boot() {  # boot ACCEL CPU: start QEMU in the background, set qemu_pid
+    local accel_opt=$1 cpu=$2
+    rm -f "$run/qemu.pid" "$share/out/agent-ready"
+    # setpriv --pdeathsig: QEMU (and the timeout around it) die with this script, even by SIGKILL.
+    setpriv --pdeathsig KILL -- timeout -k 5 "$guest_max_s" \
+        setpriv --pdeathsig KILL -- \
+        qemu-system-x86_64 -accel "$accel_opt" -cpu "$cpu" -m 4096 \
+        -smp 4,sockets=1,cores=2,threads=2 \
+        -kernel "/boot/vmlinuz-$kver" -initrd "/boot/initrd.img-$kver" \
+        -append "console=ttyS0 root=/dev/vda rw quiet systemd.unified_cgroup_hierarchy=1" \
+        -drive "file=$run/overlay.qcow2,format=qcow2,if=virtio" \
+        -virtfs "local,path=$share,mount_tag=share,security_model=none,id=share" \
+        -nic none -serial "file:$run/serial-${accel_opt%%,*}.log" -display none -monitor none \
+        -no-reboot -pidfile "$run/qemu.pid" 2>"$run/qemu-${accel_opt%%,*}.log" &
+    qemu_pid=$!
+}
+wait_ready() {  # wait_ready SECONDS: 0 when the agent said ready
+    local deadline=$((SECONDS + $1))
+    while [ $SECONDS -lt $deadline ]; do
+        [ -e "$share/out/agent-ready" ] && return 0
+        kill -0 "$qemu_pid" 2>/dev/null || return 1
+        sleep 0.5
+    done
+    return 1
+}
+
+used=""
+if [ "$accel" != tcg ] && [ -w /dev/kvm ]; then
+    boot kvm host
+    if wait_ready 60; then
+        used=kvm
+    elif ! kill -0 "$qemu_pid" 2>/dev/null; then
+        say "KVM cannot run this guest (QEMU: $(grep -m1 -i error "$run/qemu-kvm.log" || tail -n 1 "$run/qemu-kvm.log")): using TCG"
+        stop_guest
+    else
+        say "KVM did not boot the guest within 60 s (see serial-kvm.log): using TCG"
+        stop_guest
+    fi
+fi
+if [ -z "$used" ]; then
+    [ "$accel" = kvm ] && broken "DUET_GUEST_ACCEL=kvm but KVM could not boot the guest"
+    # vendor=GenuineIntel: with QEMU's default AMD vendor the guest sees no SMT siblings.
+    boot tcg,thread=multi max,vendor=GenuineIntel
+    wait_ready 300 || broken "the guest did not boot within 300 s (serial log: $out/serial-tcg.log)"
+    used=tcg
+fi
+say "guest up with $used ($(head -1 "$share/out/agent-ready"))"
+phase_done boot
+
+# --- jobs, as user runner inside runner-agent.service -------------------------------------
+failed=()
+run_job() {  # run_job NAME TIMEOUT_S
+    local name=$1 limit=$2 deadline rc
+    cp "$run/jobs/$name.sh" "$share/jobs/.$name.tmp"
+    mv "$share/jobs/.$name.tmp" "$share/jobs/$name.sh"
+    deadline=$((SECONDS + limit))
+    while [ ! -e "$share/out/$name.rc" ]; do
+        if ! kill -0 "$qemu_pid" 2>/dev/null; then
+            cat "$share/out/$name.log" 2>/dev/null || true
+            broken "the guest died during job $name (serial log: $out/serial-$used.log)"
+        fi
+        if [ $SECONDS -ge $deadline ]; then
+            cat "$share/out/$name.log" 2>/dev/null || true
+            broken "job $name did not finish within $limit s"
+        fi
+        sleep 0.5
+    done
+    rc=$(cat "$share/out/$name.rc")
+    if [ "$rc" = 0 ]; then
+        say "job $name passed"
+    else
+        say "job $name FAILED (exit $rc); its log:"
+        sed 's/^/    /' "$share/out/$name.log"
+        failed+=("$name")
+    fi
+    phase_done "$name"
+}
+run_job 00-install 600
+run_job 10-doctor 300
+run_job 20-run 900
+run_job 30-compare 900
+run_job 40-reload 900
+run_job 50-system-tests "${DUET_GUEST_SYSTEM_TESTS_S:-1800}"
+
+# --- power off ----------------------------------------------------------------------------
+cp "$run/jobs/99-poweroff.sh" "$share/jobs/99-poweroff.sh"
+for _ in $(seq 120); do kill -0 "$qemu_pid" 2>/dev/null || break; sleep 0.5; done
+if kill -0 "$qemu_pid" 2>/dev/null; then
+    say "the guest did not power off within 60 s: killing QEMU (pid $qemu_pid)"
+fi
+stop_guest
+phase_done poweroff
+
+if [ -r "$share/out/system-tests.xml" ]; then
+    "$python" - "$share/out/system-tests.xml" <<'PY'
+import sys
+import xml.etree.ElementTree as ET
+
+suite = ET.parse(sys.argv[1]).getroot()
+suite = suite.find("testsuite") if suite.tag == "testsuites" else suite
+tests, failures, errors, skipped = (int(suite.get(k, 0)) for k in ("tests", "failures", "errors", "skipped"))
+passed = tests - failures - errors - skipped
+print(f"guest: system tests in the guest (as runner, under sudo): {passed} passed, "
+      f"{failures} failed, {errors} errors, {skipped} skipped")
+PY
+fi
+if [ ${#failed[@]} -gt 0 ]; then
+    say "FAILED jobs: ${failed[*]}"
+    exit 1
+fi
+say "all jobs passed"
