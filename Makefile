@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test install lint types pytest bench-stats bench-barrier bench-overhead accuracy accuracy-quick soak clean
+.PHONY: demo test install lint types pytest bench-stats bench-barrier bench-overhead accuracy accuracy-quick metric-study metric-study-quick soak clean
 
 $(STAMP): pyproject.toml scripts/bootstrap.sh
 	PYTHON=$(PYTHON) VENV=$(VENV) sh scripts/bootstrap.sh
@@ -42,6 +42,14 @@ accuracy: $(STAMP)
 
 accuracy-quick: $(STAMP)
 	$(BIN)/python benchmarks/accuracy.py --quick
+
+# Wall time or CPU time, duet or sequential (issue 12; docs/accuracy.md): about 9 hours at
+# R = 10 x I = 30 (root for cgroups); quick: about 10 minutes.
+metric-study: $(STAMP)
+	$(BIN)/python benchmarks/metric_study.py
+
+metric-study-quick: $(STAMP)
+	$(BIN)/python benchmarks/metric_study.py --quick
 
 soak: $(STAMP)
 	$(BIN)/python benchmarks/soak.py
