@@ -1201,13 +1201,15 @@ def main(argv: list[str] | None = None) -> int:
         return run_experiments(args, p)
 
 
-def measuring_lock() -> contextlib.AbstractContextManager[Any]:
+def measuring_lock(
+    command: str = "benchmarks/accuracy.py",
+) -> contextlib.AbstractContextManager[Any]:
     try:
         from duet.lock import acquire
     except ImportError:  # a tree without duet.lock: nothing to coordinate with
         return contextlib.nullcontext()
     log("taking the duet measuring lock (waits while another duet measures)")
-    return acquire(wait=True, command="benchmarks/accuracy.py")
+    return acquire(wait=True, command=command)
 
 
 def run_experiments(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:

@@ -404,8 +404,11 @@ def write_summary() -> dict[str, Any]:
 # -- tables ------------------------------------------------------------------------------------
 
 
-def _w(r: dict[str, Any] | None) -> str:
-    return accuracy._range(r)  # type: ignore[no-any-return]
+def _w(r: dict[str, Any] | None, scale: float = 100) -> str:
+    """A median (range), in % by default, or the single value of one repetition."""
+    if r and r["n"] == 1:
+        return f"{scale * r['median']:.3g}"
+    return accuracy._range(r, scale)  # type: ignore[no-any-return]
 
 
 def _share(r: dict[str, Any] | None) -> str:
@@ -430,15 +433,14 @@ def tables(summary: dict[str, Any]) -> str:
         for cond, r in conds.items():
             contains = ", ".join(_frac(r[c]["contains_1"]) for c in COLUMNS)
             dd, sd = r["duet-default"], r["sequential-default"]
-            gain = accuracy._range(r["duet_over_sequential_cpu"], 1)
+            gain = _w(r["duet_over_sequential_cpu"], 1)
             out.append(
                 f"| {kind} | {cond} | {r['reps']} | "
                 + " | ".join(_w(r[c]["width"]) for c in COLUMNS)
                 + f" | {_w(dd['width'])} ({','.join(dd['metrics'])}) | {_w(sd['width'])} "
                 f"({','.join(sd['metrics'])}) | {gain} "
                 f"| {contains} | {_share(r['duet-interference'])} | "
-                f"{accuracy._range(r['load_average'], 1)} | "
-                f"{accuracy._range(r['machine_busy_cpus'], 1)} |"
+                f"{_w(r['load_average'], 1)} | {_w(r['machine_busy_cpus'], 1)} |"
             )
     cov = summary["coverage"]
     out += accuracy._head(
@@ -470,7 +472,11 @@ def tables(summary: dict[str, Any]) -> str:
         )
 
         def rr(r: dict[str, Any] | None) -> str:
-            return accuracy._range(r, 1)  # type: ignore[no-any-return]
+            if not r:
+                return "—"
+            if r["n"] == 1:
+                return f"{r['median']:.4f}"
+            return f"{r['median']:.4f} ({r['min']:.4f}-{r['max']:.4f})"
 
         for kind, conds in summary["ratios"].items():
             for cond, labels in conds.items():
@@ -637,7 +643,7 @@ def main(argv: list[str] | None = None) -> int:
         log("not root: duet will fall back to affinity-only isolation (recorded in the results)")
     workloads.build()
     noise.build()
-    with accuracy.measuring_lock():
+    with accuracy.measuring_lock(command="benchmarks/metric_study.py"):
         log("measuring")
         d = Driver(args)
         d.calibrate()
