@@ -239,6 +239,14 @@ def analyse_benchmark(record: BenchmarkRecord) -> dict[str, Any]:
     if method == "duet":
         for metric, est in an.metrics.items():
             out[metric] = interval(est.ratio, est.ci_low, est.ci_high)
+        for metric, attr in (("wall", "iterations_ns"), ("cpu", "iteration_cpu_ns")):
+            m = _matrices(record, attr)
+            if m is not None and metric in out:
+                # What pairing can cancel: how much of each side's variation the other shares,
+                # and how much there is (per-iteration coefficient of variation, both sides).
+                la, lb = np.log(m[0]).ravel(), np.log(m[1]).ravel()
+                out[metric]["correlation"] = float(np.corrcoef(la, lb)[0, 1])
+                out[metric]["cv"] = float(np.std(np.concatenate(m), axis=None) / np.mean(m))
     else:
         for metric, attr in (("wall", "iterations_ns"), ("cpu", "iteration_cpu_ns")):
             m = _matrices(record, attr)
@@ -316,6 +324,11 @@ def summarize(raw: dict[str, dict[str, Any]]) -> dict[str, Any]:
                 row[f"{method}-interference"] = med_range(
                     [e[method].get("interference_share") for e in entries if method in e]
                 )
+            for metric in ("wall", "cpu"):
+                for what in ("correlation", "cv"):
+                    row[f"duet-{metric}-{what}"] = med_range(
+                        [c.get(what) for e in entries if (c := column(e, f"duet-{metric}"))]
+                    )
             row["duet_over_sequential_cpu"] = med_range(
                 [
                     d["width"] / s["width"]
@@ -441,6 +454,18 @@ def tables(summary: dict[str, Any]) -> str:
                 f"({','.join(sd['metrics'])}) | {gain} "
                 f"| {contains} | {_share(r['duet-interference'])} | "
                 f"{_w(r['load_average'], 1)} | {_w(r['machine_busy_cpus'], 1)} |"
+            )
+    out += accuracy._head(
+        "#### Duet A/A: what pairing can cancel, per metric: corr(log a, log b) and the "
+        "per-iteration coefficient of variation (%), median (range)",
+        "| workload | condition | corr wall | corr CPU | CV wall % | CV CPU % |",
+    )
+    for kind, conds in summary["aa"].items():
+        for cond, r in conds.items():
+            out.append(
+                f"| {kind} | {cond} | {_w(r['duet-wall-correlation'], 1)} | "
+                f"{_w(r['duet-cpu-correlation'], 1)} | {_w(r['duet-wall-cv'])} | "
+                f"{_w(r['duet-cpu-cv'])} |"
             )
     cov = summary["coverage"]
     out += accuracy._head(
