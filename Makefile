@@ -44,7 +44,7 @@ accuracy-quick: $(STAMP)
 	$(BIN)/python benchmarks/accuracy.py --quick
 
 # Wall time or CPU time, duet or sequential (issue 12; docs/accuracy.md): about 9 hours at
-# R = 10 x I = 30 (root for cgroups); quick: about 10 minutes.
+# R = 10 x I = 30 on a busy 2-vCPU VM (root for cgroups); quick: about 15 minutes.
 metric-study: $(STAMP)
 	$(BIN)/python benchmarks/metric_study.py
 
