@@ -10,3 +10,7 @@ $P --only ratio --ratio-workloads integer --ratio-conditions busy
 $P --only ratio --ratio-workloads startup --ratio-conditions busy
 $P --only aa --workloads startup --conditions busy
 $P --only aa --workloads startup --conditions quiet
+# The second A/A repetition (10:41-10:51), one condition per invocation:
+for c in quiet busy noise asym; do
+  .venv/bin/python benchmarks/metric_study.py --results $D --runs 10 --iterations 30 --reps 2 --only aa --workloads integer,float,cache,memory --conditions $c
+done
