@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 RUNTIME := $(VENV)/.installed-runtime
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test install install-runtime lint types pytest guest-tier bench-stats bench-barrier bench-overhead accuracy accuracy-quick soak clean
+.PHONY: demo test install install-runtime lint types pytest guest-tier bench-stats bench-barrier bench-overhead accuracy accuracy-quick metric-study metric-study-quick soak clean
 
 $(STAMP): pyproject.toml scripts/bootstrap.sh
 	PYTHON=$(PYTHON) VENV=$(VENV) sh scripts/bootstrap.sh dev
@@ -63,6 +63,14 @@ accuracy: $(STAMP)
 
 accuracy-quick: $(STAMP)
 	$(BIN)/python benchmarks/accuracy.py --quick
+
+# Wall time or CPU time, duet or sequential (issue 12; docs/accuracy.md): about 9 hours at
+# R = 10 x I = 30 on a busy 2-vCPU VM (root for cgroups); quick: about 15 minutes.
+metric-study: $(STAMP)
+	$(BIN)/python benchmarks/metric_study.py
+
+metric-study-quick: $(STAMP)
+	$(BIN)/python benchmarks/metric_study.py --quick
 
 soak: $(STAMP)
 	$(BIN)/python benchmarks/soak.py

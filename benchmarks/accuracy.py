@@ -82,12 +82,45 @@ def seed_of(key: str) -> int:
 # -- one cell --------------------------------------------------------------------------------
 
 
+#: The "busy" condition's process: a pure user-space spin, started outside duet and not pinned,
+#: that stops when its parent is gone or after its bound (argv[1], seconds): never left behind.
+BUSY_CODE = (
+    "import os, sys, time\n"
+    "parent, end = os.getppid(), time.monotonic() + float(sys.argv[1])\n"
+    "while os.getppid() == parent and time.monotonic() < end:\n"
+    "    for _ in range(100_000):\n"
+    "        pass\n"
+)
+
+
+@contextlib.contextmanager
+def busy_process(bound_s: float) -> Iterator[dict[str, Any]]:
+    """One busy process beside the measurement, free to run on any CPU (the scheduler, not
+    duet, decides which side it preempts)."""
+    argv = [sys.executable, "-c", BUSY_CODE, f"{bound_s:g}"]
+    proc = subprocess.Popen(argv, start_new_session=True)
+    try:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(
+                proc.pid, os.sched_getaffinity(0) | set(range(os.cpu_count() or 1))
+            )
+        yield {"busy_pid": proc.pid, "busy_command": [*argv[:2], "<BUSY_CODE>", argv[3]]}
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 @contextlib.contextmanager
 def condition(cond: str, key: str, bound_s: float) -> Iterator[dict[str, Any]]:
-    """Quiet, the reference noise (every CPU) or the asymmetric noise (CPU 1 only)."""
+    """Quiet, the reference noise (every CPU), the asymmetric noise (CPU 1 only) or one
+    unpinned busy process (``busy``)."""
     info: dict[str, Any] = {"condition": cond}
     if cond == "quiet":
         yield info
+        return
+    if cond == "busy":
+        with busy_process(bound_s) as busy:
+            yield {**info, **busy}
         return
     asym = 1 if cond == "asym" else None
     with noise.Noise(duration=bound_s, seed=seed_of(key), asymmetric=asym) as gen:
@@ -1168,13 +1201,15 @@ def main(argv: list[str] | None = None) -> int:
         return run_experiments(args, p)
 
 
-def measuring_lock() -> contextlib.AbstractContextManager[Any]:
+def measuring_lock(
+    command: str = "benchmarks/accuracy.py",
+) -> contextlib.AbstractContextManager[Any]:
     try:
         from duet.lock import acquire
     except ImportError:  # a tree without duet.lock: nothing to coordinate with
         return contextlib.nullcontext()
     log("taking the duet measuring lock (waits while another duet measures)")
-    return acquire(wait=True, command="benchmarks/accuracy.py")
+    return acquire(wait=True, command=command)
 
 
 def run_experiments(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
