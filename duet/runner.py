@@ -508,8 +508,11 @@ def _execute(
     limits = Limits(memory_bytes=bench.memory_limit_bytes, pids_max=bench.pids_max)
     path = duet_barrier.new_path(ctx.barrier_dir)
     with contextlib.ExitStack() as stack:
-        barrier = duet_barrier.create(path, parties=len(names), mode=0o666)
+        # Removal first: a signal between creating the file and registering its removal left
+        # the barrier file in /dev/shm (seen in the guest tier). Removing a file that was never
+        # created is a no-op.
         stack.callback(_remove, path)
+        barrier = duet_barrier.create(path, parties=len(names), mode=0o666)
         stack.callback(barrier.close)
         # Runs first on the way out (LIFO): whatever happened, no side may keep waiting.
         sides: list[_Side] = []
