@@ -587,7 +587,7 @@ def _name_from(baseline: str, candidate: str) -> str:
 def demo(out: str, runs: int, isolation: str, busy: bool, quiet: bool) -> None:
     """The bundled example end to end: two versions of a small C program, the second doing 5%
     more work, measured on the machine as it is and with one busy process beside it. Needs gcc.
-    Takes about half a minute."""
+    Takes about half a minute to a minute."""
     from duet.demo import CONDITIONS, expected_against_measured, run_demo
 
     install_signal_handlers()
