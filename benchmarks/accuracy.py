@@ -286,6 +286,27 @@ def analyse(bench: dict[str, Any], key: str) -> dict[str, Any]:
 # -- the experiments -------------------------------------------------------------------------
 
 
+def calibrate_ops(kinds: tuple[str, ...], iteration_ms: float, path: Path) -> dict[str, int]:
+    """Op counts that make one iteration of each workload last ``iteration_ms`` alone on CPU 0,
+    measured now and kept in ``path`` with the load and the time (this study and the metric
+    study read them back)."""
+    ops = {kind: workloads.calibrate(kind, iteration_ms, cpu=0) for kind in kinds}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        json.dumps(
+            {
+                "iteration_ms": iteration_ms,
+                "ops": ops,
+                "load_average": list(os.getloadavg()),
+                "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            },
+            indent=1,
+        )
+    )
+    log(f"calibrated {iteration_ms} ms: {ops}")
+    return ops
+
+
 class Driver:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
@@ -298,21 +319,7 @@ class Driver:
         if stored.get("iteration_ms") == self.args.iteration_ms:
             self.ops = stored["ops"]
             return
-        for kind in workloads.KINDS:
-            self.ops[kind] = workloads.calibrate(kind, self.args.iteration_ms, cpu=0)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(
-            json.dumps(
-                {
-                    "iteration_ms": self.args.iteration_ms,
-                    "ops": self.ops,
-                    "load_average": list(os.getloadavg()),
-                    "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                },
-                indent=1,
-            )
-        )
-        log(f"calibrated {self.args.iteration_ms} ms: {self.ops}")
+        self.ops = calibrate_ops(workloads.KINDS, self.args.iteration_ms, path)
 
     def bound(self, runs: int, iterations: int, factor: float = 1.0) -> float:
         """A generous upper bound of one cell's duration (the noise generator's lifetime)."""

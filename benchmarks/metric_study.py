@@ -537,21 +537,9 @@ class Driver:
                 self.ops = stored["ops"]
                 log(f"op counts for {self.args.iteration_ms} ms from {path}: {self.ops}")
                 return
-        for kind in NATIVE:
-            self.ops[kind] = workloads.calibrate(kind, self.args.iteration_ms, cpu=0)
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        (RESULTS / "calibration.json").write_text(
-            json.dumps(
-                {
-                    "iteration_ms": self.args.iteration_ms,
-                    "ops": self.ops,
-                    "load_average": list(os.getloadavg()),
-                    "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                },
-                indent=1,
-            )
+        self.ops = accuracy.calibrate_ops(
+            tuple(NATIVE), self.args.iteration_ms, RESULTS / "calibration.json"
         )
-        log(f"calibrated {self.args.iteration_ms} ms: {self.ops}")
 
     def bound(self, kind: str, factor: float) -> float:
         """A generous bound of one cell's duration (the noise and busy process's lifetime)."""
