@@ -390,7 +390,9 @@ class Samples:
         self._file.close()
 
 
-def run_command(spec: dict[str, Any], barrier: duet_barrier.Barrier, samples: Samples) -> None:
+def run_command(spec: dict[str, Any], barrier: duet_barrier.Barrier, samples: Samples) -> str:
+    """Every iteration of a ``command`` side; returns how it was spawned, ``direct`` or
+    ``shell`` (a script without ``#!`` falls back to the shell on its first iteration)."""
     argv = direct_argv(spec["command"]) or [spec["shell"], "-c", spec["command"]]
     program = argv[0]
     warmup = spec["warmup"]
@@ -445,7 +447,7 @@ def run_command(spec: dict[str, Any], barrier: duet_barrier.Barrier, samples: Sa
             )
     finally:
         os.close(devnull)
-        spec["_spawn"] = "shell" if program == spec["shell"] else "direct"
+    return "shell" if program == spec["shell"] else "direct"
 
 
 def run_python(
@@ -540,17 +542,13 @@ def _run_attached(spec: dict[str, Any], samples: Samples) -> int:
         print(f"duet_worker: cannot use the barrier: {e}", file=sys.stderr)
         return EXIT_BARRIER
     try:
+        done: dict[str, Any] = {"done": True}
         if spec["kind"] == "command":
-            run_command(spec, barrier, samples)
+            done.update(inner_loops=1, spawn=run_command(spec, barrier, samples))
         else:
             function, args = prepare_python(spec)
             run_python(spec, barrier, samples, function, args)
-        done: dict[str, Any] = {"done": True}
-        if spec["kind"] == "python":
             done["inner_loops"] = spec.get("inner_loops", 1)
-        else:
-            done["inner_loops"] = 1
-            done["spawn"] = spec.get("_spawn", "shell")
         samples.write(done)
         return EXIT_OK
     except duet_barrier.BarrierTimeout as e:
