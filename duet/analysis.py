@@ -16,36 +16,22 @@ from typing import Any, Literal, TypeAlias
 import numpy as np
 
 from duet import units
+from duet.metrics import (
+    DEFAULT_METRIC,
+    INTERFERED_RUNQ_SHARE,
+    INTERFERENCE_NOTICE_SHARE,
+    METRIC_CHOICES,
+    METRIC_NAMES,
+    METRICS,
+    Metric,
+    MetricChoice,
+    not_cpu_bound,
+)
 from duet.results import SIDES, BenchmarkRecord, ResultsDocument, RunRecord, SideName
 
 Verdict: TypeAlias = Literal["regression", "improvement", "no change", "inconclusive"]
 VERDICTS: tuple[Verdict, ...] = ("regression", "improvement", "no change", "inconclusive")
 FailOn: TypeAlias = Literal["regression", "inconclusive", "any", "never"]
-#: What a per-iteration sample is: wall time (from leaving the barrier to the end of the work)
-#: or the CPU time the measured code used in it (docs/measurement.md).
-#: ``wall-runq`` is the wall time less the time the measured task waited for a CPU: what the
-#: iteration would have taken had nothing else wanted the side's CPU (it keeps sleeping and I/O).
-Metric: TypeAlias = Literal["wall", "cpu", "wall-runq"]
-MetricChoice: TypeAlias = Literal["wall", "cpu", "wall-runq", "auto"]
-METRICS: tuple[Metric, ...] = ("wall", "cpu", "wall-runq")
-METRIC_CHOICES: tuple[MetricChoice, ...] = ("auto", "wall", "cpu", "wall-runq")
-METRIC_NAMES: Mapping[str, str] = {
-    "wall": "wall time",
-    "cpu": "CPU time",
-    "wall-runq": "wall time less run-queue delay",
-}
-DEFAULT_METRIC: MetricChoice = "auto"
-#: ``auto`` takes CPU time when, on both sides, the median iteration spent at least this share
-#: of its wall time on a CPU or waiting for one (run-queue delay): the code was CPU-bound, and
-#: what is left of the wall time is the scheduler's doing. Below it the code sleeps, waits for
-#: I/O or locks, which only wall time sees (docs/measurement.md has the measurements).
-CPU_BOUND_SHARE = 0.90
-#: An iteration counts as interfered with when a side waited on the run queue for more than
-#: this share of the iteration's wall time.
-INTERFERED_RUNQ_SHARE = 0.01
-#: Reports mention interference when at least this share of iterations had it.
-INTERFERENCE_NOTICE_SHARE = 0.05
-
 DEFAULT_CONFIDENCE = 0.99
 DEFAULT_THRESHOLD = 0.02
 DEFAULT_REPS = 10_000
@@ -442,7 +428,7 @@ def choose_metric(
     if available.get("cpu") is not None:
         return "wall", f"wall time: {available['cpu']}"
     shares = ", ".join(f"{name} {units.share(busy_share[name])}" for name in SIDES)
-    idle = [name for name in SIDES if busy_share[name] < CPU_BOUND_SHARE]
+    idle = not_cpu_bound({name: busy_share[name] for name in SIDES})
     if not idle:
         return "cpu", (
             f"CPU time: both sides CPU-bound ({shares} of the wall time on a CPU or in its queue)"

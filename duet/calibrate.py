@@ -44,7 +44,8 @@ import numpy as np
 import numpy.typing as npt
 
 from duet import units
-from duet.analysis import CPU_BOUND_SHARE, METRIC_NAMES, Metric, rng_for, verdict
+from duet.analysis import rng_for, verdict
+from duet.metrics import METRIC_NAMES, Metric, not_cpu_bound
 from duet.results import BenchmarkRecord, SideRecord
 from stats._typing import IntervalMethod
 
@@ -1336,7 +1337,7 @@ def calibrate_metrics(
     wall = calibrations["wall"]
     cpu = calibrations.get("cpu")
     shares = busy_share or {}
-    idle = [side for side, share in shares.items() if share < CPU_BOUND_SHARE]
+    idle = not_cpu_bound(shares)
     if forced is not None and (forced == "wall" or cpu is not None):
         chosen = forced
         reason = f"{METRIC_NAMES[forced]}, as asked (--metric {forced})"

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from duet import units
-from duet.analysis import METRIC_NAMES
 from duet.errors import EnvironmentNotReady
 from duet.isolation import Request
+from duet.metrics import METRIC_NAMES
 from duet.plan import BenchmarkSpec, SideSpec
 from duet.report import render
 from duet.report.text import table

@@ -36,6 +36,7 @@ from http.client import HTTPException
 from typing import Any, Literal
 
 from duet.errors import DuetError
+from duet.metrics import METRICS
 from duet.results import BenchmarkRecord, ResultsDocument
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,6 @@ _KEY = re.compile(r"[A-Za-z0-9._-]{1,64}")
 DEFAULT_KEY = "default"
 
 _VERDICTS = ("regression", "improvement", "no change", "inconclusive")
-_METRICS = ("wall", "cpu", "wall-runq")
 
 
 class CommentError(DuetError):
@@ -693,7 +693,7 @@ def _sanitize_benchmark(b: BenchmarkRecord) -> BenchmarkRecord:
 
     raw_metrics = a.get("metrics")
     metrics = (
-        {k: e for k in _METRICS if (e := metric_estimate(raw_metrics.get(k))) is not None}
+        {k: e for k in METRICS if (e := metric_estimate(raw_metrics.get(k))) is not None}
         if isinstance(raw_metrics, Mapping)
         else None
     )
@@ -719,7 +719,7 @@ def _sanitize_benchmark(b: BenchmarkRecord) -> BenchmarkRecord:
         "baseline": side(a.get("baseline")),
         "candidate": side(a.get("candidate")),
         "note": note if isinstance(note, str) else None,
-        "metric": metric if metric in _METRICS else None,
+        "metric": metric if metric in METRICS else None,
         "metric_reason": a["metric_reason"] if isinstance(a.get("metric_reason"), str) else None,
         "metrics": metrics,
         "interference": interference,

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from duet.metrics import METRICS
 from duet.report.rows import VERDICTS
 from duet.results import ResultsDocument
 
@@ -105,7 +106,7 @@ def render_openmetrics(doc: ResultsDocument) -> str:
         add(_BASE, _seconds(a.get("baseline")), benchmark=b.name)
         add(_CAND, _seconds(a.get("candidate")), benchmark=b.name)
         metrics = a.get("metrics")
-        for key in ("wall", "cpu", "wall-runq"):
+        for key in METRICS:
             m = metrics.get(key) if isinstance(metrics, Mapping) else None
             if isinstance(m, Mapping):
                 add(_METRIC_RATIO, _number(m.get("ratio")), benchmark=b.name, metric=key)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from duet import units
+from duet.metrics import INTERFERENCE_NOTICE_SHARE, METRIC_NAMES
 from duet.results import BenchmarkRecord, ResultsDocument
 
 
@@ -54,17 +55,6 @@ def _count(value: object) -> int:
 def _side(a: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     side = a.get(name)
     return side if isinstance(side, Mapping) else {}
-
-
-#: Metric keys of an analysis, and how reports name them.
-METRIC_NAMES = {
-    "wall": "wall time",
-    "cpu": "CPU time",
-    "wall-runq": "wall time less run-queue delay",
-}
-#: Interference is mentioned from this share of iterations on (duet.analysis has the same rule;
-#: a results file is outside input, so the report does not import the analysis to read it).
-INTERFERENCE_NOTICE_SHARE = 0.05
 
 
 def _typical_ns(side: Mapping[str, Any]) -> float | None:
