@@ -32,9 +32,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
-from duet.analysis import DEFAULT_METRIC, METRIC_CHOICES, MetricChoice
 from duet.errors import ConfigError, ResultsError
 from duet.manual import cite
+from duet.metrics import DEFAULT_METRIC, METRIC_CHOICES, MetricChoice
 from duet.plan import (
     DEFAULT_ITERATIONS,
     DEFAULT_RUNS,
@@ -57,6 +57,8 @@ DEFAULT_PYTHON = ".venv/bin/python"
 
 #: The keys ``duet calibrate --write`` sets.
 RECOMMENDATION_KEYS = ("runs", "iterations", "warmup", "method", "metric")
+#: The recommended settings whose values are words; the others are integers.
+WORD_RECOMMENDATIONS = ("method", "metric")
 
 Isolation: TypeAlias = Literal["auto", "cgroup", "affinity"]
 Form: TypeAlias = Literal["duet", "pyproject"]
@@ -1013,7 +1015,7 @@ def write_recommendation(
     for key, value in values.items():
         if key not in RECOMMENDATION_KEYS:
             raise ValueError(f"write_recommendation sets {RECOMMENDATION_KEYS}, not {key!r}")
-        if key in ("method", "metric"):
+        if key in WORD_RECOMMENDATIONS:
             if not isinstance(value, str):
                 raise ValueError(f"{key} must be a str, got {value!r}")
         elif isinstance(value, bool) or not isinstance(value, int):

@@ -362,7 +362,7 @@ def _config_target(o: dict[str, Any]) -> tuple[Path, str, str | None] | None:
 def _write(
     cal: Calibration, target: tuple[Path, str, str | None] | None, o: dict[str, Any]
 ) -> str | None:
-    from duet.config import RECOMMENDATION_KEYS, write_recommendation
+    from duet.config import RECOMMENDATION_KEYS, WORD_RECOMMENDATIONS, write_recommendation
     from duet.errors import ConfigError
 
     rec = cal.recommended
@@ -378,7 +378,7 @@ def _write(
         )
     path, _form, benchmark = target
     values: dict[str, int | str] = {
-        k: (str(v) if k in ("method", "metric") else int(v))
+        k: (str(v) if k in WORD_RECOMMENDATIONS else int(v))
         for k, v in rec.values().items()
         if k in RECOMMENDATION_KEYS
     }
