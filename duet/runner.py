@@ -572,10 +572,7 @@ def _execute(
                     run_as=ctx.run_as,
                 )
             except OSError as e:
-                raise EnvironmentNotReady(
-                    f"cannot start the {s.name} side ({argv[0]}): {e.strerror or e}",
-                    fix="check that the command or interpreter exists and is executable",
-                ) from e
+                raise _not_started(s.name, argv[0], e) from e
         per_run = bench.warmup + bench.iterations
         parts = 1 if len(names) == len(SIDES) else len(SIDES)  # sequential: one side at a time
         part = 0 if len(names) == len(SIDES) else SIDES.index(names[0])
@@ -587,6 +584,23 @@ def _execute(
 
         _supervise(sides, barrier, int(bench.timeout_s * 1e9), begun)
         return {s.name: _side_record(s, bench, s.container.usage()) for s in sides}
+
+
+def _not_started(side: str, program: str, error: OSError) -> EnvironmentNotReady:
+    """Why a side could not start. The file the kernel refused is named when it is not the
+    program: without ``/dev/null`` (a ``nodev`` mount in a user namespace) nothing can start."""
+    culprit = os.fsdecode(error.filename) if error.filename is not None else program
+    reason = error.strerror or str(error)
+    if culprit != program:
+        return EnvironmentNotReady(
+            f"cannot start the {side} side ({program}): {culprit}: {reason}",
+            fix=f"{culprit} must be usable by duet; in a container or sandbox give it a /dev "
+            "of its own (e.g. bwrap --dev /dev)",
+        )
+    return EnvironmentNotReady(
+        f"cannot start the {side} side ({program}): {reason}",
+        fix="check that the command or interpreter exists and is executable",
+    )
 
 
 def _reap(side: _Side) -> None:

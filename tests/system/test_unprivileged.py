@@ -45,7 +45,23 @@ SETPRIV = [
     "--bounding-set=-all",
     "--no-new-privs",
 ]
-BWRAP = ["bwrap", "--unshare-user", "--uid", "0", "--gid", "0", "--bind", "/", "/", "--"]
+#: ``--dev /dev``: a container has its own /dev. Without it the host's /dev is bind-mounted from
+#: a user namespace, where the kernel forces ``nodev`` and even ``/dev/null`` cannot be opened
+#: (EACCES), which no real container shows.
+BWRAP = [
+    "bwrap",
+    "--unshare-user",
+    "--uid",
+    "0",
+    "--gid",
+    "0",
+    "--bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--",
+]
 LOOP = "i=0; while [ $i -lt {n} ]; do i=$((i+1)); done"
 
 
@@ -118,21 +134,7 @@ def _wrap(kind: str) -> list[str]:
     return [*SETPRIV, *BWRAP]
 
 
-#: "Root" without CAP_SYS_ADMIN (a user namespace, an unprivileged container): uid 0, but the
-#: kernel refuses to unshare. duet.isolation.sandbox.namespaces_available() now checks the
-#: capability (CapEff bit 21), not the uid, and no namespace is asked for; the side still fails
-#: to start there ("cannot start the baseline side (/usr/bin/python3.11): Permission denied",
-#: exit 3), for a reason not found yet. Kept visible: when it is fixed this strict xfail fails.
-CONTAINER_ROOT = pytest.param(
-    "container-root",
-    marks=pytest.mark.xfail(
-        reason="uid 0 without capabilities: the side cannot start (EACCES, cause not found)",
-        strict=True,
-    ),
-)
-
-
-@pytest.mark.parametrize("kind", ["user", CONTAINER_ROOT])
+@pytest.mark.parametrize("kind", ["user", "container-root"])
 @pytest.mark.parametrize(("steps", "expected_exit"), [(20_000, 0), (40_000, 1)])
 def test_unprivileged_run_measures_at_affinity_only(
     job_duet: Path,
@@ -187,3 +189,27 @@ def test_unprivileged_run_measures_at_affinity_only(
     else:
         assert verdict in ("no change", "inconclusive"), output
     assert out.stat().st_uid == NOBODY
+
+
+def test_a_sandbox_without_dev_null_is_named(
+    job_duet: Path, workdir: Path, child_env: dict[str, str]
+) -> None:
+    """A user namespace over the host's /dev (``nodev``): nothing can open /dev/null, and the
+    error must say that, not blame the interpreter the side runs."""
+    sandbox = [arg for arg in _wrap("container-root") if arg not in ("--dev", "/dev")]
+    assert "--dev" not in sandbox
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(workdir),
+        "LANG": "C.UTF-8",
+        "DUET_LOCK": str(workdir / "lock"),
+        "DUET_TEST_TAG": child_env["DUET_TEST_TAG"],
+    }
+    loop = LOOP.format(n=100)
+    argv = [*sandbox, str(job_duet), "run", "--baseline", loop, "--candidate", loop]
+    argv += ["--name", "loop", "--runs", "2", "--iterations", "2", "--warmup", "0", "--quiet"]
+    argv += ["--out", str(workdir / "results.json")]
+    done = subprocess.run(argv, cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "/dev/null: Permission denied" in done.stderr, done.stderr
+    assert "a /dev of its own" in done.stderr, done.stderr
