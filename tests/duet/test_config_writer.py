@@ -384,6 +384,9 @@ def test_refusals_say_why(tmp_path: Path) -> None:
 
 
 def test_tool_duet_parted_by_other_tables(tmp_path: Path) -> None:
+    # tomlkit before 0.15.1 cannot parse [[tool.duet.benchmark]] tables parted by other tables
+    # (and 0.12 rendered the suite table wrongly, which the read-back check refused): hence
+    # tomlkit>=0.15.1 in pyproject.toml.
     before = (
         "[tool.duet]\nruns = 3\n\n[tool.ruff]\nline-length = 100\n\n"
         '[[tool.duet.benchmark]]\nname = "a"\ncommand = "x"\n\n[tool.mypy]\nstrict = true\n\n'
