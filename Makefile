@@ -29,6 +29,7 @@ test: $(STAMP) lint types pytest guest-tier
 lint: $(STAMP)
 	$(BIN)/ruff check duet stats tests benchmarks
 	$(BIN)/ruff format --check duet stats tests benchmarks
+	$(BIN)/python scripts/check_size.py
 
 types: $(STAMP)
 	$(BIN)/mypy

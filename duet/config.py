@@ -7,11 +7,7 @@ version directories. Every key is known: a wrong key, type or value is refused w
 key and the fix, because a silently ignored typo (``iteration = 100``) would measure something
 else than the user asked for, and nobody reads a benchmark's settings twice.
 
-:func:`write_recommendation` edits the file in place for ``duet calibrate --write``. It is a
-small line-based editor rather than a TOML round-trip library (one dependency fewer): it only
-ever rewrites the value of ``runs``/``iterations``/``warmup`` or inserts such a line, and it
-re-parses its own output and refuses to write unless the result equals the original data with
-exactly those values changed, so a file it cannot edit safely is left untouched.
+:mod:`duet.config_writer` edits the file in place for ``duet calibrate --write``.
 """
 
 from __future__ import annotations
@@ -24,7 +20,6 @@ import fnmatch
 import json
 import logging
 import math
-import os
 import re
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
@@ -32,7 +27,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
-from duet.errors import ConfigError, ResultsError
+from duet.errors import ConfigError
 from duet.manual import cite
 from duet.metrics import DEFAULT_METRIC, METRIC_CHOICES, MetricChoice
 from duet.plan import (
@@ -45,7 +40,6 @@ from duet.plan import (
     Method,
     SideSpec,
 )
-from duet.results import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -992,236 +986,10 @@ def _side(config: Config, b: BenchmarkConfig, directory: Path) -> SideSpec:
 
 
 # --------------------------------------------------------------------------------------------
-# Editing the file in place (duet calibrate --write)
-
-
-def write_recommendation(
-    path: Path, *, benchmark: str | None, values: Mapping[str, int | str]
-) -> None:
-    """Set ``runs``/``iterations``/``warmup``/``method`` in the suite table (``benchmark``
-    None) or in that benchmark's table of ``path``, keeping everything else byte for byte: comments,
-    order, spacing, line endings. An existing key gets its value replaced (its comment kept);
-    a missing one is added after the table's last key. Works for ``duet.toml`` and for
-    ``[tool.duet]`` in ``pyproject.toml``; the file is replaced atomically and keeps its mode.
-
-    Raises
-    ------
-    ValueError
-        ``values`` has another key or a value out of range (a bug of the caller).
-    ConfigError
-        The file cannot be read or parsed, has no such benchmark, or is written in a way this
-        editor cannot change safely (benchmarks as inline tables); nothing is written then.
-    """
-    for key, value in values.items():
-        if key not in RECOMMENDATION_KEYS:
-            raise ValueError(f"write_recommendation sets {RECOMMENDATION_KEYS}, not {key!r}")
-        if key in WORD_RECOMMENDATIONS:
-            if not isinstance(value, str):
-                raise ValueError(f"{key} must be a str, got {value!r}")
-        elif isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"{key} must be an int, got {value!r}")
-        problem = _range_problem(key, value)
-        if problem:
-            raise ValueError(f"{key} {problem}")
-    real = path.resolve()  # write through a symlink instead of replacing it by a file
-    text = _read(path)
-    new = edit_text(text, form=_form_of(path), benchmark=benchmark, values=values, path=path)
-    if new == text:
-        return
-    mode = real.stat().st_mode & 0o7777
-    try:
-        write_atomic(real, new)
-        # The temporary file write_atomic renames is created 0600: restore the file's mode.
-        os.chmod(real, mode)
-    except (ResultsError, OSError) as e:
-        # write_atomic words its errors for results files: report the system's reason only.
-        cause = e.__cause__ if isinstance(e, ResultsError) and e.__cause__ else e
-        reason = getattr(cause, "strerror", None) or str(cause)
-        raise ConfigError(
-            f"{path}: could not write the recommendation ({reason}); the file is unchanged",
-            fix="make the file and its directory writable, or set the values by hand: "
-            + ", ".join(f"{k} = {_toml_value(v)}" for k, v in values.items()),
-        ) from e
-
-
-def edit_text(
-    text: str,
-    *,
-    form: Form,
-    benchmark: str | None,
-    values: Mapping[str, int | str],
-    path: Path | None = None,
-) -> str:
-    """The text of :func:`write_recommendation` without touching a file (for tests and dry
-    runs). ``form`` is ``"duet"`` (keys at top level) or ``"pyproject"`` (under tool.duet)."""
-    path = path or Path("duet.toml" if form == "duet" else "pyproject.toml")
-    data = _parse(path, text)
-    base: tuple[str, ...] = () if form == "duet" else ("tool", "duet")
-    suite: Any = data
-    for part in base:
-        suite = suite.get(part) if isinstance(suite, dict) else None
-    if not isinstance(suite, dict):
-        raise ConfigError(
-            f"{path}: has no [tool.duet] table to write the recommendation into",
-            fix=f"add [tool.duet] to {path}, or create duet.toml ({_DOCS})",
-        )
-    index: int | None = None
-    expected = copy.deepcopy(data)
-    target: dict[str, Any] = expected
-    for part in base:
-        target = target[part]
-    if benchmark is not None:
-        items = suite.get("benchmark")
-        items = items if isinstance(items, list) else []
-        names = [b.get("name") if isinstance(b, dict) else None for b in items]
-        if names.count(benchmark) != 1:
-            listed = ", ".join(str(n) for n in names if isinstance(n, str)) or "none"
-            problem = "no benchmark" if benchmark not in names else "more than one benchmark"
-            raise ConfigError(
-                f"{path}: {problem} named {benchmark!r} (the benchmarks: {listed})",
-                fix="name one benchmark of the file, or leave it out to set the suite defaults",
-            )
-        index = names.index(benchmark)
-        target = target["benchmark"][index]
-    target.update(values)
-
-    manual = ", ".join(f"{k} = {_toml_value(v)}" for k, v in values.items())
-    where = (
-        ("the top of the file" if form == "duet" else "[tool.duet]")
-        if benchmark is None
-        else f"benchmark {benchmark!r}"
-    )
-    cannot = ConfigError(
-        f"{path}: the recommendation cannot be written without disturbing the file (is the "
-        "table written inline?); nothing was written",
-        fix=f"set {manual} by hand in {where}",
-    )
-    try:
-        regions = _regions(_scan(text))
-        new = _apply(text, regions, form, index, values, len(suite.get("benchmark") or ()))
-    except _ScanError as e:
-        log.debug("cannot edit %s: %s", path, e)
-        raise cannot from None
-    # The editor's own check: the new file must parse to the old data with exactly the new
-    # values. Anything else (a key defined in a way the scanner did not expect) is refused.
-    try:
-        reparsed = tomllib.loads(new)
-    except tomllib.TOMLDecodeError as e:
-        log.debug("edit of %s gave invalid TOML: %s", path, e)
-        raise cannot from None
-    if not _same(reparsed, expected):
-        raise cannot
-    return new
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Deep equality where NaN equals NaN (a TOML file may hold ``nan``)."""
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return True
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return type(a) is type(b) and bool(a == b)
-
-
-def _toml_value(value: int | str) -> str:
-    """An int or a plain string (a method name) as TOML; JSON's quoting is TOML's for them."""
-    return json.dumps(value) if isinstance(value, str) else str(value)
-
-
-def _apply(
-    text: str,
-    regions: list[_Region],
-    form: Form,
-    index: int | None,
-    values: Mapping[str, int | str],
-    n_benchmarks: int,
-) -> str:
-    array = _benchmark_path(form)
-    headers = sum(1 for r in regions if r.array and r.path == array)
-    if index is not None and headers != n_benchmarks:
-        raise _ScanError("the benchmarks are not all written as [[benchmark]] tables")
-    nl = "\r\n" if "\r\n" in text else "\n"
-    region = _target_region(regions, form, index)
-    edits: list[tuple[int, int, str]] = []
-    missing: list[str] = []
-    for key, value in values.items():
-        stmt = None
-        if region is not None:
-            stmt = next((s for s in region.stmts if s.kind == "keyval" and s.path == (key,)), None)
-        if stmt is not None:
-            edits.append((stmt.value_start, stmt.value_end, _toml_value(value)))
-        else:
-            missing.append(f"{key} = {_toml_value(value)}")
-    if missing:
-        at, _, block = _insertion(text, regions, region, missing, nl)
-        if at == len(text) and not text.endswith("\n") and block.endswith(nl):
-            block = block[: -len(nl)]  # the file had no final newline: keep it that way
-        edits.append((at, at, block))
-    for start, end, replacement in sorted(edits, reverse=True):
-        text = text[:start] + replacement + text[end:]
-    return text
-
-
-def _insertion(
-    text: str, regions: list[_Region], region: _Region | None, lines: list[str], nl: str
-) -> tuple[int, int, str]:
-    """Where and what to insert for the keys ``lines`` missing from ``region``."""
-    if region is None:
-        # pyproject.toml whose tool.duet exists only through [[tool.duet.benchmark]] tables:
-        # add the [tool.duet] table right before the first of them (and its comments).
-        block = "[tool.duet]" + nl + nl.join(lines) + nl + nl
-        first = next(
-            (r for r in regions if r.header is not None and r.path[:2] == ("tool", "duet")), None
-        )
-        if first is None:
-            raise _ScanError("no place for a [tool.duet] table")
-        at = _attached_comments_start(regions, first)
-        return at, at, block
-    keyvals = [s for s in region.stmts if s.kind == "keyval"]
-    if keyvals:
-        last = keyvals[-1]
-        indent = last.indent
-        at = last.end
-        lead = "" if text[:at].endswith("\n") else nl
-        return at, at, lead + "".join(indent + line + nl for line in lines)
-    if region.header is not None:
-        at = region.header.end
-        lead = "" if text[:at].endswith("\n") else nl
-        return at, at, lead + "".join(line + nl for line in lines)
-    # The top of a duet.toml without any key yet: before the comments that introduce the first
-    # table, but after a comment block that opens the file (that one describes the file).
-    body = "".join(line + nl for line in lines)
-    following = next((r for r in regions if r.header is not None), None)
-    if following is None:
-        at = len(text)
-        lead = "" if not text or text.endswith("\n") else nl
-        return at, at, lead + body
-    at = _attached_comments_start(regions, following)
-    if at == 0 and any(s.kind == "comment" for s in region.stmts):
-        at = following.header.start if following.header else at
-        return at, at, nl + body + nl
-    return at, at, body + nl
-
-
-def _attached_comments_start(regions: list[_Region], region: _Region) -> int:
-    """The offset of the comment lines directly above ``region``'s header (no blank line in
-    between), which belong to that header; the header's own offset when there are none."""
-    assert region.header is not None
-    i = regions.index(region)
-    before = regions[i - 1].stmts if i > 0 else []
-    at = region.header.start
-    for s in reversed(before):
-        if s.kind != "comment":
-            break
-        at = s.start
-    return at
-
-
-# --------------------------------------------------------------------------------------------
 # A scanner of TOML statements. It only needs to be right for text tomllib accepted (the
-# callers parse first), and only locates things: tomllib stays the parser of record.
+# callers parse first), and only locates things: tomllib stays the parser of record. Since
+# the editor of calibrate --write moved to duet.config_writer (on tomlkit) it finds the line
+# numbers of error messages only.
 
 
 class _ScanError(Exception):

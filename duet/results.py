@@ -12,15 +12,14 @@ sides, non-integer or non-positive samples) and lenient where the content is des
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
+from duet import files
 from duet.errors import ResultsError
 
 SCHEMA = "duet-results/2"
@@ -543,43 +542,17 @@ def save(doc: ResultsDocument, path: str | os.PathLike[str]) -> None:
     write_atomic(Path(path), dumps(doc))
 
 
-def _umask() -> int:
-    """The process umask, read without setting it (os.umask would, for every thread)."""
-    with contextlib.suppress(OSError, ValueError):
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    return 0o022
-
-
 def write_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` by ``text`` so that readers see the old or the new file, never a part."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    """Replace ``path`` by ``text`` so that readers see the old or the new file, never a part
+    (:func:`duet.files.write_atomic`), with the error worded for a results file."""
     try:
-        # mkstemp makes the file 0600; a results file gets the mode any new file would (a CI
-        # artifact another user or a later job uploads), which the umask decides.
-        os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException as e:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        if isinstance(e, OSError):
-            raise ResultsError(
-                f"{path}: could not write the results ({e.strerror or e}); the previous file "
-                "is unchanged",
-                fix="free disk space or choose another --out, then re-run",
-            ) from e
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+        files.write_atomic(path, text)
+    except OSError as e:
+        raise ResultsError(
+            f"{path}: could not write the results ({e.strerror or e}); the previous file "
+            "is unchanged",
+            fix="free disk space or choose another --out, then re-run",
+        ) from e
 
 
 def _kind(value: Any) -> str:

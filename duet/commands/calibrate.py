@@ -362,7 +362,8 @@ def _config_target(o: dict[str, Any]) -> tuple[Path, str, str | None] | None:
 def _write(
     cal: Calibration, target: tuple[Path, str, str | None] | None, o: dict[str, Any]
 ) -> str | None:
-    from duet.config import RECOMMENDATION_KEYS, WORD_RECOMMENDATIONS, write_recommendation
+    from duet.config import RECOMMENDATION_KEYS, WORD_RECOMMENDATIONS
+    from duet.config_writer import write_recommendation
     from duet.errors import ConfigError
 
     rec = cal.recommended
