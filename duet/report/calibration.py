@@ -197,10 +197,10 @@ def render_text(
             text += "; still trending in the second half of the runs (runs too short to tell)"
         out.append(_line("warm-up", text))
     if cal.side_asymmetry is not None:
-        a = cal.side_asymmetry
+        cpus, a = cal.side_asymmetry, cal.side_asymmetry.estimate
         if a.ci_low is not None:
             cpu_text = (
-                f"CPU {a.cpu_b} runs {_change(a.ratio)} against CPU {a.cpu_a} "
+                f"CPU {cpus.cpu_b} runs {_change(a.ratio)} against CPU {cpus.cpu_a} "
                 f"{interval(a.ci_low, a.ci_high)} {conf} CI"
             )
             if a.significant:
