@@ -177,7 +177,18 @@ def calibrate_metrics(
     candidates, the narrower A/A interval of the method each recommends wins. Every width is
     kept in ``widths_by_metric``. ``settings.metric`` other than ``auto`` forces a metric
     (wall time when CPU time was not recorded).
+
+    Raises
+    ------
+    ValueError
+        If ``settings.metric`` is ``wall-runq`` (derived in the analysis, not calibrated), or
+        as :func:`aa_data` and :func:`calibrate` do.
     """
+    if settings.metric not in ("auto", "wall", "cpu"):
+        raise ValueError(
+            f"a calibration compares wall time and CPU time; metric {settings.metric!r} is not "
+            "calibrated: use auto, wall or cpu"
+        )
     calibrations: dict[Metric, Calibration] = {}
     for metric in ("wall", "cpu"):
         metric_t: Metric = metric

@@ -576,6 +576,13 @@ def test_a_metric_asked_for_is_used_and_one_not_recorded_falls_back_to_wall() ->
     assert set(cal.widths_by_metric) == {"wall"}
 
 
+def test_wall_time_less_run_queue_delay_is_refused_with_a_message() -> None:
+    # It used to fail with a bare KeyError: 'wall-runq' when CPU time was recorded.
+    record = _aa_record(busy=1.0, preempted=0.5)
+    with pytest.raises(ValueError, match="wall-runq' is not calibrated: use auto, wall or cpu"):
+        calibrate_metrics(record, settings=AnalysisSettings(metric="wall-runq"))
+
+
 def aa_record_without_cpu() -> Any:
     rng = np.random.default_rng(5)
     runs = [
