@@ -332,8 +332,6 @@ def _recommendation_lines(
     if written:
         out.append(f"Written to {written}:")
         lines = [ln for ln in lines if not ln.startswith("#")]
-        if rec.method != "duet":
-            out.append('(method = "sequential" is not written by --write: add it by hand)')
     else:
         out.append("Configuration lines:")
     out.extend(f"  {ln}" for ln in lines)

@@ -222,6 +222,20 @@ def test_accuracy_gain_against_a_measured_sequential_aa() -> None:
     assert c.plan_components.within_run_var == pytest.approx(2 * 0.002**2, rel=0.2)
 
 
+def test_the_report_of_a_written_sequential_plan_does_not_say_method_was_left_out() -> None:
+    # --write writes method (config.RECOMMENDATION_KEYS); the report used to add that
+    # method = "sequential" was not written and had to be added by hand.
+    from duet.report.calibration import render_text
+
+    c = calibrate(Model(anti=0.03, sd_iter=0.005, sd_run=0.002).data(), AnalysisSettings(reps=1000))
+    assert c.recommended is not None
+    assert c.recommended.method == "sequential"
+    text = render_text(c, {}, written="duet.toml (the suite defaults)")
+    assert "Written to duet.toml (the suite defaults):\n  runs = " in text
+    assert '  method = "sequential"\n' in text
+    assert "not written" not in text
+
+
 def test_an_interval_without_1_says_so_loudly() -> None:
     c = calibrate(Model(candidate_factor=1.03, sd_iter=0.01).data(), AnalysisSettings(reps=2000))
     assert c.contains_one is False
