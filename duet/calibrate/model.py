@@ -8,12 +8,15 @@ verdict, the warnings) and the JSON form.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from duet.calibrate.plan import Components, Method, Recommendation
 from duet.metrics import Metric
+from stats import FloatArray
 from stats.asymmetry import Asymmetry
 from stats.warmup import Warmup
 
@@ -69,6 +72,29 @@ class SideAsymmetry:
     cpu_a: int
     cpu_b: int
     estimate: Asymmetry
+
+    @classmethod
+    def of_runs(
+        cls,
+        log_run_ratios: FloatArray,
+        cpus: Sequence[int | None],
+        *,
+        confidence: float,
+        reps: int,
+        rng: np.random.Generator,
+    ) -> SideAsymmetry | None:
+        """Estimate it from the runs' log ratios and, per run, the CPU the baseline sat on;
+        None unless the baseline sat on exactly two CPUs, all of them known, both used."""
+        from stats.asymmetry import side_asymmetry
+
+        known = sorted({c for c in cpus if c is not None})
+        if len(known) != 2 or any(c is None for c in cpus):
+            return None
+        cpu_a, cpu_b = known
+        est = side_asymmetry(
+            log_run_ratios, [c == cpu_a for c in cpus], confidence=confidence, reps=reps, rng=rng
+        )
+        return None if est is None else cls(cpu_a=cpu_a, cpu_b=cpu_b, estimate=est)
 
     def to_dict(self) -> dict[str, Any]:
         e = self.estimate

@@ -313,23 +313,14 @@ def side_asymmetry(
     settings: AnalysisSettings,
     rng: np.random.Generator,
 ) -> tuple[SideAsymmetry | None, Warnings]:
-    """:func:`stats.asymmetry.side_asymmetry` with the CPU numbers put back, when the baseline
-    sat on exactly two known CPUs, and a warning when the core matters."""
-    from stats.asymmetry import side_asymmetry as estimate
-
-    known = sorted({c for c in cpus if c is not None})
-    if len(known) != 2 or any(c is None for c in cpus):
-        return None, ()
-    cpu_a, cpu_b = known
-    est = estimate(
-        np.log(run_ratios), [c == cpu_a for c in cpus], confidence=settings.confidence,
-        reps=settings.reps, rng=rng,
-    )  # fmt: skip
-    if est is None:
-        return None, ()
-    asym = SideAsymmetry(cpu_a=cpu_a, cpu_b=cpu_b, estimate=est)
-    if not est.significant:
+    """:meth:`SideAsymmetry.of_runs` on the A/A's run ratios, and a warning when the core
+    matters."""
+    asym = SideAsymmetry.of_runs(
+        np.log(run_ratios), cpus, confidence=settings.confidence, reps=settings.reps, rng=rng
+    )
+    if asym is None or not asym.estimate.significant:
         return asym, ()
+    est, cpu_a, cpu_b = asym.estimate, asym.cpu_a, asym.cpu_b
     slower, faster = (cpu_b, cpu_a) if est.ratio > 1 else (cpu_a, cpu_b)
     r = est.ratio if est.ratio > 1 else 1 / est.ratio
     return asym, (

@@ -24,6 +24,7 @@ from duet.calibrate import (
     MIN_RUNS,
     AAData,
     Components,
+    SideAsymmetry,
     aa_data,
     calibrate,
     calibrate_metrics,
@@ -32,6 +33,7 @@ from duet.calibrate import (
     width_for_runs,
 )
 from duet.results import from_dict
+from stats.asymmetry import side_asymmetry
 
 MU = math.log(2e6)  # 2 ms iterations
 START_NS = 40e6  # 40 ms of process start-up per run
@@ -267,6 +269,28 @@ def test_side_asymmetry_is_measured_and_cancels_when_balanced() -> None:
     assert c.ratio == pytest.approx(1.0, abs=0.003)
     assert c.contains_one is True
     assert any("CPU 1 is 2" in w and "slower than CPU 0" in w for w in c.warnings)
+
+
+def test_side_asymmetry_needs_exactly_two_known_cpus_and_puts_their_numbers_back() -> None:
+    log_g = np.log([1.02, 1 / 1.02, 1.02, 1 / 1.02])
+
+    def of(cpus: tuple[int | None, ...]) -> SideAsymmetry | None:
+        return SideAsymmetry.of_runs(
+            log_g, cpus, confidence=0.9, reps=200, rng=np.random.default_rng(0)
+        )
+
+    assert of((3, None, 3, 7)) is None  # a run without its CPU
+    assert of((3, 5, 3, 7)) is None  # three CPUs
+    assert of((3, 3, 3, 3)) is None  # one CPU: nothing to compare
+    a = of((7, 3, 7, 3))
+    assert a is not None
+    assert (a.cpu_a, a.cpu_b) == (3, 7)  # sorted: the ratio is T(CPU 7) / T(CPU 3)
+    assert a.estimate == side_asymmetry(
+        log_g, [False, True, False, True], confidence=0.9, reps=200, rng=np.random.default_rng(0)
+    )
+    assert a.estimate.ratio == pytest.approx(1 / 1.02)
+    assert a.to_dict()["cpu_b"] == 7
+    assert a.to_dict()["significant"] is a.estimate.significant
 
 
 def test_an_unbalanced_assignment_leaves_a_residual_bias() -> None:
