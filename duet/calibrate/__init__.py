@@ -2,7 +2,7 @@
 spend a CI budget on it.
 
 An A/A duet runs the *same* version on both sides, swapping the sides' cores across runs. From
-it this module computes, without measuring anything itself:
+it this package computes, without measuring anything itself:
 
 - the A/A ratio and its interval (which must contain 1), and its width: the accuracy figure;
 - the sync gain: the width when runs are paired with *other* runs' data (no shared noise)
