@@ -9,9 +9,13 @@ Modules: :mod:`stats.ratio` (duet ratio and bootstrap interval), :mod:`stats.win
 winsorization), :mod:`stats.sequential` (shuffled and sequential baselines, gains),
 :mod:`stats.impact` (impact factor of the random initial state), :mod:`stats.planning` (variance
 components, interval half-width, optimal iterations, runs needed), :mod:`stats.asymmetry` (does
-the core a side sits on matter).
+the core a side sits on matter), :mod:`stats.warmup` (where an iteration series stops trending).
+The array and method aliases (:data:`FloatArray`, :data:`IntArray`, :data:`ArrayLike`,
+:data:`IntervalMethod`) are public here for callers' annotations.
 """
 
+from stats._typing import ArrayLike, FloatArray, IntArray, IntervalMethod
+from stats.asymmetry import Asymmetry, side_asymmetry
 from stats.impact import ImpactFactors, impact_factor, impact_factors, paired_impact_factors
 from stats.planning import (
     T_QUANTILE_BELOW,
@@ -39,6 +43,7 @@ from stats.sequential import (
     shuffled_ratio,
     sync_gain,
 )
+from stats.warmup import Warmup, detect_warmup
 from stats.winsor import DEFAULT_FRACTION, MIN_ITERATIONS, winsorize_run, winsorize_runs
 
 __all__ = [
@@ -46,15 +51,22 @@ __all__ = [
     "MIN_BOOTSTRAP_RUNS",
     "MIN_ITERATIONS",
     "T_QUANTILE_BELOW",
+    "ArrayLike",
+    "Asymmetry",
+    "FloatArray",
     "ImpactFactors",
+    "IntArray",
     "Interval",
+    "IntervalMethod",
     "RatioEstimate",
     "SequentialEstimate",
     "ShuffledEstimate",
     "VarianceComponents",
+    "Warmup",
     "accuracy_gain",
     "bootstrap_ci",
     "ci_half_width",
+    "detect_warmup",
     "duet_ratio",
     "grand_geomean",
     "impact_factor",
@@ -66,6 +78,7 @@ __all__ = [
     "runs_needed",
     "sequential_ci",
     "shuffled_ratio",
+    "side_asymmetry",
     "sync_gain",
     "variance_components",
     "winsorize_run",

@@ -1,4 +1,5 @@
-"""Array aliases used across ``stats``."""
+"""Array aliases used across ``stats``; public as ``stats.FloatArray`` and so on (callers outside
+``stats`` import them from the package, not from this private module)."""
 
 from __future__ import annotations
 

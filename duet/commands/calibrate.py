@@ -26,6 +26,7 @@ from duet.cli import (
 )
 
 if TYPE_CHECKING:
+    from duet.analysis import AnalysisSettings
     from duet.calibrate import Calibration
     from duet.plan import BenchmarkSpec
     from duet.results import ResultsDocument
@@ -132,34 +133,8 @@ def calibrate(**o: Any) -> None:
       duet calibrate --python .venv/bin/python --callable mypkg.bench:parse --plot plots/
     """
     from duet.calibrate import aa_data, calibrate_metrics
-    from duet.errors import UsageError
 
-    sources = [k for k in ("benchmark", "command", "python") if o[k]]
-    if o["from_results"]:
-        # No measuring: --benchmark then only names the configuration table for --write.
-        if o["command"] or o["python"]:
-            raise UsageError(
-                "--results calibrates from a file: it cannot be combined with --command or "
-                "--python (they say what to measure)",
-                fix="drop --command/--python, or drop --results to measure anew",
-            )
-    elif len(sources) != 1:
-        raise UsageError(
-            "give exactly one of --benchmark NAME, --command CMD, --python INTERP --callable "
-            "MODULE:FUNCTION (or --results FILE to calibrate from an earlier A/A)"
-            + (f" (got {', '.join('--' + s for s in sources)})" if sources else ""),
-            fix="e.g. duet calibrate --command 'sleep 0.01'",
-        )
-    if o["python"] and not o["callable_"]:
-        raise UsageError(
-            "--python needs --callable MODULE:FUNCTION", fix="e.g. --callable mypkg.bench:run"
-        )
-    if o["callable_"] and not o["python"]:
-        raise UsageError("--callable needs --python INTERP", fix="e.g. --python .venv/bin/python")
-    settings = analysis_settings(o)
-    if settings.threshold <= 0:
-        raise UsageError("--threshold must be above 0 for a calibration (the change to detect)")
-
+    settings = _check_options(o)
     if o["from_results"]:
         from duet.commands import load_results
 
@@ -175,18 +150,7 @@ def calibrate(**o: Any) -> None:
 
     analysis = analyze_benchmark(main_record, settings)
     try:
-        cal = calibrate_metrics(
-            main_record,
-            seq_record,
-            busy_share=analysis.busy_share,
-            forced=None if settings.metric == "auto" else settings.metric,
-            confidence=settings.confidence,
-            threshold=settings.threshold,
-            reps=settings.reps,
-            seed=settings.seed,
-            interval=settings.interval,
-            winsorize=settings.winsorize,
-        )
+        cal = calibrate_metrics(main_record, seq_record, settings, busy_share=analysis.busy_share)
         data = aa_data(main_record, cal.metric)
     except ValueError as e:
         from duet.errors import BenchmarkFailed
@@ -223,6 +187,45 @@ def calibrate(**o: Any) -> None:
             nl=False,
         )
     click.echo(f"results: {out}", err=True)
+
+
+def _check_options(o: dict[str, Any]) -> AnalysisSettings:
+    """The analysis settings, after refusing combinations of options that cannot work."""
+    from duet.errors import UsageError
+
+    sources = [k for k in ("benchmark", "command", "python") if o[k]]
+    if o["from_results"]:
+        # No measuring: --benchmark then only names the configuration table for --write.
+        if o["command"] or o["python"]:
+            raise UsageError(
+                "--results calibrates from a file: it cannot be combined with --command or "
+                "--python (they say what to measure)",
+                fix="drop --command/--python, or drop --results to measure anew",
+            )
+    elif len(sources) != 1:
+        raise UsageError(
+            "give exactly one of --benchmark NAME, --command CMD, --python INTERP --callable "
+            "MODULE:FUNCTION (or --results FILE to calibrate from an earlier A/A)"
+            + (f" (got {', '.join('--' + s for s in sources)})" if sources else ""),
+            fix="e.g. duet calibrate --command 'sleep 0.01'",
+        )
+    if o["python"] and not o["callable_"]:
+        raise UsageError(
+            "--python needs --callable MODULE:FUNCTION", fix="e.g. --callable mypkg.bench:run"
+        )
+    if o["callable_"] and not o["python"]:
+        raise UsageError("--callable needs --python INTERP", fix="e.g. --python .venv/bin/python")
+    settings: AnalysisSettings = analysis_settings(o)
+    if settings.threshold <= 0:
+        raise UsageError("--threshold must be above 0 for a calibration (the change to detect)")
+    if settings.metric == "wall-runq":
+        # The calibration compares the metrics a worker records per iteration on both sides;
+        # wall time less run-queue delay is derived in the analysis, not calibrated.
+        raise UsageError(
+            "duet calibrate compares wall time and CPU time; --metric wall-runq is not calibrated",
+            fix="use --metric auto (the default), wall or cpu",
+        )
+    return settings
 
 
 # --------------------------------------------------------------------------------------------

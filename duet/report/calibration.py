@@ -71,17 +71,30 @@ def render_text(
     plots: list[Path] | None = None,
 ) -> str:
     """The human report: aligned figures, each with what it means here, then the plan."""
-    from duet.units import duration, interval, percent, sig
+    out = [*_head(cal, context), ""]
+    out += _interval_lines(cal)
+    out += _noise_lines(cal)
+    out += _machine_lines(cal)
+    if cal.warnings:
+        out.append("")
+        out.extend(wrap(f"warning: {warning}", 9) for warning in cal.warnings)
+    out.append("")
+    out += _recommendation_lines(cal, config_target, written)
+    if plots:
+        out.append("")
+        out.append("plots: " + ", ".join(str(p) for p in plots if p.suffix == ".png"))
+    return "\n".join(out) + "\n"
 
-    conf = percent(cal.confidence)
-    out: list[str] = []
+
+def _head(cal: Calibration, context: dict[str, Any]) -> list[str]:
+    """What was analysed, on which machine, and the interference line."""
     head = (
         f"duet calibrate: A/A of {cal.benchmark!r}, {cal.runs} runs x {cal.iterations} "
         f"iterations analysed"
     )
     if cal.analysed_from:
         head += f" (the first {cal.analysed_from} measured iteration(s) of each run left out)"
-    out.append(wrap(head, 2))
+    out = [wrap(head, 2)]
     if context.get("machine"):
         out.append(
             wrap(
@@ -93,9 +106,14 @@ def render_text(
         )
     if context.get("interference"):
         out.append(wrap(str(context["interference"]), 2))
-    out.append("")
+    return out
 
-    # The interval.
+
+def _interval_lines(cal: Calibration) -> list[str]:
+    """The A/A ratio, its interval and verdict, and the sync and accuracy gains."""
+    from duet.units import interval, percent, sig
+
+    out: list[str] = []
     if cal.ci_low is not None and cal.ci_high is not None:
         verdict_text = (
             "contains 1, as it must"
@@ -105,8 +123,8 @@ def render_text(
         out.append(
             _line(
                 "A/A ratio",
-                f"{sig(cal.ratio)} {interval(cal.ci_low, cal.ci_high)} {conf} CI, width "
-                f"{pct(cal.ci_width)}: {verdict_text}",
+                f"{sig(cal.ratio)} {interval(cal.ci_low, cal.ci_high)} "
+                f"{percent(cal.confidence)} CI, width {pct(cal.ci_width)}: {verdict_text}",
             )
         )
         out.append(
@@ -140,8 +158,13 @@ def render_text(
                 f"{sig(s.ratio)} {interval(s.ci_low, s.ci_high)})",
             )
         )
+    return out
 
-    # Impact factors and components.
+
+def _noise_lines(cal: Calibration) -> list[str]:
+    """Impact factors, variance components, the cost of a run and the warm-up."""
+    from duet.units import duration, sig
+
     parts = []
     for key, label in (
         ("baseline", "baseline"),
@@ -164,7 +187,7 @@ def render_text(
         )
     else:
         fit = "; the additive model does NOT fit: the plan below is approximate"
-    out.append(_line("impact factor", ", ".join(parts) + fit))
+    out = [_line("impact factor", ", ".join(parts) + fit)]
     if cal.components is not None:
         c = cal.components
         out.append(
@@ -196,12 +219,20 @@ def render_text(
         if w.trending:
             text += "; still trending in the second half of the runs (runs too short to tell)"
         out.append(_line("warm-up", text))
+    return out
+
+
+def _machine_lines(cal: Calibration) -> list[str]:
+    """Side asymmetry, start skew, and which method and metric measure better here."""
+    from duet.units import duration, interval, percent
+
+    out: list[str] = []
     if cal.side_asymmetry is not None:
-        a = cal.side_asymmetry
+        cpus, a = cal.side_asymmetry, cal.side_asymmetry.estimate
         if a.ci_low is not None:
             cpu_text = (
-                f"CPU {a.cpu_b} runs {_change(a.ratio)} against CPU {a.cpu_a} "
-                f"{interval(a.ci_low, a.ci_high)} {conf} CI"
+                f"CPU {cpus.cpu_b} runs {_change(a.ratio)} against CPU {cpus.cpu_a} "
+                f"{interval(a.ci_low, a.ci_high)} {percent(cal.confidence)} CI"
             )
             if a.significant:
                 cpu_text += (
@@ -235,81 +266,76 @@ def render_text(
     ]
     if len(widths) > 1:
         out.append(_line("A/A widths", ", ".join(widths)))
+    return out
 
-    if cal.warnings:
-        out.append("")
-        for warning in cal.warnings:
-            out.append(wrap(f"warning: {warning}", 9))
+
+def _recommendation_lines(
+    cal: Calibration, config_target: tuple[Path, str, str | None] | None, written: str | None
+) -> list[str]:
+    """The plan, how it was reached, the widths by runs and the configuration lines."""
+    from duet.units import percent, sig
 
     rec = cal.recommended
-    out.append("")
     if rec is None:
-        out.append("No recommendation: too little data for the variance components.")
+        return ["No recommendation: too little data for the variance components."]
+    conf = percent(cal.confidence)
+    cost = (
+        f", about {_long_duration(rec.machine_time_ns)} of machine time per benchmark"
+        if rec.machine_time_ns is not None
+        else ""
+    )
+    out = [
+        wrap(
+            f"Recommendation for a {pct(rec.threshold)} threshold at {conf} confidence: "
+            f"metric {rec.metric}, method {rec.method}, {rec.runs} runs x ({rec.warmup} "
+            "warm-up + "
+            f"{rec.iterations}) iterations. Expected {conf} interval width "
+            f"{pct(rec.expected_ci_width)}{cost}.",
+            0,
+        ),
+        wrap(
+            f"Iterations per run from Kalibera's formula 8: n* = {rec.optimal_iterations} "
+            f"with w = {sig(rec.run_cost_iterations)} iterations of start-up and warm-up"
+            + (
+                f" (raised to the minimum of {rec.iterations})"
+                if rec.iterations > rec.optimal_iterations
+                else ""
+            )
+            + (
+                f" (formula 8 asked for more, capped at {rec.max_iterations}: the run "
+                "effect is small next to the iteration noise, and runs more than 10 times "
+                "longer than the measured ones are not extrapolated to)"
+                if rec.optimal_iterations >= rec.max_iterations
+                else ""
+            )
+            + ". An unchanged benchmark then gets 'no change', and a change of the "
+            "threshold's size is significant, each with about the confidence's probability.",
+            0,
+        ),
+    ]
+    if rec.method == "sequential":
+        out.append(
+            wrap(
+                "Simultaneous runs measure worse than sequential ones on this machine: "
+                "measure with `duet run --method sequential` / `duet compare --method "
+                'sequential`, or method = "sequential" in the configuration.',
+                0,
+            )
+        )
+    if not rec.reachable:
+        out.append(wrap("The threshold is out of reach at a practical number of runs.", 0))
+    if cal.width_by_runs:
+        table = ", ".join(f"{k} → {pct(v, 2)}" for k, v in sorted(cal.width_by_runs.items()))
+        out.append(wrap(f"Interval width by runs (at {rec.iterations} iterations): {table}", 2))
+    out.append("")
+    lines = config_lines(rec, config_target)
+    if written:
+        out.append(f"Written to {written}:")
+        lines = [ln for ln in lines if not ln.startswith("#")]
     else:
-        cost = (
-            f", about {_long_duration(rec.machine_time_ns)} of machine time per benchmark"
-            if rec.machine_time_ns is not None
-            else ""
-        )
-        out.append(
-            wrap(
-                f"Recommendation for a {pct(rec.threshold)} threshold at {conf} confidence: "
-                f"metric {rec.metric}, method {rec.method}, {rec.runs} runs x ({rec.warmup} "
-                "warm-up + "
-                f"{rec.iterations}) iterations. Expected {conf} interval width "
-                f"{pct(rec.expected_ci_width)}{cost}.",
-                0,
-            )
-        )
-        out.append(
-            wrap(
-                f"Iterations per run from Kalibera's formula 8: n* = {rec.optimal_iterations} "
-                f"with w = {sig(rec.run_cost_iterations)} iterations of start-up and warm-up"
-                + (
-                    f" (raised to the minimum of {rec.iterations})"
-                    if rec.iterations > rec.optimal_iterations
-                    else ""
-                )
-                + (
-                    f" (formula 8 asked for more, capped at {rec.max_iterations}: the run "
-                    "effect is small next to the iteration noise, and runs more than 10 times "
-                    "longer than the measured ones are not extrapolated to)"
-                    if rec.optimal_iterations >= rec.max_iterations
-                    else ""
-                )
-                + ". An unchanged benchmark then gets 'no change', and a change of the "
-                "threshold's size is significant, each with about the confidence's probability.",
-                0,
-            )
-        )
-        if rec.method == "sequential":
-            out.append(
-                wrap(
-                    "Simultaneous runs measure worse than sequential ones on this machine: "
-                    "measure with `duet run --method sequential` / `duet compare --method "
-                    'sequential`, or method = "sequential" in the configuration.',
-                    0,
-                )
-            )
-        if not rec.reachable:
-            out.append(wrap("The threshold is out of reach at a practical number of runs.", 0))
-        if cal.width_by_runs:
-            table = ", ".join(f"{k} → {pct(v, 2)}" for k, v in sorted(cal.width_by_runs.items()))
-            out.append(wrap(f"Interval width by runs (at {rec.iterations} iterations): {table}", 2))
-        out.append("")
-        lines = config_lines(rec, config_target)
-        if written:
-            out.append(f"Written to {written}:")
-            lines = [ln for ln in lines if not ln.startswith("#")]
-            if rec.method != "duet":
-                out.append('(method = "sequential" is not written by --write: add it by hand)')
-        else:
-            out.append("Configuration lines:")
-        out.extend(f"  {ln}" for ln in lines)
-    if plots:
-        out.append("")
-        out.append("plots: " + ", ".join(str(p) for p in plots if p.suffix == ".png"))
-    return "\n".join(out) + "\n"
+        out.append("Configuration lines:")
+    out.extend(f"  {ln}" for ln in lines)
+    return out
 
 
 def _long_duration(ns: float) -> str:

@@ -17,12 +17,14 @@ from typing import Any
 import numpy as np
 import pytest
 
+from duet.analysis import AnalysisSettings
 from duet.calibrate import (
     ADDITIVE_LIMIT,
     MIN_ITERATIONS,
     MIN_RUNS,
     AAData,
     Components,
+    SideAsymmetry,
     aa_data,
     calibrate,
     calibrate_metrics,
@@ -31,6 +33,7 @@ from duet.calibrate import (
     width_for_runs,
 )
 from duet.results import from_dict
+from stats.asymmetry import side_asymmetry
 
 MU = math.log(2e6)  # 2 ms iterations
 START_NS = 40e6  # 40 ms of process start-up per run
@@ -95,7 +98,7 @@ class Model:
 
 def test_variance_components_are_recovered() -> None:
     m = Model(runs=300, iterations=40, sd_run=0.01, sd_iter=0.02, sd_shared=0.05)
-    c = calibrate(m.data(), reps=1000, winsorize=False)
+    c = calibrate(m.data(), AnalysisSettings(reps=1000, winsorize=False))
     assert c.components is not None
     # log ratio: 2 var X within runs, 2 var A between runs (the shared noise cancels)
     assert c.components.within_run_var == pytest.approx(2 * 0.02**2, rel=0.05)
@@ -111,14 +114,14 @@ def test_variance_components_are_recovered() -> None:
 
 def test_impact_factor_and_the_additive_model() -> None:
     # A strong run effect: runs matter much more than iterations (Kalibera's FFT case).
-    c = calibrate(Model(sd_run=0.05, sd_iter=0.01).data(), reps=1000)
+    c = calibrate(Model(sd_run=0.05, sd_iter=0.01).data(), AnalysisSettings(reps=1000))
     ratio = c.impact_factor["log_ratio"]
     assert ratio.plain is not None
     assert ratio.plain > 3
     assert ratio.transformed == pytest.approx(1.0, abs=0.15)
     assert ratio.additive is True
     # No run effect: runs are like iterations.
-    flat = calibrate(Model(sd_run=0.0, sd_iter=0.02).data(), reps=1000)
+    flat = calibrate(Model(sd_run=0.0, sd_iter=0.02).data(), AnalysisSettings(reps=1000))
     assert flat.impact_factor["baseline"].plain == pytest.approx(1.0, abs=0.15)
     # Not additive: the runs differ in spread, not by a shift.
     rng = np.random.default_rng(5)
@@ -126,7 +129,7 @@ def test_impact_factor_and_the_additive_model() -> None:
     base = np.exp(MU + rng.normal(0, 1, (30, 40)) * scales)
     cand = np.exp(MU + rng.normal(0, 1, (30, 40)) * scales)
     odd = AAData("spread", "duet", base, cand, np.zeros((30, 0)), np.zeros((30, 0)), (0, 1) * 15)
-    bad = calibrate(odd, reps=1000)
+    bad = calibrate(odd, AnalysisSettings(reps=1000))
     assert bad.impact_factor["log_ratio"].transformed is not None
     assert bad.impact_factor["log_ratio"].transformed > ADDITIVE_LIMIT
     assert bad.impact_factor["log_ratio"].additive is False
@@ -136,7 +139,9 @@ def test_impact_factor_and_the_additive_model() -> None:
 def test_more_runs_than_iterations_use_a_subset_of_runs() -> None:
     # c = floor(0.75 * 40) = 30 distinct samples of one run need more than 30 iterations:
     # the impact factor is computed on the largest random subset of runs that allows it.
-    c = calibrate(Model(runs=40, iterations=12, sd_run=0.05, sd_iter=0.01).data(), reps=1000)
+    c = calibrate(
+        Model(runs=40, iterations=12, sd_run=0.05, sd_iter=0.01).data(), AnalysisSettings(reps=1000)
+    )
     entry = c.impact_factor["log_ratio"]
     assert entry.runs_used == 15  # floor(0.75 * 15) = 11 < 12
     assert entry.plain is not None
@@ -144,7 +149,7 @@ def test_more_runs_than_iterations_use_a_subset_of_runs() -> None:
 
 
 def test_too_few_iterations_for_the_impact_factor_is_reported_not_raised() -> None:
-    c = calibrate(Model(runs=10, iterations=2).data(), reps=1000)
+    c = calibrate(Model(runs=10, iterations=2).data(), AnalysisSettings(reps=1000))
     entry = c.impact_factor["baseline"]
     assert entry.plain is None
     assert entry.missing is not None
@@ -156,7 +161,9 @@ def test_too_few_iterations_for_the_impact_factor_is_reported_not_raised() -> No
 
 
 def test_shared_noise_is_what_synchronisation_buys() -> None:
-    c = calibrate(Model(sd_shared=0.05, sd_iter=0.005, sd_run=0.002).data(), reps=2000)
+    c = calibrate(
+        Model(sd_shared=0.05, sd_iter=0.005, sd_run=0.002).data(), AnalysisSettings(reps=2000)
+    )
     assert c.contains_one is True
     assert c.aa_verdict == "no change"
     assert c.sync_gain is not None
@@ -170,7 +177,7 @@ def test_shared_noise_is_what_synchronisation_buys() -> None:
 def test_when_sides_disturb_each_other_sequential_pays() -> None:
     # Noise that hits the sides in opposite directions (two copies competing for memory
     # bandwidth): pairing the sides that ran together makes the ratio worse, not better.
-    c = calibrate(Model(anti=0.03, sd_iter=0.005, sd_run=0.002).data(), reps=2000)
+    c = calibrate(Model(anti=0.03, sd_iter=0.005, sd_run=0.002).data(), AnalysisSettings(reps=2000))
     assert c.sync_gain is not None
     assert c.sync_gain < 1
     assert c.method_pays == "sequential"
@@ -190,7 +197,7 @@ def test_accuracy_gain_against_a_measured_sequential_aa() -> None:
         seq.name, "sequential", seq.baseline_ns, seq.candidate_ns, seq.baseline_warmup_ns,
         seq.candidate_warmup_ns, seq.baseline_cpus, None, seq.wall_ns,
     )  # fmt: skip
-    c = calibrate(duet, sequential=seq, reps=2000)
+    c = calibrate(duet, AnalysisSettings(reps=2000), sequential=seq)
     assert c.sequential is not None
     assert c.sequential.accuracy_gain is not None
     assert c.sequential.accuracy_gain > 2
@@ -204,7 +211,7 @@ def test_accuracy_gain_against_a_measured_sequential_aa() -> None:
         quiet.baseline_warmup_ns, quiet.candidate_warmup_ns, quiet.baseline_cpus, None,
         quiet.wall_ns,
     )  # fmt: skip
-    c = calibrate(fighting, sequential=quiet, reps=2000)
+    c = calibrate(fighting, AnalysisSettings(reps=2000), sequential=quiet)
     assert c.sequential is not None
     assert c.sequential.accuracy_gain is not None
     assert c.sequential.accuracy_gain < 1
@@ -217,8 +224,22 @@ def test_accuracy_gain_against_a_measured_sequential_aa() -> None:
     assert c.plan_components.within_run_var == pytest.approx(2 * 0.002**2, rel=0.2)
 
 
+def test_the_report_of_a_written_sequential_plan_does_not_say_method_was_left_out() -> None:
+    # --write writes method (config.RECOMMENDATION_KEYS); the report used to add that
+    # method = "sequential" was not written and had to be added by hand.
+    from duet.report.calibration import render_text
+
+    c = calibrate(Model(anti=0.03, sd_iter=0.005, sd_run=0.002).data(), AnalysisSettings(reps=1000))
+    assert c.recommended is not None
+    assert c.recommended.method == "sequential"
+    text = render_text(c, {}, written="duet.toml (the suite defaults)")
+    assert "Written to duet.toml (the suite defaults):\n  runs = " in text
+    assert '  method = "sequential"\n' in text
+    assert "not written" not in text
+
+
 def test_an_interval_without_1_says_so_loudly() -> None:
-    c = calibrate(Model(candidate_factor=1.03, sd_iter=0.01).data(), reps=2000)
+    c = calibrate(Model(candidate_factor=1.03, sd_iter=0.01).data(), AnalysisSettings(reps=2000))
     assert c.contains_one is False
     assert c.aa_verdict == "regression"
     assert any("EXCLUDES 1" in w and "not equivalent" in w for w in c.warnings)
@@ -229,10 +250,12 @@ def test_an_interval_without_1_says_so_loudly() -> None:
 
 
 def test_side_asymmetry_is_measured_and_cancels_when_balanced() -> None:
-    c = calibrate(Model(slow_cpu1=1.02, sd_iter=0.01, sd_run=0.003).data(), reps=2000)
-    a = c.side_asymmetry
-    assert a is not None
-    assert (a.cpu_a, a.cpu_b) == (0, 1)
+    c = calibrate(
+        Model(slow_cpu1=1.02, sd_iter=0.01, sd_run=0.003).data(), AnalysisSettings(reps=2000)
+    )
+    assert c.side_asymmetry is not None
+    assert (c.side_asymmetry.cpu_a, c.side_asymmetry.cpu_b) == (0, 1)
+    a = c.side_asymmetry.estimate
     assert a.ratio == pytest.approx(1.02, abs=0.004)
     assert a.ci_low is not None
     assert a.ci_high is not None
@@ -248,6 +271,28 @@ def test_side_asymmetry_is_measured_and_cancels_when_balanced() -> None:
     assert any("CPU 1 is 2" in w and "slower than CPU 0" in w for w in c.warnings)
 
 
+def test_side_asymmetry_needs_exactly_two_known_cpus_and_puts_their_numbers_back() -> None:
+    log_g = np.log([1.02, 1 / 1.02, 1.02, 1 / 1.02])
+
+    def of(cpus: tuple[int | None, ...]) -> SideAsymmetry | None:
+        return SideAsymmetry.of_runs(
+            log_g, cpus, confidence=0.9, reps=200, rng=np.random.default_rng(0)
+        )
+
+    assert of((3, None, 3, 7)) is None  # a run without its CPU
+    assert of((3, 5, 3, 7)) is None  # three CPUs
+    assert of((3, 3, 3, 3)) is None  # one CPU: nothing to compare
+    a = of((7, 3, 7, 3))
+    assert a is not None
+    assert (a.cpu_a, a.cpu_b) == (3, 7)  # sorted: the ratio is T(CPU 7) / T(CPU 3)
+    assert a.estimate == side_asymmetry(
+        log_g, [False, True, False, True], confidence=0.9, reps=200, rng=np.random.default_rng(0)
+    )
+    assert a.estimate.ratio == pytest.approx(1 / 1.02)
+    assert a.to_dict()["cpu_b"] == 7
+    assert a.to_dict()["significant"] is a.estimate.significant
+
+
 def test_an_unbalanced_assignment_leaves_a_residual_bias() -> None:
     data = Model(runs=10, slow_cpu1=1.02, sd_iter=0.005, sd_run=0.001).data()
     cpus = (0, 0, 0, 0, 0, 0, 0, 1, 1, 1)  # 7 runs with the baseline on CPU 0
@@ -258,13 +303,15 @@ def test_an_unbalanced_assignment_leaves_a_residual_bias() -> None:
         "lopsided", "duet", base * slow, cand * (1.02 / slow), data.baseline_warmup_ns,
         data.candidate_warmup_ns, cpus,
     )  # fmt: skip
-    a = calibrate(lopsided, reps=2000).side_asymmetry
-    assert a is not None
-    assert a.residual_bias == pytest.approx(1.02 ** (4 / 10), abs=0.003)
+    side = calibrate(lopsided, AnalysisSettings(reps=2000)).side_asymmetry
+    assert side is not None
+    assert side.estimate.residual_bias == pytest.approx(1.02 ** (4 / 10), abs=0.003)
 
 
 def test_startup_cost_and_formula_8() -> None:
-    c = calibrate(Model(sd_run=0.01, sd_iter=0.03, sd_shared=0.1).data(), reps=1000)
+    c = calibrate(
+        Model(sd_run=0.01, sd_iter=0.03, sd_shared=0.1).data(), AnalysisSettings(reps=1000)
+    )
     assert c.method_pays == "duet"
     assert c.startup_ns == pytest.approx(START_NS, rel=1e-6)
     assert c.startup_iterations == pytest.approx(START_NS / c.mean_iteration_ns)
@@ -297,7 +344,7 @@ def test_warmup_is_found(true_w: int, slowdown: float) -> None:
 
 def test_recorded_warmup_counts_and_the_rest_is_left_out_of_the_analysis() -> None:
     m = Model(warmup_iterations=5, warmup_slowdown=1.3, recorded_warmup=2, iterations=30)
-    c = calibrate(m.data(), reps=1000)
+    c = calibrate(m.data(), AnalysisSettings(reps=1000))
     assert c.warmup is not None
     assert c.warmup.iterations == 5  # from the start of the run, recorded warm-up included
     assert c.analysed_from == 3  # 3 of the measured iterations were still warming up
@@ -313,7 +360,7 @@ def test_a_series_that_never_settles_is_flagged() -> None:
     assert detect_warmup(series, tolerance=0.005).trending
     data = AAData("drift", "duet", series[:10], series[10:], np.zeros((10, 0)),
                   np.zeros((10, 0)), (0, 1) * 5)  # fmt: skip
-    c = calibrate(data, reps=1000)
+    c = calibrate(data, AnalysisSettings(reps=1000))
     assert any("still trending" in w for w in c.warnings)
 
 
@@ -368,7 +415,7 @@ def test_aa_data_from_a_record_start_skew_and_failed_runs() -> None:
     assert data.start_skew_ns[0].tolist() == [1000, 2000, 3000, 4000]
     assert data.wall_ns is not None
     assert data.wall_ns[0].tolist() == [60_000, 61_000]
-    c = calibrate(data, reps=1000)
+    c = calibrate(data, AnalysisSettings(reps=1000))
     assert c.start_skew_ns is not None
     assert c.start_skew_ns.median == pytest.approx(2500)
     assert c.start_skew_ns.max == 4000
@@ -444,7 +491,7 @@ def test_the_plan_delivers_the_width_it_promises() -> None:
     from stats.ratio import duet_ratio
 
     m = Model(runs=40, iterations=30, sd_run=0.006, sd_iter=0.03, sd_shared=0.02, seed=11)
-    c = calibrate(m.data(), reps=2000, threshold=0.02)
+    c = calibrate(m.data(), AnalysisSettings(reps=2000, threshold=0.02))
     rec = c.recommended
     assert rec is not None
     assert rec.method == "duet"  # the shared noise makes synchronisation pay
@@ -468,7 +515,7 @@ def test_the_plan_delivers_the_width_it_promises() -> None:
 
 
 def test_to_dict_has_every_field_the_issue_asks_for() -> None:
-    c = calibrate(Model().data(), reps=1000)
+    c = calibrate(Model().data(), AnalysisSettings(reps=1000))
     d = c.to_dict()
     for key in (
         "ratio", "ci_low", "ci_high", "ci_width", "sync_gain", "impact_factor",
@@ -486,7 +533,10 @@ def test_to_dict_has_every_field_the_issue_asks_for() -> None:
 
 def test_formula_8_is_not_extrapolated_beyond_ten_times_the_measured_runs() -> None:
     # No run effect at all: formula 8 asks for unbounded iterations per run.
-    c = calibrate(Model(sd_run=0.0, sd_iter=0.02, sd_shared=0.05, iterations=30).data(), reps=1000)
+    c = calibrate(
+        Model(sd_run=0.0, sd_iter=0.02, sd_shared=0.05, iterations=30).data(),
+        AnalysisSettings(reps=1000),
+    )
     rec = c.recommended
     assert rec is not None
     assert rec.max_iterations == 300
@@ -521,7 +571,11 @@ def _aa_record(*, busy: float, preempted: float, runs: int = 12, iterations: int
 
 def test_cpu_time_is_chosen_for_cpu_bound_code_that_another_process_preempts() -> None:
     record = _aa_record(busy=1.0, preempted=0.5)
-    cal = calibrate_metrics(record, busy_share={"baseline": 0.99, "candidate": 0.99}, reps=2000)
+    cal = calibrate_metrics(
+        record,
+        busy_share={"baseline": 0.99, "candidate": 0.99},
+        settings=AnalysisSettings(reps=2000),
+    )
     assert cal.metric == "cpu"
     assert cal.metric_reason is not None
     assert cal.metric_reason.startswith("CPU time: both sides CPU-bound")
@@ -537,7 +591,9 @@ def test_cpu_time_is_chosen_for_cpu_bound_code_that_another_process_preempts() -
 
 def test_wall_time_is_kept_for_code_that_sleeps_whatever_the_widths() -> None:
     record = _aa_record(busy=0.3, preempted=0.0)
-    cal = calibrate_metrics(record, busy_share={"baseline": 0.3, "candidate": 0.3}, reps=2000)
+    cal = calibrate_metrics(
+        record, busy_share={"baseline": 0.3, "candidate": 0.3}, settings=AnalysisSettings(reps=2000)
+    )
     assert cal.metric == "wall"
     assert cal.metric_reason is not None
     assert "not CPU-bound" in cal.metric_reason
@@ -547,13 +603,22 @@ def test_wall_time_is_kept_for_code_that_sleeps_whatever_the_widths() -> None:
 
 def test_a_metric_asked_for_is_used_and_one_not_recorded_falls_back_to_wall() -> None:
     record = _aa_record(busy=1.0, preempted=0.5)
-    forced = calibrate_metrics(record, busy_share={"baseline": 1, "candidate": 1}, forced="wall")
+    forced = calibrate_metrics(
+        record, busy_share={"baseline": 1, "candidate": 1}, settings=AnalysisSettings(metric="wall")
+    )
     assert forced.metric == "wall"
     assert forced.metric_reason == "wall time, as asked (--metric wall)"
     old = aa_record_without_cpu()
-    cal = calibrate_metrics(old, busy_share={}, forced="cpu")
+    cal = calibrate_metrics(old, busy_share={}, settings=AnalysisSettings(metric="cpu"))
     assert cal.metric == "wall"
     assert set(cal.widths_by_metric) == {"wall"}
+
+
+def test_wall_time_less_run_queue_delay_is_refused_with_a_message() -> None:
+    # It used to fail with a bare KeyError: 'wall-runq' when CPU time was recorded.
+    record = _aa_record(busy=1.0, preempted=0.5)
+    with pytest.raises(ValueError, match="wall-runq' is not calibrated: use auto, wall or cpu"):
+        calibrate_metrics(record, settings=AnalysisSettings(metric="wall-runq"))
 
 
 def aa_record_without_cpu() -> Any:

@@ -140,3 +140,6 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     lonely = duet("calibrate", "--python", sys.executable)
     assert lonely.returncode == 2
     assert "--callable" in lonely.stderr
+    runq = duet("calibrate", "--command", "true", "--metric", "wall-runq")
+    assert runq.returncode == 2
+    assert "--metric wall-runq is not calibrated" in runq.stderr
