@@ -9,7 +9,7 @@ Two ways to talk to git, each for what it does well:
 - **git commands** (``rev-parse``, ``for-each-ref``, ``ls-remote``, ``fetch``, ``worktree``,
   ``status``) run through :meth:`Repository.run` with a cleaned environment. GitPython's
   command wrapper (``repo.git.<cmd>``) starts every process from ``os.environ`` and can add
-  variables but not remove inherited ones; measured with GitPython 3.1 and git 2.39:
+  variables but not remove inherited ones; measured with GitPython 3.2.1 and git 2.39.5:
   ``repo.git.worktree("add", ...)`` run under a hook's ``GIT_INDEX_FILE`` rewrote the user's
   index (a committed file showed as deleted in ``git status``). So every command goes through
   one runner that drops ``_REPO_LOCAL_GIT_VARS``.
@@ -267,13 +267,13 @@ class Repository:
         when there is no such file (absent, or a directory)."""
         try:
             obj = self._repo.commit(sha).tree / name
+            if obj.type != "blob":
+                return None
+            data: bytes = obj.data_stream.read()
         except KeyError:
             return None
         except _object_errors() as e:
             raise self._object_error(f"{name} at {sha[:12]}", e) from None
-        if obj.type != "blob":
-            return None
-        data: bytes = obj.data_stream.read()
         return data
 
     # ----------------------------------------------------------------------------------------

@@ -21,7 +21,13 @@ import pytest
 
 from duet.errors import EXIT_INFRASTRUCTURE, EXIT_USAGE, Interrupted, UsageError, VersionError
 from duet.versions import BuildFailed, Versions
-from tests.integration.gitrepo import GitRepo, RepoState, clone, make_repo, shallow_clone
+from tests.integration.gitrepo import (
+    GitRepo,
+    RepoState,
+    clone,
+    make_repo,
+    shallow_clone,
+)
 
 Watch = Callable[[GitRepo], GitRepo]
 
@@ -604,3 +610,15 @@ def test_read_file_at(project: GitRepo) -> None:
         assert versions.read_file_at("main", "bench.sh") == "v3"  # committed, not the edit
         with pytest.raises(VersionError, match="does not name a commit"):
             versions.read_file_at("0" * 40, "duet.toml")
+
+
+def test_an_object_git_cannot_read_is_a_version_error(template: Path, tmp_path: Path) -> None:
+    # A damaged object store (a blob lost): GitPython's error becomes duet's, not a traceback.
+    repo = GitRepo(shutil.copytree(template, tmp_path / "damaged", symlinks=True))
+    blob = repo.git("rev-parse", "HEAD~1:duet.toml")
+    (repo.git_dir / "objects" / blob[:2] / blob[2:]).unlink()
+    with Versions(repo.path) as versions, pytest.raises(VersionError) as caught:
+        versions.read_file_at("HEAD~1", "duet.toml")
+    assert "git cannot read duet.toml at" in caught.value.message
+    assert "git fsck" in str(caught.value.fix)
+    assert caught.value.exit_code == EXIT_INFRASTRUCTURE
