@@ -247,6 +247,32 @@ class Versions:
         log.info("%s: built %s in %.1f s", version.side, version.ref, duration_s)
         return replace(version, built=True, reused=False, build_log=log_path)
 
+    def release(self, version: Version) -> None:
+        """Give back the worktree of ``version``'s commit before :meth:`close`: removed (unless
+        ``keep``) and unlocked. For callers that go through many commits (``duet bisect``
+        builds about log2(n) of them), so that worktrees do not pile up; every
+        :class:`Version` of that commit (both sides share one worktree) is then invalid. A
+        later :meth:`checkout` of the commit checks it out again (or reuses it when kept).
+
+        Raises
+        ------
+        VersionError
+            The worktree could not be removed; the fix gives the commands to do it by hand.
+        """
+        self._check_open()
+        slot = self._held(version)
+        removed = True
+        if self.keep:
+            log.info("kept the worktree of %s: %s", slot.commit[:12], slot.directory)
+        else:
+            removed = self._slots.remove(slot)
+        del self._worktrees[slot.commit]
+        self._slots.unlock(slot)
+        if not self.keep:
+            self._slots.prune()
+        if not removed:
+            raise self._not_removed([str(slot.directory)])
+
     def close(self) -> None:
         """Remove every worktree this instance checked out or reused (unless ``keep``), then
         ``git worktree prune``. Idempotent; a second call after an interrupted one finishes

@@ -796,3 +796,45 @@ def test_a_slot_held_elsewhere_is_skipped_and_all_held_is_an_error(project: GitR
             os.close(fd)
         for lock in cache.glob(f"{sha}*.lock"):
             lock.unlink()
+
+
+# --------------------------------------------------------------------------------------------
+# Many commits in one run (duet bisect)
+
+
+def test_release_gives_a_worktree_back_before_close(project: GitRepo, tmp_path: Path) -> None:
+    counter = tmp_path / "builds"
+    with Versions(project.path) as versions:
+        previous = None
+        for ref in ["HEAD~2", "HEAD~1", "HEAD"]:
+            version = versions.build(versions.checkout("candidate", ref), counting(counter))
+            if previous is not None:
+                versions.release(previous)
+                assert not previous.directory.exists()
+                assert not previous.directory.with_name(previous.directory.name + ".lock").exists()
+                with pytest.raises(ValueError, match="not checked out by this Versions"):
+                    versions.build(previous, counting(counter))
+            # At most the user's checkout and one of ours.
+            assert len(project.git("worktree", "list").splitlines()) == 2
+            previous = version
+        # A released commit can be checked out again.
+        again = versions.checkout("baseline", "HEAD~2")
+        assert (again.directory / "bench.sh").read_text() == "v1"
+    assert count(counter) == 3
+    assert not again.directory.exists()
+
+
+def test_release_with_keep_leaves_the_build_for_the_next_run(
+    project: GitRepo, tmp_path: Path
+) -> None:
+    counter = tmp_path / "builds"
+    with Versions(project.path, keep=True) as versions:
+        first = versions.build(versions.checkout("candidate", "HEAD~1"), counting(counter))
+        versions.release(first)
+        assert first.directory.is_dir()
+        # Released, so another process (or this one) may take the slot and its build.
+        again = versions.build(versions.checkout("candidate", "HEAD~1"), counting(counter))
+        assert (again.directory, again.reused, count(counter)) == (first.directory, True, 1)
+    with Versions(project.path) as versions:
+        versions.checkout("candidate", "HEAD~1")  # removed at the end of this run
+    assert not first.directory.exists()
