@@ -17,7 +17,7 @@ import os
 import shutil
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 
 #: How many worktrees of one commit may exist at once (concurrent duet runs of one repository).
 MAX_SLOTS = 16
+#: In the cache directory: held while this process adds, removes or prunes worktrees.
+ADMIN_LOCK = ".worktrees.lock"
 
 
 @dataclass(slots=True)
@@ -93,7 +95,8 @@ class Slots:
             try:
                 directory = self.cache_dir / name
                 stamp_dir = self.cache_dir / f"{name}.stamp"
-                reused = self._prepare(directory, stamp_dir, sha)
+                with self._administration():
+                    reused = self._prepare(directory, stamp_dir, sha)
                 if self.run_as is not None:
                     _give(directory, self.run_as)
             except BaseException:
@@ -108,7 +111,8 @@ class Slots:
     def remove(self, slot: Slot) -> bool:
         """Remove the slot's worktree and stamp; False when the worktree is still there. The
         caller runs :meth:`prune` afterwards, and :meth:`unlock` once it forgot the slot."""
-        return self._discard(slot.directory, slot.stamp_dir)
+        with self._administration():
+            return self._discard(slot.directory, slot.stamp_dir)
 
     @staticmethod
     def unlock(slot: Slot) -> None:
@@ -118,9 +122,27 @@ class Slots:
     def prune(self) -> None:
         """``git worktree prune``: forget registrations whose directory is gone."""
         try:
-            self._repo.run("worktree", "prune")
+            with self._administration():
+                self._repo.run("worktree", "prune")
         except GitFailed as e:
             log.warning("git worktree prune failed: %s", e.stderr)
+
+    @contextlib.contextmanager
+    def _administration(self) -> Iterator[None]:
+        """Wait for the other duet processes of this cache to finish adding, removing or
+        pruning worktrees. Git does not serialise these: a `git worktree prune` that runs
+        while another process's `git worktree add` is half-way reads its unfinished
+        `.git/worktrees/<name>` and fails ("failed to read .git/worktrees/<name>/commondir";
+        measured with git 2.39.5: 3 failures in 15 rounds of 4 concurrent prune+add), or
+        removes it. Not re-entrant: only the public methods take it."""
+        # Read-only is enough for flock, and opens a lock file another user created (a run as
+        # root with --user beside the user's own runs).
+        fd = os.open(self.cache_dir / ADMIN_LOCK, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
 
     def _registered(self) -> dict[Path, str]:
         """Worktrees git knows of: path -> the commit at their HEAD ('' if none)."""

@@ -769,6 +769,45 @@ def test_concurrent_processes_hold_their_own_slots(project: GitRepo) -> None:
     assert leftovers == []  # no worktree, stamp or lock file of that commit is left
 
 
+_CHURN = """
+import os, sys, time
+from duet.versions import Versions
+repo, go, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+print("ready", flush=True)
+while not os.path.exists(go):
+    time.sleep(0.002)
+for _ in range(rounds):
+    with Versions(repo) as versions:
+        versions.checkout("baseline", "HEAD~1")
+        versions.checkout("candidate", "HEAD")
+"""
+
+
+def test_processes_adding_and_removing_worktrees_at_once_do_not_collide(
+    project: GitRepo, tmp_path: Path
+) -> None:
+    """git does not serialise `worktree add` and `worktree prune`: a prune reads another
+    process's half-made .git/worktrees/<name> and fails. Four runs checking out and removing
+    worktrees at the same moment must all succeed."""
+    go = tmp_path / "go"
+    churners = [
+        subprocess.Popen(
+            [sys.executable, "-c", _CHURN, str(project.path), str(go), "4"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    for churner in churners:
+        assert churner.stdout is not None
+        assert churner.stdout.readline().strip() == "ready"
+    go.touch()  # all start together
+    errors = [c.communicate(timeout=300)[1] for c in churners]
+    assert [c.returncode for c in churners] == [0, 0, 0, 0], "\n".join(errors)
+    # (the `untouched` fixture checks that no worktree registration is left)
+
+
 def test_a_slot_held_elsewhere_is_skipped_and_all_held_is_an_error(project: GitRepo) -> None:
     sha = project.rev_parse("HEAD")
     with Versions(project.path) as versions:
