@@ -3,9 +3,10 @@
 Two ways to talk to git, each for what it does well:
 
 - **GitPython** finds the repository from any path inside it (a linked worktree too) and reads
-  objects through its persistent ``git cat-file --batch`` processes: commit subjects, the
-  parents a commit object records (which a shallow boundary hides from ``rev-parse`` but not
-  from the object), files at a commit.
+  objects through its persistent ``git cat-file --batch`` processes: whether a commit is
+  here, commit subjects, the parents a commit object records (which a shallow boundary hides
+  from ``rev-parse`` but not from the object), files at a commit. Its errors become
+  :class:`VersionError`.
 - **git commands** (``rev-parse``, ``for-each-ref``, ``ls-remote``, ``fetch``, ``worktree``,
   ``status``) run through :meth:`Repository.run` with a cleaned environment. GitPython's
   command wrapper (``repo.git.<cmd>``) starts every process from ``os.environ`` and can add
