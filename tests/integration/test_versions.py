@@ -7,11 +7,14 @@ after a failed build and after an interrupt.
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import shlex
 import shutil
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -20,8 +23,15 @@ from pathlib import Path
 import pytest
 
 from duet.errors import EXIT_INFRASTRUCTURE, EXIT_USAGE, Interrupted, UsageError, VersionError
-from duet.versions import BuildFailed, Versions
-from tests.integration.gitrepo import GitRepo, RepoState, clone, make_repo, shallow_clone
+from duet.versions import MAX_FETCH_GENERATIONS, MAX_SLOTS, BuildFailed, Versions
+from tests.integration.gitrepo import (
+    GitRepo,
+    RepoState,
+    clone,
+    git_env,
+    make_repo,
+    shallow_clone,
+)
 
 Watch = Callable[[GitRepo], GitRepo]
 
@@ -604,3 +614,266 @@ def test_read_file_at(project: GitRepo) -> None:
         assert versions.read_file_at("main", "bench.sh") == "v3"  # committed, not the edit
         with pytest.raises(VersionError, match="does not name a commit"):
             versions.read_file_at("0" * 40, "duet.toml")
+
+
+def test_an_object_git_cannot_read_is_a_version_error(template: Path, tmp_path: Path) -> None:
+    # A damaged object store (a blob lost): GitPython's error becomes duet's, not a traceback.
+    repo = GitRepo(shutil.copytree(template, tmp_path / "damaged", symlinks=True))
+    blob = repo.git("rev-parse", "HEAD~1:duet.toml")
+    (repo.git_dir / "objects" / blob[:2] / blob[2:]).unlink()
+    with Versions(repo.path) as versions, pytest.raises(VersionError) as caught:
+        versions.read_file_at("HEAD~1", "duet.toml")
+    assert "git cannot read duet.toml at" in caught.value.message
+    assert "git fsck" in str(caught.value.fix)
+    assert caught.value.exit_code == EXIT_INFRASTRUCTURE
+
+
+# --------------------------------------------------------------------------------------------
+# Refs the clone does not have
+
+
+def test_a_ref_missing_locally_in_a_full_clone_says_what_to_fetch(
+    template: Path, tmp_path: Path, untouched: Watch
+) -> None:
+    # The remote moved on after the clone: a full clone fetches nothing by itself (only a
+    # shallow one does), it says which fetch would bring the commit.
+    upstream = GitRepo(shutil.copytree(template, tmp_path / "upstream", symlinks=True))
+    ci = untouched(clone(upstream, tmp_path / "ci"))
+    upstream.branch("later", "main")
+    upstream.switch("later")
+    later = upstream.commit({"later.txt": "new"}, "pushed after the clone")
+    with Versions(ci.path) as versions:
+        for ref, fix in [
+            ("later", "git fetch origin later"),
+            ("origin/later", "git fetch origin later"),
+            (later, f"git fetch origin {later}"),
+        ]:
+            with pytest.raises(VersionError) as caught:
+                versions.resolve(ref)
+            assert "does not name a commit" in caught.value.message, ref
+            assert fix in str(caught.value.fix), ref
+            assert caught.value.exit_code == EXIT_USAGE, ref
+    # Nothing was fetched: the commit is still not in the clone.
+    missing = subprocess.run(
+        ["git", "cat-file", "-e", later], cwd=ci.path, env=git_env(), check=False
+    )
+    assert missing.returncode != 0
+
+
+def _merge_history(path: Path) -> tuple[GitRepo, dict[str, str]]:
+    """main: c1 -> c2 -> merge (second parent: side, a child of c1)."""
+    repo = make_repo(path, [{"a.txt": "1"}, {"a.txt": "2"}])
+    shas = {"c1": repo.rev_parse("HEAD~1"), "c2": repo.rev_parse("HEAD")}
+    repo.branch("side", "HEAD~1")
+    repo.switch("side")
+    shas["side"] = repo.commit({"b.txt": "side"}, "side work")
+    repo.switch("main")
+    repo.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    shas["merge"] = repo.rev_parse("HEAD")
+    return repo, shas
+
+
+def test_a_shallow_clone_fetches_merge_parents_and_full_shas(
+    tmp_path: Path, untouched: Watch
+) -> None:
+    upstream, shas = _merge_history(tmp_path / "upstream")
+    ci = untouched(shallow_clone(upstream, tmp_path / "ci", depth=1))
+    with Versions(ci.path) as versions:
+        # The second parent of a merge at the shallow boundary: read from the commit object
+        # (GitPython), fetched, then checked out.
+        side = versions.checkout("baseline", "HEAD^2")
+        assert (side.commit, side.subject) == (shas["side"], "side work")
+        assert (side.directory / "b.txt").read_text() == "side"
+        assert versions.resolve("HEAD^2~1") == shas["c1"]
+        assert versions.resolve("HEAD^1") == shas["c2"]
+        # A full sha the clone lacks and no ref names: fetched by sha.
+    ci2 = untouched(shallow_clone(upstream, tmp_path / "ci2", depth=1))
+    with Versions(ci2.path) as versions:
+        assert versions.resolve(shas["c1"]) == shas["c1"]
+        assert versions.read_file_at(shas["c1"], "a.txt") == "1"
+    for repo in (ci, ci2):
+        assert repo.git("rev-list", "--count", "HEAD") == "1"  # no deeper than it was
+        assert not (repo.git_dir / "FETCH_HEAD").exists()
+
+
+def test_a_shallow_clone_fetches_at_most_the_limit_one_by_one(
+    project: GitRepo, tmp_path: Path, untouched: Watch
+) -> None:
+    ci = untouched(shallow_clone(project, tmp_path / "ci"))
+    too_far = f"HEAD~{MAX_FETCH_GENERATIONS + 1}"
+    with Versions(ci.path) as versions, pytest.raises(VersionError) as caught:
+        versions.resolve(too_far)
+    assert f"duet fetches at most {MAX_FETCH_GENERATIONS}" in caught.value.message
+    assert "git fetch --unshallow origin" in str(caught.value.fix)
+    assert ci.git("rev-list", "--count", "HEAD") == "1"  # nothing fetched before refusing
+
+
+# --------------------------------------------------------------------------------------------
+# Concurrent runs: worktree slots
+
+_HOLDER = """
+import sys
+from duet.versions import Versions
+with Versions(sys.argv[1]) as versions:
+    version = versions.checkout("baseline", sys.argv[2])
+    print(version.directory, flush=True)
+    sys.stdin.readline()
+print("closed", flush=True)
+"""
+
+
+def test_concurrent_processes_hold_their_own_slots(project: GitRepo) -> None:
+    """Other duet processes at the same commit: each gets its own slot (flock), and one that
+    finishes removes only its own worktree."""
+    sha = project.rev_parse("HEAD~1")
+    holders = [
+        subprocess.Popen(
+            [sys.executable, "-c", _HOLDER, str(project.path), "HEAD~1"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    try:
+        held = [Path(h.stdout.readline().strip()) for h in holders if h.stdout]
+        names = sorted(p.name for p in held)
+        assert names == [sha, f"{sha}.1", f"{sha}.2"]
+        with Versions(project.path) as versions:
+            mine = versions.checkout("baseline", sha)
+            assert mine.directory.name == f"{sha}.3"
+            assert not mine.reused
+        assert not mine.directory.exists()
+        for directory in held:  # the others' worktrees are intact
+            assert (directory / "bench.sh").read_text() == "v2"
+        # One finishes: its slot is free again for the next run, the others stay.
+        first = holders[0]
+        assert first.stdin is not None
+        assert first.stdout is not None
+        first.stdin.close()
+        assert first.stdout.readline().strip() == "closed"
+        assert first.wait(timeout=60) == 0
+        freed = held[0]
+        assert not freed.exists()
+        with Versions(project.path) as versions:
+            assert versions.checkout("baseline", sha).directory == freed
+    finally:
+        for h in holders:
+            if h.stdin and not h.stdin.closed:
+                h.stdin.close()
+            h.wait(timeout=60)
+            if h.stdout:
+                h.stdout.close()
+    assert all(h.returncode == 0 for h in holders)
+    leftovers = [p.name for p in held[0].parent.iterdir() if p.name.startswith(sha)]
+    assert leftovers == []  # no worktree, stamp or lock file of that commit is left
+
+
+_CHURN = """
+import os, sys, time
+from duet.versions import Versions
+repo, go, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+print("ready", flush=True)
+while not os.path.exists(go):
+    time.sleep(0.002)
+for _ in range(rounds):
+    with Versions(repo) as versions:
+        versions.checkout("baseline", "HEAD~1")
+        versions.checkout("candidate", "HEAD")
+"""
+
+
+def test_processes_adding_and_removing_worktrees_at_once_do_not_collide(
+    project: GitRepo, tmp_path: Path
+) -> None:
+    """git does not serialise `worktree add` and `worktree prune`: a prune reads another
+    process's half-made .git/worktrees/<name> and fails. Four runs checking out and removing
+    worktrees at the same moment must all succeed."""
+    go = tmp_path / "go"
+    churners = [
+        subprocess.Popen(
+            [sys.executable, "-c", _CHURN, str(project.path), str(go), "4"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    for churner in churners:
+        assert churner.stdout is not None
+        assert churner.stdout.readline().strip() == "ready"
+    go.touch()  # all start together
+    errors = [c.communicate(timeout=300)[1] for c in churners]
+    assert [c.returncode for c in churners] == [0, 0, 0, 0], "\n".join(errors)
+    # (the `untouched` fixture checks that no worktree registration is left)
+
+
+def test_a_slot_held_elsewhere_is_skipped_and_all_held_is_an_error(project: GitRepo) -> None:
+    sha = project.rev_parse("HEAD")
+    with Versions(project.path) as versions:
+        cache = versions.cache_dir
+    fds = []
+    try:
+        for slot in range(MAX_SLOTS):
+            name = sha if slot == 0 else f"{sha}.{slot}"
+            fd = os.open(cache / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+            fds.append(fd)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with Versions(project.path) as versions:
+            with pytest.raises(VersionError) as caught:
+                versions.checkout("candidate", "HEAD")
+            assert f"{MAX_SLOTS} other duet runs hold worktrees" in caught.value.message
+            assert "wait for them to finish" in str(caught.value.fix)
+            # One is let go (its process ended): that slot is taken.
+            os.close(fds.pop(5))
+            assert versions.checkout("candidate", "HEAD").directory.name == f"{sha}.5"
+        # A lock file nobody holds (left by a killed run) does not block anything.
+        with Versions(project.path) as versions:
+            assert versions.checkout("candidate", "HEAD").directory.name == f"{sha}.5"
+    finally:
+        for fd in fds:
+            os.close(fd)
+        for lock in cache.glob(f"{sha}*.lock"):
+            lock.unlink()
+
+
+# --------------------------------------------------------------------------------------------
+# Many commits in one run (duet bisect)
+
+
+def test_release_gives_a_worktree_back_before_close(project: GitRepo, tmp_path: Path) -> None:
+    counter = tmp_path / "builds"
+    with Versions(project.path) as versions:
+        previous = None
+        for ref in ["HEAD~2", "HEAD~1", "HEAD"]:
+            version = versions.build(versions.checkout("candidate", ref), counting(counter))
+            if previous is not None:
+                versions.release(previous)
+                assert not previous.directory.exists()
+                assert not previous.directory.with_name(previous.directory.name + ".lock").exists()
+                with pytest.raises(ValueError, match="not checked out by this Versions"):
+                    versions.build(previous, counting(counter))
+            # At most the user's checkout and one of ours.
+            assert len(project.git("worktree", "list").splitlines()) == 2
+            previous = version
+        # A released commit can be checked out again.
+        again = versions.checkout("baseline", "HEAD~2")
+        assert (again.directory / "bench.sh").read_text() == "v1"
+    assert count(counter) == 3
+    assert not again.directory.exists()
+
+
+def test_release_with_keep_leaves_the_build_for_the_next_run(
+    project: GitRepo, tmp_path: Path
+) -> None:
+    counter = tmp_path / "builds"
+    with Versions(project.path, keep=True) as versions:
+        first = versions.build(versions.checkout("candidate", "HEAD~1"), counting(counter))
+        versions.release(first)
+        assert first.directory.is_dir()
+        # Released, so another process (or this one) may take the slot and its build.
+        again = versions.build(versions.checkout("candidate", "HEAD~1"), counting(counter))
+        assert (again.directory, again.reused, count(counter)) == (first.directory, True, 1)
+    with Versions(project.path) as versions:
+        versions.checkout("candidate", "HEAD~1")  # removed at the end of this run
+    assert not first.directory.exists()
