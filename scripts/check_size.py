@@ -64,7 +64,6 @@ EXCEPTIONS: dict[str, str] = {
     "duet/runner.py": _SPLIT,
     "duet/session.py::measure": _SPLIT,
     "duet/topology.py": _SPLIT,
-    "duet/versions.py": _SPLIT,
     "stats/ratio.py": _SPLIT,
 }
 

@@ -18,9 +18,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from duet.errors import ResultsError, VersionError
+from duet import files
+from duet.errors import VersionError
 from duet.isolation import RunAs
-from duet.results import SideName, write_atomic
+from duet.results import SideName
 from duet.versions.git import clean_environment
 from duet.versions.slots import Slot
 from duet.versions.version import Version
@@ -230,10 +231,9 @@ def write_stamp(
         slot.stamp_dir.mkdir(parents=True, exist_ok=True)
         if log_path != slot.stamp_dir / "build.log":
             shutil.copyfile(log_path, slot.stamp_dir / "build.log")
-        write_atomic(path, json.dumps(stamp, indent=1) + "\n")
-    except (OSError, ResultsError) as e:
-        cause = e.__cause__ if isinstance(e, ResultsError) else e
-        reason = cause.strerror if isinstance(cause, OSError) and cause.strerror else str(e)
+        files.write_atomic(path, json.dumps(stamp, indent=1) + "\n")
+    except OSError as e:
+        reason = e.strerror or str(e)
         raise VersionError(
             f"the build succeeded but its stamp {path} could not be written: {reason}",
             fix=f"free space in {cache_dir} (or set XDG_CACHE_HOME), then run again",
