@@ -21,7 +21,8 @@ Two uses:
 pytest runs with ``-p no:benchmark`` (pytest-benchmark's plugin, when installed, would time
 the function its own way), ``-p no:cacheprovider`` (nothing written into the checkout) and
 ``-o addopts=`` (the project's default options are for a person's test run: coverage, xdist,
-pytest-benchmark's options, none of which belong in a measurement); ``DUET_PYTEST_ARGS``
+pytest-benchmark's options, none of which belong in a measurement; ``PYTEST_ADDOPTS`` is
+dropped for the same reasons); ``DUET_PYTEST_ARGS``
 (shell words) adds options of the suite's own.
 
 Exit codes of ``--list``: 0 listed (possibly nothing), 2 usage, 3 pytest is missing, 4 pytest
@@ -225,6 +226,8 @@ def _plugin(pytest: Any, measure: Callable[..., Any] | None) -> _Plugin:
 
 
 def _pytest_main(pytest: Any, args: list[str], plugin: _Plugin) -> int:
+    # PYTEST_ADDOPTS is addopts from the environment (a CI job's --cov): the same reasons hold.
+    os.environ.pop("PYTEST_ADDOPTS", None)
     # pytest prints its report to stdout; the worker's stdout is not kept, its stderr is (the
     # runner shows its tail when a side fails), and --list answers on stdout.
     with contextlib.redirect_stdout(sys.stderr):
