@@ -263,9 +263,9 @@ def _check_outcome(nodeid: str, code: int, plugin: _Plugin) -> None:
         phase = failed[0].when
         after = " after the benchmark ran" if used else ""
         raise TestProblem(
-            f"{where} failed in its {phase}{after} (pytest's report above says why); it must "
-            f"pass with plain pytest: run `python -m pytest {shlex.quote(nodeid)}` in this "
-            "version's directory"
+            f"{where} failed in its {phase}{after} (pytest's report on the side's stderr "
+            "says why); it must pass with plain pytest: run "
+            f"`python -m pytest {shlex.quote(nodeid)}` in this version's directory"
         )
     if skipped and not used:
         reason = skipped[0].longrepr
@@ -279,7 +279,8 @@ def _check_outcome(nodeid: str, code: int, plugin: _Plugin) -> None:
         if plugin.collection_errors:
             raise TestProblem(
                 f"{where} could not be collected: {_PYTEST_EXIT.get(code, f'exit {code}')} "
-                f"in {', '.join(plugin.collection_errors)}; pytest's report above says why"
+                f"in {', '.join(plugin.collection_errors)}; pytest's report on the side's "
+                "stderr says why"
             )
         raise TestProblem(
             f"{where} does not exist at this version ({_PYTEST_EXIT.get(code, f'exit {code}')}"
