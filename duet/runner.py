@@ -335,13 +335,14 @@ def worker_python_for(run_as: RunAs | None) -> str:
 
 
 def install_harness(workdir: Path) -> Path:
-    """Copy the worker and the barrier client into the work directory (world-readable), so
-    the sides can run them whatever user they run as and wherever duet is installed."""
+    """Copy the worker, the barrier client and the pytest driver (``duet_pytest:run``) into
+    the work directory (world-readable), so the sides can run them whatever user they run as
+    and wherever duet is installed."""
     import shutil
 
     target = workdir / "harness"
     target.mkdir(mode=0o755, exist_ok=True)
-    for name in ("duet_worker.py", "duet_barrier.py"):
+    for name in ("duet_worker.py", "duet_barrier.py", "duet_pytest.py"):
         shutil.copyfile(WORKER.parent / name, target / name)
         os.chmod(target / name, 0o644)
     return target / "duet_worker.py"

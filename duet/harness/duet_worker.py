@@ -29,6 +29,15 @@ a measured iteration.
   iteration (every thread); ``runq_ns`` the run-queue delay of the calling thread
   (``/proc/thread-self/schedstat``); ``nivcsw`` the process's involuntary context switches.
 
+- ``python`` with a *driver*: a callable marked ``duet_driver = True`` (``duet_pytest:run``, which
+  runs one pytest-benchmark test) is called once with a ``measure`` function instead of being
+  timed itself; it calls ``measure(function, args, kwargs, setup, teardown)`` once, and that runs
+  the warm-up and measured iterations of ``function`` under the barrier exactly like a plain
+  callable (``inner_loops`` calls per iteration) and returns the last call's result. ``setup``,
+  when given, is called before each wait, once per call, and returns that call's ``(args,
+  kwargs)``; ``teardown(*args, **kwargs)`` runs after the clock stopped. Whatever the driver
+  does around the call (pytest's fixtures) stays outside the measured iterations.
+
 ``runq_ns`` and ``nivcsw`` are left out of a sample line when the kernel does not provide them
 (no ``/proc/<pid>/schedstat`` without ``CONFIG_SCHED_INFO``).
 
@@ -495,6 +504,190 @@ def _involuntary_switches() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw
 
 
+# -- drivers -----------------------------------------------------------------------------------
+#
+# A driver is a callable that finds the benchmarked function itself (duet_pytest runs a pytest
+# test, whose ``benchmark`` fixture supplies it) and hands it to ``measure``. The driver's own
+# work (starting pytest, the test's fixtures) happens before the first and after the last
+# iteration; only the calls inside ``measure`` are timed.
+
+#: The attribute that marks a callable as a driver.
+DRIVER_ATTRIBUTE = "duet_driver"
+
+
+def is_driver(function: Callable[..., Any]) -> bool:
+    return getattr(function, DRIVER_ATTRIBUTE, False) is True
+
+
+class _Measured:
+    """What the driver's ``measure`` saw: how often it was called, its first error."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.error: BaseException | None = None
+
+
+def _drive(
+    driver: Callable[..., Any], args: tuple[Any, ...], measure: Callable[..., Any], state: _Measured
+) -> None:
+    """Call the driver with ``measure``; raise what went wrong, the error inside ``measure``
+    first (the driver's own code, pytest, catches it and reports a failed test: the worker
+    must still exit with the code of a timeout, an abort or a failing benchmark)."""
+
+    def guarded(*a: Any, **k: Any) -> Any:
+        if state.calls:
+            raise RuntimeError(
+                "the benchmark was handed over twice in one run (pytest-benchmark's fixture "
+                "can be used once per test too): call benchmark(...) once per test"
+            )
+        state.calls += 1
+        try:
+            return measure(*a, **k)
+        except BaseException as e:
+            state.error = e
+            raise
+
+    try:
+        driver(guarded, *args)
+    except BaseException as e:
+        if state.error is not None:
+            raise state.error from None
+        if isinstance(e, Exception):
+            # The driver's exceptions are explanations (pytest's own report, with the
+            # traceback, is already on stderr): a failed benchmark, without a second traceback.
+            raise BenchmarkFailed(str(e)) from e
+        raise
+    if state.error is not None:
+        raise state.error
+    if not state.calls:
+        raise BenchmarkFailed(
+            f"the driver {getattr(driver, '__qualname__', driver)} returned without handing "
+            "a function over to measure"
+        )
+
+
+def _arguments(
+    setup: Callable[[], Any] | None, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    if setup is None:
+        return args, kwargs
+    made = setup()
+    if not (isinstance(made, tuple) and len(made) == 2):
+        raise TypeError(f"the setup must return (args, kwargs), got {made!r}")
+    return tuple(made[0]), dict(made[1])
+
+
+def run_driver(
+    spec: dict[str, Any],
+    barrier: duet_barrier.Barrier,
+    samples: Samples,
+    driver: Callable[..., Any],
+    args: tuple[Any, ...],
+) -> int:
+    """Every iteration of a driver's function, under the barrier; returns the calls made per
+    iteration."""
+    warmup = spec["warmup"]
+    total = warmup + spec["iterations"]
+    timeout_ns = spec["timeout_ns"]
+    inner_loops: int = spec.get("inner_loops", 1)
+    state = _Measured()
+
+    def measure(
+        function: Callable[..., Any],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+        setup: Callable[[], Any] | None = None,
+        teardown: Callable[..., Any] | None = None,
+    ) -> Any:
+        kwargs = kwargs or {}
+        repeat = itertools.repeat
+        clock = time.monotonic_ns
+        cpu_clock = time.process_time_ns
+        queue = RunQueue("/proc/thread-self/schedstat")
+        switches = _involuntary_switches
+        result = None
+        try:
+            for done in range(total):
+                # The untimed setup of every call of this iteration, before the wait.
+                calls = (
+                    [_arguments(setup, args, kwargs) for _ in repeat(None, inner_loops)]
+                    if setup is not None
+                    else None
+                )
+                start_ns = barrier.wait(timeout_ns)
+                cpu_start = cpu_clock()
+                runq_start = queue.read_ns()
+                nivcsw_start = switches()
+                if calls is not None:
+                    for call_args, call_kwargs in calls:
+                        result = function(*call_args, **call_kwargs)
+                elif kwargs:
+                    for _ in repeat(None, inner_loops):
+                        result = function(*args, **kwargs)
+                elif args:
+                    for _ in repeat(None, inner_loops):
+                        result = function(*args)
+                else:
+                    for _ in repeat(None, inner_loops):
+                        result = function()
+                end_ns = clock()
+                cpu_ns = cpu_clock() - cpu_start
+                runq_end = queue.read_ns()
+                runq_ns = (
+                    runq_end - runq_start
+                    if runq_end is not None and runq_start is not None
+                    else None
+                )
+                samples.sample(
+                    done, warmup, start_ns, end_ns, cpu_ns, runq_ns, switches() - nivcsw_start
+                )
+                if teardown is not None:
+                    for call_args, call_kwargs in calls or [(args, kwargs)]:
+                        teardown(*call_args, **call_kwargs)
+        finally:
+            queue.close()
+        return result
+
+    _drive(driver, args, measure, state)
+    return inner_loops
+
+
+def calibrate_driver(
+    driver: Callable[..., Any], args: tuple[Any, ...], target: int, cap: int
+) -> tuple[int, int]:
+    """The calls per iteration of a driver's function, and the time they took. A function
+    with a setup gets one call per iteration (as pytest-benchmark does: the setup prepares one
+    call's input)."""
+    state = _Measured()
+    found: list[int] = []
+
+    def measure(
+        function: Callable[..., Any],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+        setup: Callable[[], Any] | None = None,
+        teardown: Callable[..., Any] | None = None,
+    ) -> Any:
+        call_args, call_kwargs = _arguments(setup, args, kwargs or {})
+        start = time.perf_counter_ns()
+        result = function(*call_args, **call_kwargs)
+        elapsed = time.perf_counter_ns() - start
+        if teardown is not None:
+            teardown(*call_args, **call_kwargs)
+        if setup is not None:
+            found[:] = [1, elapsed]
+        else:
+
+            def call() -> Any:
+                return function(*call_args, **call_kwargs)
+
+            found[:] = _calibrate_calls(call, (), target, cap)
+        return result
+
+    _drive(driver, args, measure, state)
+    return found[0], found[1]
+
+
 # -- entry points ------------------------------------------------------------------------------
 
 
@@ -547,8 +740,11 @@ def _run_attached(spec: dict[str, Any], samples: Samples) -> int:
             done.update(inner_loops=1, spawn=run_command(spec, barrier, samples))
         else:
             function, args = prepare_python(spec)
-            run_python(spec, barrier, samples, function, args)
-            done["inner_loops"] = spec.get("inner_loops", 1)
+            if is_driver(function):
+                done["inner_loops"] = run_driver(spec, barrier, samples, function, args)
+            else:
+                run_python(spec, barrier, samples, function, args)
+                done["inner_loops"] = spec.get("inner_loops", 1)
         samples.write(done)
         return EXIT_OK
     except duet_barrier.BarrierTimeout as e:
@@ -596,6 +792,22 @@ def _time_calls(function: Callable[..., Any], args: tuple[Any, ...], n: int) -> 
     return time.perf_counter_ns() - start
 
 
+def _calibrate_calls(
+    function: Callable[..., Any], args: tuple[Any, ...], target: int, cap: int
+) -> tuple[int, int]:
+    """The calls per iteration and the time they took (see :func:`calibrate`)."""
+    _time_calls(function, args, 1)  # first call: imports, caches, lazy initialisation
+    n = 1
+    while True:
+        elapsed = _time_calls(function, args, n)
+        if elapsed >= target or n >= cap:
+            return n, elapsed
+        # Aim 10% past the target from the rate seen so far; grow at most 100x a round so
+        # a noisy tiny first timing cannot overshoot wildly.
+        wanted = n * target * 1.1 / max(elapsed, 1)
+        n = int(min(cap, n * 100, max(n + 1, wanted)))
+
+
 def calibrate(spec_path: str) -> int:
     """Print {"inner_loops": N, "per_call_ns": X}: the smallest N found whose loop takes at
     least the target iteration time (spec "target_iteration_ns", 10 ms by default), capped at
@@ -613,16 +825,10 @@ def calibrate(spec_path: str) -> int:
         return EXIT_USAGE
     try:
         function, args = prepare_python(spec)
-        _time_calls(function, args, 1)  # first call: imports, caches, lazy initialisation
-        n = 1
-        while True:
-            elapsed = _time_calls(function, args, n)
-            if elapsed >= target or n >= cap:
-                break
-            # Aim 10% past the target from the rate seen so far; grow at most 100x a round so
-            # a noisy tiny first timing cannot overshoot wildly.
-            wanted = n * target * 1.1 / max(elapsed, 1)
-            n = int(min(cap, n * 100, max(n + 1, wanted)))
+        if is_driver(function):
+            n, elapsed = calibrate_driver(function, args, target, cap)
+        else:
+            n, elapsed = _calibrate_calls(function, args, target, cap)
     except (Exception, SystemExit) as e:
         print(json.dumps({"error": _error_text(e)}))
         traceback.print_exception(type(e), e, e.__traceback__, file=sys.stderr)
