@@ -1,11 +1,12 @@
 """The configuration: ``duet.toml``, or ``[tool.duet]`` in ``pyproject.toml`` (the same keys).
 
-First arrow of the pipeline: a TOML file becomes a validated :class:`Config`, and
-:func:`to_specs` turns it into the :class:`duet.plan.BenchmarkSpec` of each benchmark for the two
-version directories. Every key is known: a wrong key, type or value is refused with a
-:class:`~duet.errors.ConfigError` naming the file (and line when it can be found), the table, the
-key and the fix, because a silently ignored typo (``iteration = 100``) would measure something
-else than the user asked for, and nobody reads a benchmark's settings twice.
+First arrow of the pipeline: a TOML file becomes a validated :class:`Config`, which
+:mod:`duet.settings` merges with the built-in defaults and the command-line options into the
+:class:`duet.plan.BenchmarkSpec` and analysis settings of each benchmark. Every key is known: a
+wrong key, type or value is refused with a :class:`~duet.errors.ConfigError` naming the file
+(and line when it can be found), the table, the key and the fix, because a silently ignored
+typo (``iteration = 100``) would measure something else than the user asked for, and nobody
+reads a benchmark's settings twice.
 
 :func:`write_recommendation` edits the file in place for ``duet calibrate --write``. It is a
 small line-based editor rather than a TOML round-trip library (one dependency fewer): it only
@@ -35,17 +36,21 @@ from typing import Any, Literal, TypeAlias
 from duet.errors import ConfigError, ResultsError
 from duet.manual import cite
 from duet.metrics import DEFAULT_METRIC, METRIC_CHOICES, MetricChoice
-from duet.plan import (
+from duet.plan import Kind, Method
+from duet.results import write_atomic
+from duet.settings import (
+    BENCHMARK_KEYS,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_ISOLATION,
     DEFAULT_ITERATIONS,
+    DEFAULT_MAX_FAILURES,
+    DEFAULT_METHOD,
     DEFAULT_RUNS,
+    DEFAULT_THRESHOLD,
     DEFAULT_TIMEOUT_S,
     DEFAULT_WARMUP,
-    BenchmarkSpec,
-    Kind,
-    Method,
-    SideSpec,
+    runs_problem,
 )
-from duet.results import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +89,8 @@ def _range_problem(name: str, value: Any) -> str | None:
     One place for the rules, shared by the file validation (which adds the file, table and
     key) and the dataclasses' own checks (which guard programmatic construction).
     """
-    if name == "runs" and value < 2:
-        return f"must be at least 2, got {value} (5 or more give an interval)"
+    if name == "runs":
+        return runs_problem(value)
     if name == "iterations" and value < 1:
         return f"must be at least 1, got {value}"
     if name in ("warmup", "max_failures") and value < 0:
@@ -123,13 +128,13 @@ class Defaults:
     runs: int = DEFAULT_RUNS
     iterations: int = DEFAULT_ITERATIONS
     warmup: int = DEFAULT_WARMUP
-    confidence: float = 0.99
-    threshold: float = 0.02
-    isolation: Isolation = "auto"
+    confidence: float = DEFAULT_CONFIDENCE
+    threshold: float = DEFAULT_THRESHOLD
+    isolation: Isolation = DEFAULT_ISOLATION
     memory_limit_bytes: int | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
-    method: Method = "duet"
-    max_failures: int = 2
+    method: Method = DEFAULT_METHOD
+    max_failures: int = DEFAULT_MAX_FAILURES
     metric: MetricChoice = DEFAULT_METRIC
 
     def __post_init__(self) -> None:
@@ -166,42 +171,7 @@ class BenchmarkConfig:
             raise ValueError(f"benchmark {self.name!r}: a {self.kind} benchmark needs a command")
         if self.kind == "python" and not self.callable:
             raise ValueError(f"benchmark {self.name!r}: a python benchmark needs a callable")
-        _check_fields(self, _OVERRIDABLE)
-
-
-#: The settings a benchmark may override (field names).
-_OVERRIDABLE = (
-    "runs",
-    "iterations",
-    "warmup",
-    "timeout_s",
-    "memory_limit_bytes",
-    "threshold",
-    "confidence",
-    "method",
-    "metric",
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Effective:
-    """The settings one benchmark is measured and judged with, after merging."""
-
-    runs: int
-    iterations: int
-    warmup: int
-    timeout_s: float
-    memory_limit_bytes: int | None
-    threshold: float
-    confidence: float
-    method: Method
-    max_failures: int
-    metric: MetricChoice
-
-
-#: Keys ``overrides`` may hold: the fields of :class:`Effective`, and ``isolation``, which is a
-#: setting of the whole invocation (accepted so callers can pass every run option at once).
-_OVERRIDE_KEYS = frozenset(f.name for f in fields(Effective)) | {"isolation"}
+        _check_fields(self, BENCHMARK_KEYS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,6 +181,8 @@ class Config:
     ``python`` is the interpreter of python benchmarks relative to each version's directory
     (:data:`DEFAULT_PYTHON` when a python benchmark exists and the file does not say, else
     None). ``raw`` is the parsed duet table itself, JSON-ready, for the results file.
+    ``given`` names the fields of ``defaults`` the file sets (the others are built-in
+    defaults), so that a message can say where a value came from.
     """
 
     path: Path
@@ -219,6 +191,7 @@ class Config:
     python: str | None
     benchmarks: tuple[BenchmarkConfig, ...]
     raw: Mapping[str, Any]
+    given: frozenset[str] = frozenset()
 
     def benchmark(self, name: str) -> BenchmarkConfig:
         """The benchmark called ``name``; a :class:`ConfigError` naming the closest one if none."""
@@ -249,67 +222,67 @@ class Config:
             )
         return chosen
 
-    def effective(
-        self, b: BenchmarkConfig, overrides: Mapping[str, Any] | None = None
-    ) -> Effective:
-        """The settings of ``b``: ``overrides`` (options given explicitly on the command line)
-        win over the benchmark's own values, which win over the suite defaults.
-
-        ``overrides`` uses the field names (``timeout_s``, ``memory_limit_bytes``).
-        ``memory_limit_bytes: None`` wins like any value (``--memory-limit none`` lifts a
-        limit); for the other settings None cannot be a value and means "not given".
-        """
-        given = dict(overrides or {})
-        unknown = set(given) - _OVERRIDE_KEYS
-        if unknown:
-            raise ValueError(
-                f"unknown override(s) {sorted(unknown)}; known: {sorted(_OVERRIDE_KEYS)}"
-            )
-        d = self.defaults
-        values: dict[str, Any] = {}
-        for f in fields(Effective):
-            if f.name in given and (given[f.name] is not None or f.name == "memory_limit_bytes"):
-                values[f.name] = given[f.name]
-            elif f.name in _OVERRIDABLE and getattr(b, f.name) is not None:
-                values[f.name] = getattr(b, f.name)
-            else:
-                values[f.name] = getattr(d, f.name)
-        return Effective(**values)
-
 
 # --------------------------------------------------------------------------------------------
 # Finding and loading
 
 
+def choose_config(
+    read: Callable[[str], str | None], names: Sequence[str] = CONFIG_FILES
+) -> tuple[str, str] | None:
+    """``(name, text)`` of the configuration among the files ``names`` of one place (a
+    directory on disk, or a commit), or None: the first that exists, where a file called
+    ``pyproject.toml`` counts only when it has a ``[tool.duet]`` table.
+
+    ``read(name)`` gives the file's text, None when there is no such file, or "" when it exists
+    but cannot be read (a ``duet.toml`` is then still chosen, so that loading it says why).
+    The one rule for finding the configuration: :func:`find_config` applies it to each
+    directory up to the git root, ``duet compare`` to the root of a commit.
+    """
+    found = []
+    for name in names:
+        text = read(name)
+        if text is None or (Path(name).name == "pyproject.toml" and not has_duet_table(text)):
+            continue
+        found.append((name, text))
+    if len(found) > 1:
+        log.warning("%s is used; [tool.duet] in %s is ignored", found[0][0], found[1][0])
+    return found[0] if found else None
+
+
 def find_config(start: Path) -> Path | None:
     """The configuration file that applies at ``start``: in ``start`` and then each parent
-    directory, ``duet.toml`` first, then a ``pyproject.toml`` that has a ``[tool.duet]`` table.
-    The search stops at the root of the git checkout (the directory holding ``.git``), so a
-    file above the project is never picked up, or at the filesystem root.
+    directory, ``duet.toml`` first, then a ``pyproject.toml`` that has a ``[tool.duet]`` table
+    (:func:`choose_config`). The search stops at the root of the git checkout (the directory
+    holding ``.git``), so a file above the project is never picked up, or at the filesystem root.
     """
     here = start.resolve()
     if not here.is_dir():
         here = here.parent
     for directory in (here, *here.parents):
-        duet_toml = directory / "duet.toml"
-        pyproject = directory / "pyproject.toml"
-        if duet_toml.is_file():
-            if pyproject.is_file() and _has_duet_table(pyproject):
-                log.warning("%s is used; [tool.duet] in %s is ignored", duet_toml, pyproject)
-            return duet_toml
-        if pyproject.is_file() and _has_duet_table(pyproject):
-            return pyproject
+        found = choose_config(
+            lambda name: _read_if_file(Path(name)),
+            [str(directory / name) for name in CONFIG_FILES],
+        )
+        if found is not None:
+            return Path(found[0])
         if (directory / ".git").exists():
             break
     return None
 
 
-def _has_duet_table(pyproject: Path) -> bool:
+def _read_if_file(path: Path) -> str | None:
+    if not path.is_file():
+        return None
     try:
-        text = pyproject.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        log.debug("cannot read %s: %s", pyproject, e)
-        return False
+        log.debug("cannot read %s: %s", path, e)
+        return ""
+
+
+def has_duet_table(text: str) -> bool:
+    """Whether the ``pyproject.toml`` ``text`` has a ``[tool.duet]`` table."""
     try:
         tool = tomllib.loads(text).get("tool")
     except (tomllib.TOMLDecodeError, RecursionError, ValueError):
@@ -846,6 +819,7 @@ class _Validator:
             python=python,
             benchmarks=benchmarks,
             raw=copy.deepcopy(dict(table)),
+            given=frozenset(values),
         )
 
     def _benchmarks(self, value: Any) -> tuple[BenchmarkConfig, ...]:
@@ -931,64 +905,6 @@ class _Validator:
         if kind == "native":
             values["command"] = values.pop("native")
         return BenchmarkConfig(kind=kind, **values)
-
-
-# --------------------------------------------------------------------------------------------
-# Specs
-
-
-def to_specs(
-    config: Config,
-    *,
-    baseline_dir: Path,
-    candidate_dir: Path,
-    select: str | None = None,
-    overrides: Mapping[str, Any] | None = None,
-) -> list[BenchmarkSpec]:
-    """The benchmark specs of both versions, in the order of the file.
-
-    Every side runs in its version's directory: a command or native program through the
-    shell there, a python callable imported from there (the directory is on ``sys.path``) by
-    the interpreter ``config.python`` resolved inside that directory, so each version uses its
-    own environment. ``overrides`` (command-line options given explicitly, field names) win
-    over a benchmark's values, which win over the suite defaults.
-    """
-    dirs = {"baseline": baseline_dir.resolve(), "candidate": candidate_dir.resolve()}
-    specs = []
-    for b in config.select(select):
-        sides = {which: _side(config, b, directory) for which, directory in dirs.items()}
-        e = config.effective(b, overrides)
-        specs.append(
-            BenchmarkSpec(
-                name=b.name,
-                baseline=sides["baseline"],
-                candidate=sides["candidate"],
-                runs=e.runs,
-                iterations=e.iterations,
-                warmup=e.warmup,
-                timeout_s=e.timeout_s,
-                memory_limit_bytes=e.memory_limit_bytes,
-                method=e.method,
-                max_failures=e.max_failures,
-            )
-        )
-    return specs
-
-
-def _side(config: Config, b: BenchmarkConfig, directory: Path) -> SideSpec:
-    if b.kind == "python":
-        # The loader sets a default whenever a python benchmark exists.
-        assert config.python is not None
-        return SideSpec(
-            kind="python",
-            interpreter=str(directory / config.python),
-            callable=b.callable,
-            setup=b.setup,
-            sys_path=(str(directory),),
-            cwd=str(directory),
-            env=dict(b.env),
-        )
-    return SideSpec(kind=b.kind, command=b.command, cwd=str(directory), env=dict(b.env))
 
 
 # --------------------------------------------------------------------------------------------
