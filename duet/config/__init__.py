@@ -29,6 +29,9 @@ from duet.config.load import (
     _BENCHMARK_KEYS as _BENCHMARK_KEYS,
 )
 from duet.config.load import (
+    _DOCS as _DOCS,
+)
+from duet.config.load import (
     _GLOBAL_KEYS as _GLOBAL_KEYS,
 )
 from duet.config.load import (
@@ -52,6 +55,9 @@ from duet.config.model import (
     Isolation,
 )
 
+# Besides __all__, the private names used outside the package (``_DOCS`` by the install test,
+# the key tables by the fuzz tests) are re-exported ("as" imports above), so every
+# ``from duet.config import X`` of the single-module days keeps working.
 __all__ = [
     "CONFIG_FILES",
     "DEFAULT_PYTHON",

@@ -176,7 +176,8 @@ def test_a_benchmark_threshold_survives_duet_analyze_and_report(tmp_path: Path) 
     for analysis in (again("analyze"), again("report", "--reps", "1000")):
         assert (analysis["threshold"], analysis["verdict"]) == (1.0, "no change")
     # An option given explicitly still wins.
-    assert again("analyze", "--threshold", "0.02")["verdict"] == "regression"
+    strict = again("analyze", "--threshold", "0.02", "--fail-on", "never")
+    assert (strict["threshold"], strict["verdict"]) == (0.02, "regression")
 
 
 def test_a_shallow_clone_fetches_the_base(tmp_path: Path) -> None:
