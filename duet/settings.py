@@ -174,9 +174,11 @@ def resolve(
             assert benchmark is not None
             values[name] = own
             origins[name] = f"{config.path}: benchmark {benchmark.name!r}, {key}"
-        elif config is not None and name in config.given:
+        elif config is not None and hasattr(config.defaults, name):
+            # The suite's value, which is the built-in default unless the file set it.
             values[name] = getattr(config.defaults, name)
-            origins[name] = f"{config.path}: {key}"
+            from_file = name in config.given or values[name] != default
+            origins[name] = f"{config.path}: {key}" if from_file else "the built-in default"
         else:
             values[name], origins[name] = default, "the built-in default"
     return Resolved(values=values, origins=origins)

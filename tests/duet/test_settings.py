@@ -110,6 +110,24 @@ def test_the_built_in_defaults_are_the_ones_of_every_record() -> None:
                 assert defaults[settings.FILE_KEYS.get(name, name)] == value, (command.name, name)
 
 
+def test_a_config_built_in_code_is_resolved_like_a_file() -> None:
+    from duet.config import BenchmarkConfig, Config, Defaults
+
+    b = BenchmarkConfig(name="a", kind="command", command="true")
+    c = Config(
+        path=Path("suite.toml"),
+        defaults=Defaults(runs=5, threshold=0.1),
+        build=None,
+        python=None,
+        benchmarks=(b,),
+        raw={},
+    )
+    r = settings.resolve(config=c, benchmark=b)
+    assert (r["runs"], r["threshold"], r["iterations"]) == (5, 0.1, settings.DEFAULT_ITERATIONS)
+    assert r.origins["runs"] == "suite.toml: runs"
+    assert r.origins["iterations"] == "the built-in default"
+
+
 def test_the_runs_rule_names_where_the_value_came_from() -> None:
     side = SideSpec(kind="command", command="true")
     with pytest.raises(UsageError) as info:
