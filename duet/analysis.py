@@ -28,14 +28,18 @@ from duet.metrics import (
     not_cpu_bound,
 )
 from duet.results import SIDES, BenchmarkRecord, ResultsDocument, RunRecord, SideName
+from duet.settings import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_INTERVAL,
+    DEFAULT_REPS,
+    DEFAULT_SEED,
+    DEFAULT_THRESHOLD,
+    DEFAULT_WINSORIZE,
+)
 
 Verdict: TypeAlias = Literal["regression", "improvement", "no change", "inconclusive"]
 VERDICTS: tuple[Verdict, ...] = ("regression", "improvement", "no change", "inconclusive")
 FailOn: TypeAlias = Literal["regression", "inconclusive", "any", "never"]
-DEFAULT_CONFIDENCE = 0.99
-DEFAULT_THRESHOLD = 0.02
-DEFAULT_REPS = 10_000
-DEFAULT_SEED = 0
 #: Kalibera's impact factor needs c = floor(0.75 m) >= 2 runs and more iterations than c.
 IMPACT_REPS = 10_000
 #: Above this, "N more runs would decide" is not advice anyone can follow.
@@ -44,14 +48,15 @@ PRACTICAL_RUNS = 1000
 
 @dataclass(frozen=True, slots=True)
 class AnalysisSettings:
-    """How to analyse. The defaults are method.md's."""
+    """How to analyse. The defaults are method.md's, from :mod:`duet.settings`, which also
+    resolves them per benchmark against the configuration and the options."""
 
     confidence: float = DEFAULT_CONFIDENCE
     threshold: float = DEFAULT_THRESHOLD
     reps: int = DEFAULT_REPS
     seed: int = DEFAULT_SEED
-    interval: Literal["percentile", "expanded", "bca", "basic", "studentized"] = "expanded"
-    winsorize: bool = True
+    interval: Literal["percentile", "expanded", "bca", "basic", "studentized"] = DEFAULT_INTERVAL
+    winsorize: bool = DEFAULT_WINSORIZE
     metric: MetricChoice = DEFAULT_METRIC
 
     def __post_init__(self) -> None:

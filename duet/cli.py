@@ -16,8 +16,9 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from duet import __version__
+from duet import __version__, settings
 from duet.errors import EXIT_REGRESSION, DuetError
+from duet.metrics import DEFAULT_METRIC, METRIC_CHOICES
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -78,14 +79,14 @@ def analysis_options(fn: F) -> F:
         click.option(
             "--confidence",
             type=click.FloatRange(0, 1, min_open=True, max_open=True),
-            default=0.99,
+            default=settings.DEFAULT_CONFIDENCE,
             show_default=True,
             help="Confidence level of the bootstrap interval.",
         ),
         click.option(
             "--threshold",
             type=click.FloatRange(0, min_open=False),
-            default=0.02,
+            default=settings.DEFAULT_THRESHOLD,
             show_default=True,
             help="Practical-significance threshold: changes smaller than this are 'no change' "
             "when the whole interval lies inside the band.",
@@ -93,35 +94,35 @@ def analysis_options(fn: F) -> F:
         click.option(
             "--reps",
             type=click.IntRange(100),
-            default=10_000,
+            default=settings.DEFAULT_REPS,
             show_default=True,
             help="Bootstrap replicates.",
         ),
         click.option(
             "--seed",
             type=int,
-            default=0,
+            default=settings.DEFAULT_SEED,
             show_default=True,
             help="Seed of the bootstrap: the same data and seed give the same interval.",
         ),
         click.option(
             "--interval",
-            type=click.Choice(["percentile", "expanded", "bca", "basic", "studentized"]),
-            default="expanded",
+            type=click.Choice(settings.INTERVALS),
+            default=settings.DEFAULT_INTERVAL,
             show_default=True,
             help="Bootstrap interval method; expanded widens percentile for few runs; "
             "basic and studentized need duet-bench[arch].",
         ),
         click.option(
             "--winsorize/--no-winsorize",
-            default=True,
+            default=settings.DEFAULT_WINSORIZE,
             show_default=True,
             help="Replace at most one outlying ratio per run by its neighbour (duet paper sec. 4).",
         ),
         click.option(
             "--metric",
-            type=click.Choice(["auto", "wall", "cpu", "wall-runq"]),
-            default="auto",
+            type=click.Choice(METRIC_CHOICES),
+            default=DEFAULT_METRIC,
             show_default=True,
             help="What decides the verdict: per-iteration wall time, the CPU time of the measured "
             "code, wall time less the time spent waiting for a CPU, or auto (CPU time when both "
@@ -202,40 +203,18 @@ def main(verbose: int) -> None:
 @reports_errors
 @click.pass_context
 def analyze(
-    ctx: click.Context,
-    results: str,
-    fmt: str,
-    confidence: float,
-    threshold: float,
-    reps: int,
-    seed: int,
-    interval: str,
-    winsorize: bool,
-    metric: str,
-    fail_on: str,
+    ctx: click.Context, /, results: str, fmt: str, fail_on: str, **_analysis_options: Any
 ) -> None:
     """Recompute every benchmark's statistics and verdict from the raw samples in RESULTS.
 
-    Without --metric each benchmark keeps the metric it was measured with (duet.toml's
-    `metric`, or --metric of the run)."""
-    from click.core import ParameterSource
-
-    from duet.analysis import AnalysisSettings, analyze_document
+    Each benchmark is analysed with the settings it was measured with (duet.toml's
+    `threshold`, `confidence` and `metric`, or the options of the run), except those given
+    here explicitly."""
     from duet.commands import load_results
     from duet.report import render
 
     doc = load_results(results)
-    settings = AnalysisSettings(
-        confidence=confidence,
-        threshold=threshold,
-        reps=reps,
-        seed=seed,
-        interval=interval,  # type: ignore[arg-type]  # click.Choice guarantees the literal
-        winsorize=winsorize,
-        metric=metric,  # type: ignore[arg-type]  # click.Choice guarantees the literal
-    )
-    keep = ctx.get_parameter_source("metric") != ParameterSource.COMMANDLINE
-    analysed = analyze_document(doc, settings, keep_recorded_metric=keep)
+    analysed = reanalyze(doc, explicit_analysis_options(ctx), only_missing=False)
     click.echo(render(analysed, fmt, color=fmt == "text" and color_for(sys.stdout)), nl=False)  # type: ignore[arg-type]
     if fails_on(analysed, fail_on):
         sys.exit(EXIT_REGRESSION)
@@ -263,7 +242,7 @@ def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> in
         raise click.BadParameter(str(e)) from None
 
 
-ANALYSIS_KEYS = ("confidence", "threshold", "reps", "seed", "interval", "winsorize", "metric")
+ANALYSIS_KEYS = settings.ANALYSIS_KEYS
 
 
 def analysis_settings(o: Mapping[str, Any]) -> Any:
@@ -271,6 +250,32 @@ def analysis_settings(o: Mapping[str, Any]) -> Any:
     from duet.analysis import AnalysisSettings
 
     return AnalysisSettings(**{k: o[k] for k in ANALYSIS_KEYS})
+
+
+def explicit_analysis_options(ctx: click.Context) -> dict[str, Any]:
+    """The :func:`analysis_options` given on the command line (the others are defaults)."""
+    from click.core import ParameterSource
+
+    return {
+        k: ctx.params[k]
+        for k in ANALYSIS_KEYS
+        if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE
+    }
+
+
+def reanalyze(doc: Any, explicit: Mapping[str, Any], *, only_missing: bool) -> Any:
+    """``doc`` with its benchmarks analysed again from the raw samples, each with the settings
+    recorded with it except the ``explicit`` options (:func:`duet.settings.for_record`).
+    ``only_missing``: only the benchmarks without an analysis."""
+    from dataclasses import replace
+
+    from duet.analysis import analyze_benchmark
+
+    for b in doc.benchmarks:
+        if not only_missing or b.analysis is None:
+            these = settings.for_record(b, explicit)
+            doc = doc.with_benchmark(replace(b, analysis=analyze_benchmark(b, these).to_dict()))
+    return doc
 
 
 def session_options(o: Mapping[str, Any], settings: Any, command: str) -> Any:
@@ -308,14 +313,14 @@ def machine_options(fn: F) -> F:
         click.option(
             "--isolation",
             type=click.Choice(["auto", "cgroup", "affinity"]),
-            default="auto",
+            default=settings.DEFAULT_ISOLATION,
             show_default=True,
             help="cgroup refuses to run without cgroups; affinity never uses them.",
         ),
         click.option(
             "--timeout",
             type=click.FloatRange(0, min_open=True),
-            default=60.0,
+            default=settings.DEFAULT_TIMEOUT_S,
             show_default=True,
             help="Seconds one iteration or one barrier wait may take before the run fails.",
         ),
@@ -327,7 +332,7 @@ def machine_options(fn: F) -> F:
         click.option(
             "--max-failures",
             type=click.IntRange(0),
-            default=2,
+            default=settings.DEFAULT_MAX_FAILURES,
             show_default=True,
             help="Stop a benchmark, and exit 3, when more runs than this failed.",
         ),
@@ -360,22 +365,23 @@ def run_options(fn: F) -> F:
     options = [
         click.option(
             "--runs",
-            type=click.IntRange(2),
-            default=10,
+            type=click.IntRange(settings.MIN_RUNS),
+            default=settings.DEFAULT_RUNS,
             show_default=True,
-            help="Runs: fresh pairs of processes; 5 or more give an interval.",
+            help=f"Runs: fresh pairs of processes; {settings.INTERVAL_RUNS} or more give an "
+            "interval.",
         ),
         click.option(
             "--iterations",
             type=click.IntRange(1),
-            default=30,
+            default=settings.DEFAULT_ITERATIONS,
             show_default=True,
             help="Measured iterations per run.",
         ),
         click.option(
             "--warmup",
             type=click.IntRange(0),
-            default=2,
+            default=settings.DEFAULT_WARMUP,
             show_default=True,
             help="Warm-up iterations per run (recorded, not analysed).",
         ),
@@ -388,7 +394,7 @@ def run_options(fn: F) -> F:
         click.option(
             "--method",
             type=click.Choice(["duet", "sequential"]),
-            default="duet",
+            default=settings.DEFAULT_METHOD,
             show_default=True,
             help="sequential: each side alone, one after the other (randomized order).",
         ),
@@ -496,7 +502,7 @@ def run(**o: Any) -> None:
     from pathlib import Path
 
     from duet.errors import UsageError
-    from duet.plan import BenchmarkSpec, SideSpec
+    from duet.plan import SideSpec
     from duet.session import measure
 
     python = o["python_baseline"] or o["python_candidate"] or o["callable_"]
@@ -531,18 +537,19 @@ def run(**o: Any) -> None:
         return SideSpec(kind="native" if o["native"] else "command", command=o[which], cwd=cwd)
 
     name = o["name"] or (o["callable_"] if python else _name_from(o["baseline"], o["candidate"]))
-    bench = BenchmarkSpec(
-        name=name,
-        baseline=side("baseline"),
-        candidate=side("candidate"),
-        runs=o["runs"],
-        iterations=o["iterations"],
-        warmup=o["warmup"],
-        timeout_s=o["timeout"],
-        memory_limit_bytes=o["memory_limit"],
-        method=o["method"],
+    # Without a configuration every value is an option's (given or its default).
+    resolved = settings.resolve(
+        {
+            **{k: o[k] for k in ANALYSIS_KEYS},
+            **{k: o[k] for k in ("runs", "iterations", "warmup", "method", "max_failures")},
+            "timeout_s": o["timeout"],
+            "memory_limit_bytes": o["memory_limit"],
+            "isolation": o["isolation"],
+        }
     )
-    options = session_options(o, analysis_settings(o), "run")
+    planned = settings.build(name, side("baseline"), side("candidate"), resolved)
+    bench = planned.spec
+    options = session_options(o, planned.analysis, "run")
     click.echo(
         f"duet: {bench.name}: {bench.runs} runs x ({bench.warmup} warm-up + {bench.iterations}) "
         f"iterations, timeout {bench.timeout_s:g} s per iteration, method {bench.method}",
@@ -605,7 +612,7 @@ def demo(out: str, runs: int, isolation: str, busy: bool, quiet: bool) -> None:
     for condition, doc in measured:
         click.echo(f"\n== {condition.name}")
         click.echo(render(doc, "text", color=color_for(sys.stdout)), nl=False)
-        raise_if_broken(doc, 2)
+        raise_if_broken(doc, settings.DEFAULT_MAX_FAILURES)
     click.echo("\nThe demo's candidate does 5% more work than its baseline (ratio 1.05):\n")
     click.echo(expected_against_measured(measured), nl=False)
     click.echo(f"\nresults and reports: {out_dir}/{{quiet,busy}}/")

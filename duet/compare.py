@@ -22,8 +22,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from duet import results
-from duet.analysis import AnalysisSettings, analyze_benchmark
+from duet import results, settings
+from duet.analysis import analyze_benchmark
+from duet.config import CONFIG_FILES, choose_config, has_duet_table, load_config
 from duet.errors import ConfigError, VersionError
 from duet.isolation import RunAs
 from duet.manual import cite
@@ -32,8 +33,6 @@ from duet.results import BenchmarkRecord, ResultsDocument
 from duet.session import SessionOptions, measure
 
 log = logging.getLogger(__name__)
-
-CONFIG_CANDIDATES = ("duet.toml", "pyproject.toml")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,9 +46,9 @@ class CompareOptions:
     shard: tuple[int, int] | None = None
     rebuild: bool = False
     keep_worktrees: bool = False
-    #: Run options given explicitly on the command line (they win over the configuration).
-    overrides: Mapping[str, Any] = field(default_factory=dict)
-    analysis_overrides: Mapping[str, Any] = field(default_factory=dict)
+    #: Options given explicitly on the command line, by field name (they win over the
+    #: configuration: :func:`duet.settings.resolve`).
+    explicit: Mapping[str, Any] = field(default_factory=dict)
     cores: tuple[int, int] | None = None
     share_network: bool = False
     plan_seed: int = 0
@@ -126,7 +125,7 @@ def _read_from_disk(source: ConfigSource) -> tuple[str, str]:
         raise ConfigError(
             f"--config {path}: cannot read it: {why}", fix="give a readable UTF-8 TOML file"
         ) from None
-    if path.name == "pyproject.toml" and "[tool.duet" not in text:
+    if path.name == "pyproject.toml" and not has_duet_table(text):
         raise ConfigError(
             f"--config {path} has no [tool.duet] table",
             fix=f"add [tool.duet] (see {cite('configuration.md')}), or give a duet.toml",
@@ -135,16 +134,12 @@ def _read_from_disk(source: ConfigSource) -> tuple[str, str]:
 
 
 def _config_text(versions: Any, commit: str, explicit: str | None) -> tuple[str, str] | None:
-    """(path, text) of the configuration at ``commit``, or None when that commit has none."""
-    for name in (explicit,) if explicit else CONFIG_CANDIDATES:
-        assert name is not None
-        text = versions.read_file_at(commit, name)
-        if text is None:
-            continue
-        if name.endswith("pyproject.toml") and "[tool.duet" not in text:
-            continue
-        return name, text
-    return None
+    """(path, text) of the configuration at ``commit``, or None when that commit has none: the
+    rule of :func:`duet.config.choose_config` at the root of the commit."""
+    return choose_config(
+        lambda name: versions.read_file_at(commit, name),
+        (explicit,) if explicit else CONFIG_FILES,
+    )
 
 
 def write_outputs(doc: ResultsDocument, out_dir: Path, *, plots: bool = True) -> list[Path]:
@@ -191,7 +186,6 @@ def compare(
     ``on_note`` gets what the user should know before the measurement starts (where the
     configuration is read from, BASE and HEAD being the same commit); by default it is logged.
     """
-    from duet.config import load_config, to_specs
     from duet.versions import Versions
 
     note = on_note or (lambda text: log.warning("%s", text))
@@ -256,56 +250,27 @@ def compare(
             )
             raise
 
-        overrides = dict(options.overrides)
-        specs = [
-            s
-            for s in to_specs(
+        planned = {
+            p.spec.name: p
+            for p in settings.for_suite(
                 config,
                 baseline_dir=base_version.directory,
                 candidate_dir=head_version.directory,
-                overrides=overrides,
+                explicit=options.explicit,
             )
-            if s.name in measured
-        ]
-        specs.sort(key=lambda s: names.index(s.name))
-        defaults = config.defaults
-        settings = AnalysisSettings(
-            confidence=float(options.analysis_overrides.get("confidence", defaults.confidence)),
-            threshold=float(options.analysis_overrides.get("threshold", defaults.threshold)),
-            metric=options.analysis_overrides.get("metric", defaults.metric),
-            **{
-                k: v
-                for k, v in options.analysis_overrides.items()
-                if k in ("reps", "seed", "interval", "winsorize")
-            },
-        )
-        per_benchmark = {}
-        for b in config.benchmarks:
-            if b.name in measured and (
-                b.threshold is not None or b.confidence is not None or b.metric is not None
-            ):
-                per_benchmark[b.name] = replace(
-                    settings,
-                    threshold=b.threshold
-                    if b.threshold is not None and "threshold" not in options.analysis_overrides
-                    else settings.threshold,
-                    confidence=b.confidence
-                    if b.confidence is not None and "confidence" not in options.analysis_overrides
-                    else settings.confidence,
-                    metric=b.metric
-                    if b.metric is not None and "metric" not in options.analysis_overrides
-                    else settings.metric,
-                )
-        max_failures = overrides.get("max_failures", defaults.max_failures)
+        }
+        specs = [planned[n].spec for n in measured]
+        suite = settings.resolve(options.explicit, config=config)
+        max_failures = suite["max_failures"]
         session = SessionOptions(
             out=results_path,
-            isolation=overrides.get("isolation", defaults.isolation),
+            isolation=suite["isolation"],
             cores=options.cores,
             share_network=options.share_network,
             seed=options.plan_seed,
             max_failures=max_failures,
-            analysis=settings,
-            per_benchmark=per_benchmark,
+            analysis=suite.analysis(),
+            per_benchmark={n: planned[n].analysis for n in measured},
             progress=options.progress,
             run_as=options.run_as,
             wait=options.wait,
@@ -318,20 +283,21 @@ def compare(
                 "missing_in_baseline": missing,
                 "config_source": source.record(head_sha),
                 # What the command line changed: shards merged later must agree on it.
-                "options": {**overrides, **options.analysis_overrides},
+                "options": dict(options.explicit),
                 **({"same_commit": True} if base_sha == head_sha else {}),
             },
         )
         doc = measure(specs, session, versions=version_info)
         for name in missing:
-            doc = doc.with_benchmark(
-                BenchmarkRecord(
-                    name=name,
-                    runs=(),
-                    note=f"missing in the baseline ({options.base}): not measured",
-                )
+            judged_with = planned[name].analysis
+            record = BenchmarkRecord(
+                name=name,
+                runs=(),
+                settings={"analysis": settings.record(judged_with)},
+                note=f"missing in the baseline ({options.base}): not measured",
             )
-        doc = _analysed_missing(doc, settings)
+            analysis = analyze_benchmark(record, judged_with).to_dict()
+            doc = doc.with_benchmark(replace(record, analysis=analysis))
         results.save(doc, results_path)
         write_outputs(doc, out_dir, plots=options.plots)
         return doc
@@ -351,13 +317,6 @@ def _no_configuration(head: str, head_sha: str, explicit: str | None) -> ConfigE
         fix=f"commit it (git add {explicit} && git commit), or give a copy outside the "
         "repository, which is read from disk as it is",
     )
-
-
-def _analysed_missing(doc: ResultsDocument, settings: AnalysisSettings) -> ResultsDocument:
-    for b in doc.benchmarks:
-        if b.analysis is None:
-            doc = doc.with_benchmark(replace(b, analysis=analyze_benchmark(b, settings).to_dict()))
-    return doc
 
 
 def _write_stopped(

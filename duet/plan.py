@@ -15,15 +15,19 @@ from typing import Literal, TypeAlias
 
 from duet.errors import UsageError
 from duet.results import SideName
+from duet.settings import (
+    DEFAULT_ITERATIONS,
+    DEFAULT_METHOD,
+    DEFAULT_RUNS,
+    DEFAULT_TIMEOUT_S,
+    DEFAULT_WARMUP,
+    runs_problem,
+)
 
 Kind: TypeAlias = Literal["command", "python", "native"]
 Method: TypeAlias = Literal["duet", "sequential"]
 KINDS: tuple[Kind, ...] = ("command", "python", "native")
 
-DEFAULT_RUNS = 10
-DEFAULT_ITERATIONS = 30
-DEFAULT_WARMUP = 2
-DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_PIDS_MAX = 4096
 
 
@@ -69,7 +73,8 @@ class SideSpec:
 
 @dataclass(frozen=True, slots=True)
 class BenchmarkSpec:
-    """One benchmark with its settings."""
+    """One benchmark with its settings (:func:`duet.settings.build` makes them from the
+    defaults, the configuration and the options)."""
 
     name: str
     baseline: SideSpec
@@ -80,23 +85,22 @@ class BenchmarkSpec:
     timeout_s: float = DEFAULT_TIMEOUT_S
     memory_limit_bytes: int | None = None
     pids_max: int | None = DEFAULT_PIDS_MAX
-    method: Method = "duet"
-    max_failures: int | None = None
+    method: Method = DEFAULT_METHOD
 
     def __post_init__(self) -> None:
         if not self.name or any(c in self.name for c in "\n\r\0"):
             raise UsageError(f"benchmark name {self.name!r} is empty or has control characters")
-        if self.runs < 2:
-            raise UsageError(
-                f"--runs must be at least 2 (got {self.runs}); 5 or more give an interval",
-                fix="use --runs 10 or more",
-            )
+        # Programmatic construction only: the options and the configuration are checked
+        # before, with messages that name where the value came from.
+        problem = runs_problem(self.runs)
+        if problem:
+            raise UsageError(f"benchmark {self.name!r}: runs {problem}", fix="use 10 runs or more")
         if self.iterations < 1:
-            raise UsageError(f"--iterations must be at least 1 (got {self.iterations})")
+            raise UsageError(f"benchmark {self.name!r}: iterations must be at least 1")
         if self.warmup < 0:
-            raise UsageError(f"--warmup must be 0 or more (got {self.warmup})")
+            raise UsageError(f"benchmark {self.name!r}: warmup must be 0 or more")
         if not self.timeout_s > 0:
-            raise UsageError(f"--timeout must be positive (got {self.timeout_s})")
+            raise UsageError(f"benchmark {self.name!r}: timeout_s must be positive")
         if self.baseline.kind != self.candidate.kind:
             raise UsageError("both sides of a benchmark must be of the same kind")
 

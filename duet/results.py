@@ -99,7 +99,9 @@ class BenchmarkRecord:
     method: str = "duet"
     #: Per side: what was measured (``command``, ``commit``, ``interpreter``, ...).
     versions: Mapping[str, Any] = field(default_factory=dict)
-    #: The plan: ``runs``, ``iterations``, ``warmup``, ``timeout_s``, ...
+    #: The plan: ``runs``, ``iterations``, ``warmup``, ``timeout_s``, ..., and ``analysis``: the
+    #: settings it was judged with (:func:`duet.settings.record`), which ``duet analyze`` and
+    #: ``duet report`` use again unless an option says otherwise.
     settings: Mapping[str, Any] = field(default_factory=dict)
     #: ``None`` until analysed; then the mapping written by :mod:`duet.analysis`.
     analysis: Mapping[str, Any] | None = None

@@ -35,6 +35,8 @@ from duet.runner import (
     measure_benchmark,
     worker_python_for,
 )
+from duet.settings import DEFAULT_MAX_FAILURES
+from duet.settings import record as record_settings
 from duet.units import short_name
 
 log = logging.getLogger(__name__)
@@ -51,9 +53,10 @@ class SessionOptions:
     cores: tuple[int, int] | None = None
     share_network: bool = False
     seed: int = 0
-    max_failures: int | None = 2
+    max_failures: int | None = DEFAULT_MAX_FAILURES
     analysis: AnalysisSettings = field(default_factory=AnalysisSettings)
-    #: Per benchmark name, settings that differ from ``analysis`` (a configured threshold).
+    #: Per benchmark name, the settings it is judged with (:mod:`duet.settings`); ``analysis``
+    #: for the others.
     per_benchmark: Mapping[str, AnalysisSettings] = field(default_factory=dict)
     progress: bool = True
     #: The user the sides run as (root drops to it); None: as ourselves.
@@ -218,7 +221,14 @@ def _measure_one(
 ) -> ResultsDocument:
     plans = plan_runs(bench, pair, seed=options.seed)
     inner_loops = calibrate_inner_loops(bench, ctx, cpu=plans[0].cpus["baseline"])
-    settings = {**bench.settings(), "seed": options.seed, "inner_loops": inner_loops}
+    analysis_settings = options.per_benchmark.get(bench.name, options.analysis)
+    settings = {
+        **bench.settings(),
+        "seed": options.seed,
+        "inner_loops": inner_loops,
+        # What duet analyze and duet report analyse with again, unless told otherwise.
+        "analysis": record_settings(analysis_settings),
+    }
     record = BenchmarkRecord(
         name=bench.name,
         runs=(),
@@ -233,8 +243,7 @@ def _measure_one(
         recorder.add(run)
         title = f"{short_name(bench.name)} run {run.index + 1}/{bench.runs}"
         if run.ok:
-            settings = options.per_benchmark.get(bench.name, options.analysis)
-            so_far = running_estimate(recorder.record, settings.metric)
+            so_far = running_estimate(recorder.record, analysis_settings.metric)
             progress.step(f"{title} ok" + (f" · {so_far}" if so_far else ""))
             return
         # The cause, once: the side's exit status and the end of its stderr.
@@ -260,7 +269,6 @@ def _measure_one(
         inner_loops=inner_loops,
         on_stop=on_stop,
     )
-    analysis_settings = options.per_benchmark.get(bench.name, options.analysis)
     analysis = analyze_benchmark(recorder.record, analysis_settings).to_dict()
     recorder.record = replace(recorder.record, analysis=analysis)
     recorder.save()

@@ -47,7 +47,6 @@ EXCEPTIONS: dict[str, str] = {
     "duet/ci/comment.py": _SPLIT,
     "duet/cli.py": _SPLIT,
     "duet/compare.py::compare": _SPLIT,
-    "duet/config.py": _SPLIT,
     "duet/doctor.py": _SPLIT,
     "duet/doctor.py::_frequency_findings": _SPLIT,
     "duet/doctor.py::_thermal_findings": _SPLIT,

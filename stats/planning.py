@@ -26,6 +26,7 @@ from stats._validate import (
     check_nonnegative,
     check_positive,
 )
+from stats.ratio import DEFAULT_CONFIDENCE
 
 __all__ = [
     "T_QUANTILE_BELOW",
@@ -140,7 +141,7 @@ def ci_half_width(
     *,
     runs: int,
     iterations: int,
-    confidence: float = 0.99,
+    confidence: float = DEFAULT_CONFIDENCE,
 ) -> float:
     """Half-width of the confidence interval for the mean with ``runs`` x ``iterations`` samples.
 
@@ -245,7 +246,7 @@ def runs_needed(
     *,
     iterations: int,
     half_width: float,
-    confidence: float = 0.99,
+    confidence: float = DEFAULT_CONFIDENCE,
     max_runs: int = 100_000,
 ) -> int:
     """Smallest number of runs whose formula-5 half-width is at most ``half_width``.

@@ -25,6 +25,7 @@ from stats._validate import as_runs, as_vector, check_confidence, check_count, c
 from stats.winsor import DEFAULT_FRACTION, MIN_ITERATIONS, _winsorize_rows
 
 __all__ = [
+    "DEFAULT_CONFIDENCE",
     "MIN_BOOTSTRAP_RUNS",
     "Interval",
     "RatioEstimate",
@@ -34,6 +35,11 @@ __all__ = [
     "iteration_ratios",
     "run_geomeans",
 ]
+
+#: The confidence level of every interval in ``stats`` when the caller gives none: the one
+#: default of the package, for using it on its own. duet does not rely on it: it always passes
+#: the level it resolved (``duet.settings``; ``stats`` never imports ``duet``).
+DEFAULT_CONFIDENCE = 0.99
 
 #: Below this many runs a bootstrap over runs is meaningless (method.md section 1): with 4 runs
 #: there are only 35 distinct resamples. ``duet_ratio`` then reports the point estimate only.
@@ -431,7 +437,7 @@ def _arch_log_interval(
 def bootstrap_ci(
     run_geomeans: ArrayLike,
     *,
-    confidence: float = 0.99,
+    confidence: float = DEFAULT_CONFIDENCE,
     reps: int = 10_000,
     method: IntervalMethod = "percentile",
     rng: np.random.Generator,
@@ -506,7 +512,7 @@ def duet_ratio(
     baseline_ns: ArrayLike,
     candidate_ns: ArrayLike,
     *,
-    confidence: float = 0.99,
+    confidence: float = DEFAULT_CONFIDENCE,
     reps: int = 10_000,
     method: IntervalMethod = "percentile",
     winsorize: bool = True,

@@ -19,6 +19,7 @@ import numpy as np
 from stats._typing import ArrayLike, FloatArray
 from stats._validate import as_runs, check_confidence, check_count, check_nonnegative, check_rng
 from stats.ratio import (
+    DEFAULT_CONFIDENCE,
     MIN_BOOTSTRAP_RUNS,
     _paired_runs,
     _percentile_bounds,
@@ -117,7 +118,7 @@ def shuffled_ratio(
     candidate_ns: ArrayLike,
     *,
     shuffles: int = 20,
-    confidence: float = 0.99,
+    confidence: float = DEFAULT_CONFIDENCE,
     reps: int = 10_000,
     winsorize: bool = True,
     method: str = "percentile",
@@ -228,7 +229,7 @@ def sequential_ci(
     baseline_ns: ArrayLike,
     candidate_ns: ArrayLike,
     *,
-    confidence: float = 0.99,
+    confidence: float = DEFAULT_CONFIDENCE,
     reps: int = 10_000,
     winsorize: bool = True,
     rng: np.random.Generator,

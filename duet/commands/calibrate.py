@@ -233,36 +233,36 @@ def _check_options(o: dict[str, Any]) -> AnalysisSettings:
 
 
 def _spec(o: dict[str, Any]) -> BenchmarkSpec:
-    from duet.plan import BenchmarkSpec, SideSpec
+    """The A/A spec, through the one spec builder (:mod:`duet.settings`). A calibration's
+    runs, iterations and warm-up are its own options (it needs more than a comparison), so they
+    win over the configuration whether given or not; the timeout only when given."""
+    from duet import settings
+    from duet.plan import SideSpec
 
+    explicit = {
+        **{k: o[k] for k in ("runs", "iterations", "warmup")},
+        "method": "duet",
+        **({"timeout_s": o["timeout"]} if _given("timeout") else {}),
+    }
     if o["benchmark"]:
-        from duet.config import load_config, to_specs
+        from duet.config import load_config
 
         config = load_config(Path(o["config_path"]) if o["config_path"] else None)
-        config.benchmark(o["benchmark"])  # a ConfigError naming the closest name
+        b = config.benchmark(o["benchmark"])  # a ConfigError naming the closest name
         root = config.path.resolve().parent
-        overrides: dict[str, Any] = {"timeout_s": o["timeout"]} if _given("timeout") else {}
-        specs = [
-            s
-            for s in to_specs(
+        # A/A: the baseline's side on both sides (the same directory, so the same version).
+        (planned,) = [
+            p
+            for p in settings.for_suite(
                 config,
                 baseline_dir=root,
                 candidate_dir=root,
-                select=o["benchmark"],
-                overrides=overrides,
+                select=b.name,
+                explicit=explicit,
             )
-            if s.name == o["benchmark"]
+            if p.spec.name == b.name
         ]
-        base = specs[0]
-        # A/A: the baseline's side on both sides (the same directory, so the same version).
-        return replace(
-            base,
-            candidate=base.baseline,
-            runs=o["runs"],
-            iterations=o["iterations"],
-            warmup=o["warmup"],
-            method="duet",
-        )
+        return replace(planned.spec, candidate=planned.spec.baseline)
     if o["python"]:
         cwd = o["directory"]
         side = SideSpec(
@@ -280,16 +280,8 @@ def _spec(o: dict[str, Any]) -> BenchmarkSpec:
         )
         # Whole: the name is stored; the reports shorten it for display.
         name = " ".join(o["command"].split())
-    return BenchmarkSpec(
-        name=name,
-        baseline=side,
-        candidate=side,
-        runs=o["runs"],
-        iterations=o["iterations"],
-        warmup=o["warmup"],
-        timeout_s=o["timeout"],
-        method="duet",
-    )
+    resolved = settings.resolve({**explicit, "timeout_s": o["timeout"]})
+    return settings.build(name, side, side, resolved).spec
 
 
 def _given(name: str) -> bool:
@@ -366,7 +358,7 @@ def _write(
     cal: Calibration, target: tuple[Path, str, str | None] | None, o: dict[str, Any]
 ) -> str | None:
     from duet.config import RECOMMENDATION_KEYS, WORD_RECOMMENDATIONS
-    from duet.config_writer import write_recommendation
+    from duet.config.writer import write_recommendation
     from duet.errors import ConfigError
 
     rec = cal.recommended

@@ -11,7 +11,6 @@ import click
 from click.core import ParameterSource
 
 from duet.cli import (
-    ANALYSIS_KEYS,
     FAIL_ON,
     FAIL_ON_HELP,
     analysis_options,
@@ -20,20 +19,6 @@ from duet.cli import (
     reports_errors,
     run_options,
 )
-
-#: Run options that a configuration file may set; given on the command line they win.
-_CONFIGURABLE = (
-    "runs",
-    "iterations",
-    "warmup",
-    "isolation",
-    "memory_limit",
-    "timeout",
-    "method",
-    "max_failures",
-)
-_ANALYSIS = ANALYSIS_KEYS
-_RENAMED = {"memory_limit": "memory_limit_bytes", "timeout": "timeout_s"}
 
 
 @click.command()
@@ -101,12 +86,18 @@ def compare(ctx: click.Context, /, **o: Any) -> None:
     from duet.compare import compare as run_compare
     from duet.isolation import RunAs
     from duet.plan import parse_shard
+    from duet.settings import BUILTIN, FILE_KEYS
 
     def given(name: str) -> bool:
         return ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
 
-    overrides = {_RENAMED.get(k, k): o[k] for k in _CONFIGURABLE if given(k)}
-    analysis = {k: o[k] for k in _ANALYSIS if given(k) or k in ("reps", "seed")}
+    # reps and seed always: the configuration cannot set them, and the results file says
+    # which were used (config.options).
+    explicit = {
+        name: o[param]
+        for name in BUILTIN
+        if given(param := FILE_KEYS.get(name, name)) or name in ("reps", "seed")
+    }
     options = CompareOptions(
         base=o["base"],
         head=o["head"],
@@ -117,8 +108,7 @@ def compare(ctx: click.Context, /, **o: Any) -> None:
         shard=parse_shard(o["shard"]) if o["shard"] else None,
         rebuild=o["rebuild"],
         keep_worktrees=o["keep_worktrees"],
-        overrides=overrides,
-        analysis_overrides=analysis,
+        explicit=explicit,
         cores=o["cores"],
         share_network=o["share_network"],
         plan_seed=o["plan_seed"],

@@ -9,13 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import click
-from click.core import ParameterSource
 
 from duet.cli import (
-    ANALYSIS_KEYS,
     analysis_options,
-    analysis_settings,
     color_for,
+    explicit_analysis_options,
+    reanalyze,
     reports_errors,
 )
 
@@ -56,30 +55,18 @@ def report(ctx: click.Context, /, **o: Any) -> None:
     \b
     Uses the analysis stored in RESULTS; a benchmark without one is analysed from its raw
     samples. Giving any analysis option (--confidence, --threshold, ...) re-analyses every
-    benchmark with it. The html format inlines the plots.
+    benchmark with it, and with the other settings it was measured with. The html format
+    inlines the plots.
     Exit codes: 0 report written (whatever the verdicts; see duet analyze --fail-on),
     2 usage error, 3 unreadable results or an output that cannot be written.
     """
-    from dataclasses import replace
-
     from duet import results as results_mod
-    from duet.analysis import analyze_benchmark, recorded_metric
     from duet.commands import load_results
     from duet.errors import EnvironmentNotReady, ResultsError
     from duet.report import render
 
-    doc = load_results(o["results"])
-    settings = analysis_settings(o)
-    explicit = any(
-        ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE for k in ANALYSIS_KEYS
-    )
-    keep_metric = ctx.get_parameter_source("metric") != ParameterSource.COMMANDLINE
-    for b in doc.benchmarks:
-        if explicit or b.analysis is None:
-            these = settings
-            if keep_metric and (metric := recorded_metric(b)) is not None:
-                these = replace(settings, metric=metric)
-            doc = doc.with_benchmark(replace(b, analysis=analyze_benchmark(b, these).to_dict()))
+    explicit = explicit_analysis_options(ctx)
+    doc = reanalyze(load_results(o["results"]), explicit, only_missing=not explicit)
 
     fmt: str = o["fmt"]
     plots: dict[str, str] | None = None

@@ -1,5 +1,5 @@
-"""duet.config: both file forms, validation messages and specs (the in-place editor of
-``calibrate --write`` is tested in test_config_writer.py).
+"""duet.config: both file forms, finding the file, validation messages (the in-place editor of
+``calibrate --write``: test_config_writer.py; precedence and specs: test_settings.py).
 
 Real files in tmp_path throughout.
 """
@@ -27,9 +27,9 @@ from duet.config import (
     Defaults,
     find_config,
     load_config,
-    to_specs,
 )
 from duet.errors import ConfigError
+from duet.settings import for_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -198,6 +198,30 @@ def test_find_config_walks_up_to_the_nearest_file(tmp_path: Path) -> None:
     assert find_config(deep) == tmp_path / "a" / "b" / "duet.toml"
     # A file as start means its directory.
     assert find_config(deep / "x.py") == tmp_path / "a" / "b" / "duet.toml"
+
+
+def test_choose_config_is_the_one_rule_on_disk_and_at_a_commit(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # What duet compare reads at a commit: name -> text, None when the commit has no such file.
+    inline = (
+        '[project]\nname = "x"\n[tool]\nduet = { benchmark = [{ name = "a", command = "x" }] }\n'
+    )
+    files = {"pyproject.toml": inline}
+    assert config_mod.choose_config(files.get) == ("pyproject.toml", inline)
+    # The inline form is a [tool.duet] table too: found on disk as at a commit (the text
+    # search duet compare did before refused it).
+    (tmp_path / ".git").mkdir()
+    write(tmp_path / "pyproject.toml", inline)
+    assert find_config(tmp_path) == tmp_path / "pyproject.toml"
+    # Mentioning the table in a comment does not make one.
+    files["pyproject.toml"] = '[project]\nname = "x"\n# see [tool.duet] later\n'
+    assert config_mod.choose_config(files.get) is None
+    # duet.toml comes first; the other is named in a warning.
+    files = {"duet.toml": "runs = 3\n", "pyproject.toml": inline}
+    with caplog.at_level("WARNING", logger="duet.config"):
+        assert config_mod.choose_config(files.get) == ("duet.toml", "runs = 3\n")
+    assert "[tool.duet] in pyproject.toml is ignored" in caplog.text
 
 
 def test_find_config_stops_at_the_git_root(tmp_path: Path) -> None:
@@ -610,7 +634,7 @@ def test_line_numbers_survive_multiline_strings_and_env_tables() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Records and precedence
+# Records and selection
 
 
 def test_records_check_their_values_on_construction() -> None:
@@ -628,111 +652,6 @@ def test_records_check_their_values_on_construction() -> None:
 
 def load(text: str) -> Config:
     return load_config(Path("duet.toml"), text=text)
-
-
-def test_precedence_overrides_then_benchmark_then_defaults() -> None:
-    c = load(SUITE + BENCHMARKS)
-    startup, parse, kernel = c.benchmarks
-    e = c.effective(startup)
-    assert (e.runs, e.iterations, e.warmup, e.timeout_s) == (12, 40, 3, 30.0)
-    assert (e.memory_limit_bytes, e.threshold, e.confidence, e.method) == (
-        512 << 20,
-        0.01,
-        0.95,
-        "sequential",
-    )
-    assert e.max_failures == 1
-    e = c.effective(parse)
-    assert (e.runs, e.iterations, e.timeout_s, e.memory_limit_bytes) == (20, 40, 5.5, 1 << 20)
-    e = c.effective(kernel)
-    assert (e.iterations, e.warmup, e.threshold, e.confidence, e.method) == (
-        7,
-        0,
-        0.05,
-        0.9,
-        "duet",
-    )
-    # Options given on the command line win over both.
-    e = c.effective(parse, {"runs": 30, "timeout_s": 1.0, "method": "duet", "max_failures": 0})
-    assert (e.runs, e.timeout_s, e.method, e.max_failures) == (30, 1.0, "duet", 0)
-    assert e.iterations == 40
-    # A present override wins even when it is None: --memory-limit none lifts the limit.
-    assert c.effective(parse, {"memory_limit_bytes": None}).memory_limit_bytes is None
-    # For the others None cannot be a value: it means "not given".
-    assert c.effective(parse, {"runs": None, "method": None}) == c.effective(parse)
-    # isolation is accepted (it is a run option) but is a setting of the whole invocation.
-    assert c.effective(parse, {"isolation": "cgroup"}) == c.effective(parse)
-    with pytest.raises(ValueError, match="unknown override"):
-        c.effective(parse, {"timeout": 3})
-
-
-# --------------------------------------------------------------------------------------------
-# Specs
-
-
-def test_to_specs_resolves_each_kind_in_each_version_directory(tmp_path: Path) -> None:
-    base, head = tmp_path / "base", tmp_path / "head"
-    base.mkdir()
-    head.mkdir()
-    c = load(SUITE + BENCHMARKS)
-    specs = to_specs(c, baseline_dir=base, candidate_dir=head)
-    assert [s.name for s in specs] == ["startup", "parse", "kernel"]
-    startup, parse, kernel = specs
-    for spec in specs:
-        assert spec.baseline.cwd == str(base.resolve())
-        assert spec.candidate.cwd == str(head.resolve())
-    assert startup.kind == "command"
-    assert startup.baseline.command == startup.candidate.command == "./app --version"
-    assert parse.kind == "python"
-    assert parse.baseline.interpreter == str(base.resolve() / "env/bin/python3")
-    assert parse.candidate.interpreter == str(head.resolve() / "env/bin/python3")
-    assert parse.baseline.sys_path == (str(base.resolve()),)
-    assert parse.candidate.sys_path == (str(head.resolve()),)
-    assert (parse.candidate.callable, parse.candidate.setup) == (
-        "pkg.bench:parse",
-        "pkg.bench:make_input",
-    )
-    assert dict(parse.baseline.env) == {"LC_ALL": "C"}
-    assert kernel.kind == "native"
-    assert kernel.candidate.command == "./build/kernel --size 4"
-    # Settings: the merged values.
-    assert (startup.runs, startup.iterations, startup.warmup) == (12, 40, 3)
-    assert (startup.timeout_s, startup.memory_limit_bytes, startup.method) == (
-        30.0,
-        512 << 20,
-        "sequential",
-    )
-    assert startup.max_failures == 1
-    assert (parse.runs, parse.timeout_s, parse.memory_limit_bytes) == (20, 5.5, 1 << 20)
-    assert (kernel.iterations, kernel.warmup, kernel.method) == (7, 0, "duet")
-
-
-def test_to_specs_relative_dirs_become_absolute(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    c = load('[[benchmark]]\nname = "p"\npython = "m:f"\n')
-    (spec,) = to_specs(c, baseline_dir=Path("a"), candidate_dir=Path("b"))
-    assert spec.baseline.interpreter == str(tmp_path / "a" / DEFAULT_PYTHON)
-    assert spec.candidate.cwd == str(tmp_path / "b")
-    # An absolute interpreter is used as is by both versions.
-    c = load('python = "/usr/bin/python3"\n[[benchmark]]\nname = "p"\npython = "m:f"\n')
-    (spec,) = to_specs(c, baseline_dir=Path("a"), candidate_dir=Path("b"))
-    assert spec.baseline.interpreter == spec.candidate.interpreter == "/usr/bin/python3"
-
-
-def test_to_specs_applies_overrides_and_selection(tmp_path: Path) -> None:
-    c = load(SUITE + BENCHMARKS)
-    specs = to_specs(
-        c,
-        baseline_dir=tmp_path,
-        candidate_dir=tmp_path,
-        select="p*",
-        overrides={"runs": 4, "warmup": 1, "memory_limit_bytes": None, "isolation": "auto"},
-    )
-    assert [(s.name, s.runs, s.warmup, s.memory_limit_bytes) for s in specs] == [
-        ("parse", 4, 1, None)
-    ]
 
 
 def test_select_patterns() -> None:
@@ -848,7 +767,7 @@ def loads_or_refuses(text: str, name: str) -> None:
     except ConfigError:
         return
     json.dumps(c.raw, allow_nan=False)  # recorded in results: JSON-ready
-    to_specs(c, baseline_dir=Path("/b"), candidate_dir=Path("/c"))
+    for_suite(c, baseline_dir=Path("/b"), candidate_dir=Path("/c"))
 
 
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,4 +1,4 @@
-"""duet.config_writer: ``calibrate --write`` edits the configuration in place.
+"""duet.config.writer: ``calibrate --write`` edits the configuration in place.
 
 Real files in tmp_path throughout; the editor's outputs are compared byte for byte, so every
 comment, key order, spacing and line ending it must keep is written out in a case below.
@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 
 from duet import config as config_mod
 from duet.config import load_config
-from duet.config_writer import edit_text, write_recommendation
+from duet.config.writer import edit_text, write_recommendation
 from duet.errors import ConfigError
+from duet.settings import resolve
 from tests.duet.test_config import (
     BENCH,
     BENCHMARKS,
@@ -251,7 +252,7 @@ def test_strings_and_quoted_keys_do_not_confuse_the_editor(tmp_path: Path) -> No
     assert path.read_text() == after
     c = load_config(path)
     assert c.build == "runs = 3\n[[benchmark]]\n"
-    assert [c.effective(b).runs for b in c.benchmarks] == [6, 9]
+    assert [resolve(config=c, benchmark=b)["runs"] for b in c.benchmarks] == [6, 9]
 
 
 def test_inline_benchmarks_can_get_global_keys_but_are_not_edited(tmp_path: Path) -> None:

@@ -147,6 +147,39 @@ def test_a_benchmark_missing_in_base_is_reported_not_measured(tmp_path: Path) ->
     assert allowed.returncode == 0, allowed.stdout + allowed.stderr
 
 
+def test_a_benchmark_threshold_survives_duet_analyze_and_report(tmp_path: Path) -> None:
+    """Issue 14: compare judged with the benchmark's threshold, then duet analyze and duet
+    report --reps judged the same results with the command-line default."""
+    repo = project(tmp_path)
+    # HEAD is about 30% slower; this benchmark only cares about a doubling.
+    repo.commit({"duet.toml": config(bench("xorshift", "./work") + "threshold = 1.0\n")}, "lax")
+    out = tmp_path / "out"
+    done = duet(repo.path, "base", "HEAD", "--out", str(out), "--no-plots")
+    assert done.returncode == 0, done.stdout + done.stderr
+    measured = json.loads((out / "results.json").read_text())["benchmarks"][0]
+    assert measured["analysis"]["verdict"] == "no change"
+    assert measured["settings"]["analysis"]["threshold"] == 1.0
+    assert measured["settings"]["analysis"]["reps"] == 2000
+
+    def again(*args: str) -> dict[str, object]:
+        done = subprocess.run(
+            [sys.executable, "-m", "duet", *args, str(out / "results.json"), "--format", "json"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        analysis: dict[str, object] = json.loads(done.stdout)["benchmarks"][0]["analysis"]
+        return analysis
+
+    for analysis in (again("analyze"), again("report", "--reps", "1000")):
+        assert (analysis["threshold"], analysis["verdict"]) == (1.0, "no change")
+    # An option given explicitly still wins.
+    strict = again("analyze", "--threshold", "0.02", "--fail-on", "never")
+    assert (strict["threshold"], strict["verdict"]) == (0.02, "regression")
+
+
 def test_a_shallow_clone_fetches_the_base(tmp_path: Path) -> None:
     origin = project(tmp_path)
     ci = shallow_clone(origin.path, tmp_path / "ci", depth=1)

@@ -31,16 +31,14 @@ import tomlkit.exceptions
 import tomlkit.items
 
 from duet import files
-from duet.config import (
-    _DOCS,
+from duet.config.load import _form_of, _parse, _read
+from duet.config.model import (
     RECOMMENDATION_KEYS,
     WORD_RECOMMENDATIONS,
     Form,
-    _form_of,
-    _parse,
     _range_problem,
-    _read,
 )
+from duet.config.values import _DOCS
 from duet.errors import ConfigError
 
 log = logging.getLogger(__name__)
