@@ -22,10 +22,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from duet import results, settings
+from duet import files, results, settings
 from duet.analysis import analyze_benchmark
 from duet.config import CONFIG_FILES, choose_config, has_duet_table, load_config
-from duet.errors import ConfigError, VersionError
+from duet.errors import ConfigError, ResultsError, VersionError
 from duet.isolation import RunAs
 from duet.manual import cite
 from duet.plan import select_shard
@@ -157,7 +157,14 @@ def write_outputs(doc: ResultsDocument, out_dir: Path, *, plots: bool = True) ->
         except ValueError as e:  # a format this build does not have
             log.warning("could not write %s: %s", name, e)
             continue
-        results.write_atomic(out_dir / name, text)
+        try:
+            files.write_atomic(out_dir / name, text)
+        except OSError as e:
+            raise ResultsError(
+                f"{out_dir / name}: could not write the report ({e.strerror or e}); the "
+                "measurements are in results.json beside it",
+                fix="choose another --out, or free disk space; `duet report` renders it again",
+            ) from e
         written.append(out_dir / name)
     if plots:
         try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -60,9 +59,9 @@ def report(ctx: click.Context, /, **o: Any) -> None:
     Exit codes: 0 report written (whatever the verdicts; see duet analyze --fail-on),
     2 usage error, 3 unreadable results or an output that cannot be written.
     """
-    from duet import results as results_mod
+    from duet import files
     from duet.commands import load_results
-    from duet.errors import EnvironmentNotReady, ResultsError
+    from duet.errors import EnvironmentNotReady
     from duet.report import render
 
     explicit = explicit_analysis_options(ctx)
@@ -79,19 +78,12 @@ def report(ctx: click.Context, /, **o: Any) -> None:
         return
     out = Path(o["output"])
     try:
-        results_mod.write_atomic(out, text)
-    except (ResultsError, OSError) as e:
-        cause = e.__cause__ if isinstance(e, ResultsError) else e
-        reason = getattr(cause, "strerror", None) or cause or e
+        files.write_atomic(out, text)
+    except OSError as e:
         raise EnvironmentNotReady(
-            f"{out}: could not write the report ({reason})",
+            f"{out}: could not write the report ({e.strerror or e})",
             fix="choose another --output, or free disk space",
         ) from e
-    # write_atomic's temporary file is private (0600); a report is meant to be read by others
-    # (a CI artifact server, a colleague), so give it the mode a plain open() would.
-    umask = os.umask(0)
-    os.umask(umask)
-    out.chmod(0o666 & ~umask)
     click.echo(f"report: {out}", err=True)
 
 
