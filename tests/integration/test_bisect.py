@@ -1,0 +1,228 @@
+"""``duet bisect`` end to end: real repositories of 33 commits built by the tests, a C program
+built by the configuration's ``build`` command at every commit, real duet measurements (CPU
+time, few runs and iterations: about 1-2 s per comparison on an idle machine)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import is_root
+from tests.integration.gitrepo import GitRepo, make_repo
+
+pytestmark = pytest.mark.usefixtures("no_leftovers")
+
+# ~8 ms of CPU-bound work per iteration at 8M steps (xorshift; the same loop as test_compare).
+WORK_C = textwrap.dedent(
+    """
+    #include <stdint.h>
+    #include <stdio.h>
+    int main(void) {
+        uint64_t x = 88172645463325252ULL, acc = 0;
+        for (uint64_t i = 0; i < STEPS; i++) {
+            x ^= x << 13; x ^= x >> 7; x ^= x << 17; acc += x & 0xff;
+        }
+        printf("%llu\\n", (unsigned long long)acc);
+        return 0;
+    }
+    """
+)
+BASE_STEPS = 8_000_000
+ISOLATION = "cgroup" if is_root() else "affinity"
+#: A 5% threshold: a 15% or 30% step is far beyond it, and an unchanged commit is "no change"
+#: with these few runs even on a shared machine.
+CONFIG = textwrap.dedent(
+    f"""
+    runs = 6
+    iterations = 5
+    warmup = 1
+    threshold = 0.05
+    metric = "cpu"
+    isolation = "{ISOLATION}"
+    build = "cc -O2 -o work work.c"
+
+    [[benchmark]]
+    name = "xorshift"
+    command = "./work"
+    """
+)
+COMMITS_AFTER_GOOD = 32
+
+
+def history(tmp_path: Path, factors: dict[int, float]) -> GitRepo:
+    """GOOD, then ``COMMITS_AFTER_GOOD`` commits; commit ``i`` (1-based after GOOD) multiplies
+    the work by ``factors[i]`` when given, every other commit changes a file that is not built."""
+    steps = BASE_STEPS
+    repo = make_repo(
+        tmp_path / "project",
+        [{"work.c": WORK_C.replace("STEPS", str(steps)), "duet.toml": CONFIG}],
+    )
+    repo.tag("good")
+    for i in range(1, COMMITS_AFTER_GOOD + 1):
+        if i in factors:
+            steps = round(steps * factors[i])
+            repo.commit({"work.c": WORK_C.replace("STEPS", str(steps))}, f"slower by {factors[i]}")
+        else:
+            repo.commit({"NOTES": f"note {i}\n"}, f"note {i}")
+    return repo
+
+
+def bisect(
+    repo: GitRepo, out: Path, *args: str, timeout: float = 900
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None]:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "duet",
+            "bisect",
+            *args,
+            "--out",
+            str(out),
+            "--quiet",
+            "--reps",
+            "2000",
+            "--no-winsorize",
+        ],
+        cwd=repo.path,
+        # The worktrees go under the test's directory, not the user's cache.
+        env={**os.environ, "XDG_CACHE_HOME": str(out.parent / "xdg-cache")},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    summary = out / "bisect.json"
+    return done, json.loads(summary.read_text()) if summary.exists() else None
+
+
+def test_one_regressing_commit_is_found_in_about_log2_n_comparisons(tmp_path: Path) -> None:
+    repo = history(tmp_path, {21: 1.3})
+    culprit = repo.rev_parse("HEAD~11")
+    out = tmp_path / "out"
+    done, summary = bisect(repo, out, "good", "HEAD", "--format", "json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert summary is not None
+    assert json.loads(done.stdout)["outcome"] == "single"
+    assert summary["outcome"] == "single", summary["message"]
+    [named] = summary["culprits"]
+    assert named["commit"] == culprit
+    assert named["index"] == 21
+    assert named["verdict"] == "regression"
+    assert 1.2 < named["ratio"] < 1.4
+    assert named["ci_low"] > 1.0
+    assert summary["comparisons"] <= math.ceil(math.log2(COMMITS_AFTER_GOOD)) + 2
+    # The path: GOOD..BAD first, then the search, ending on the commit against its parent.
+    purposes = [s["purpose"] for s in summary["steps"]]
+    assert purposes[0] == "GOOD..BAD"
+    assert "search" in purposes
+    # Every comparison is a results file on disk, and every commit was built once.
+    for step in summary["steps"]:
+        for name in step["files"]:
+            assert (out / name).is_file()
+    built = sorted(p.name for p in (out / "logs").glob("build-????????????.log"))
+    compared = {s["baseline"]["commit"][:12] for s in summary["steps"]} | {
+        s["candidate"]["commit"][:12] for s in summary["steps"]
+    }
+    assert built == sorted(f"build-{sha}.log" for sha in compared)
+    assert (out / "bisect.md").read_text().count("| ") > 5
+
+    # Run again with the same --out: everything is read back, nothing is measured.
+    again, summary2 = bisect(repo, out, "good", "HEAD")
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert summary2 is not None
+    assert summary2["culprits"] == summary["culprits"]
+    assert "read back" in again.stderr
+    assert culprit[:12] in again.stdout
+
+
+def test_a_regression_split_over_two_commits_is_reported_as_spread(tmp_path: Path) -> None:
+    repo = history(tmp_path, {10: 1.15, 24: 1.15})
+    first, second = repo.rev_parse("HEAD~22"), repo.rev_parse("HEAD~8")
+    done, summary = bisect(repo, tmp_path / "out", "good", "HEAD")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert summary is not None
+    assert summary["outcome"] == "spread", summary["message"]
+    assert [c["commit"] for c in summary["culprits"]] == [first, second]
+    for c in summary["culprits"]:
+        assert c["verdict"] == "regression"
+        assert 0.3 < c["share"] < 0.7
+    assert "spread over several commits" in done.stdout
+    assert first[:12] in done.stdout
+    assert second[:12] in done.stdout
+
+
+def test_bad_not_slower_than_good_is_a_result_not_a_search(tmp_path: Path) -> None:
+    repo = history(tmp_path, {})
+    done, summary = bisect(repo, tmp_path / "out", "good", "HEAD")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert summary is not None
+    assert summary["outcome"] == "not slower"
+    assert summary["comparisons"] == 1
+    assert "BAD is not slower than GOOD" in done.stdout
+
+
+def test_good_not_an_ancestor_of_bad_is_a_usage_error(tmp_path: Path) -> None:
+    repo = history(tmp_path, {})
+    repo.switch("good", detach=True)
+    repo.commit({"SIDE": "x\n"}, "on a side branch")
+    repo.branch("side")
+    done, summary = bisect(repo, tmp_path / "out", "side", "main")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "is not an ancestor of BAD" in done.stderr
+    assert "merge-base" in done.stderr
+    assert summary is None
+    # The other way round too: BAD older than GOOD.
+    reversed_, _ = bisect(repo, tmp_path / "out", "main", "good")
+    assert reversed_.returncode == 2
+    assert "not an ancestor" in reversed_.stderr
+
+
+def test_a_benchmark_that_does_not_exist_is_named_with_the_closest(tmp_path: Path) -> None:
+    repo = history(tmp_path, {})
+    done, summary = bisect(repo, tmp_path / "out", "good", "HEAD", "--benchmark", "xorshfit")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "no benchmark named 'xorshfit'" in done.stderr
+    assert "'xorshift'" in done.stderr
+    assert summary is None
+
+
+def test_an_undecided_step_gets_more_runs_up_to_the_cap_then_resumes(tmp_path: Path) -> None:
+    """Two runs give no interval (5 are needed): each comparison is inconclusive until more
+    runs are measured. With a cap of 4 the search stops after its first step and says what
+    would help; run again with a higher cap and the same --out, it reads back the rounds
+    measured and goes on."""
+    repo = history(tmp_path, {21: 1.3})
+    out = tmp_path / "out"
+    capped, summary = bisect(repo, out, "good", "HEAD", "--runs", "2", "--max-runs", "4")
+    assert capped.returncode == 3, capped.stdout + capped.stderr
+    assert summary is not None
+    assert summary["outcome"] == "undecided"
+    [step] = summary["steps"]
+    assert step["runs"] == 4
+    assert step["verdict"] is None
+    assert step["files"] == [
+        f"steps/{step['baseline']['commit'][:12]}-{step['candidate']['commit'][:12]}.r{i}.json"
+        for i in (1, 2)
+    ]
+    assert "the search cannot continue" in capped.stdout
+    assert "--max-runs 5 or more" in capped.stdout
+
+    done, summary = bisect(repo, out, "good", "HEAD", "--runs", "2", "--max-runs", "6")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert summary is not None
+    assert summary["outcome"] == "single"
+    assert summary["culprits"][0]["commit"] == repo.rev_parse("HEAD~11")
+    first = summary["steps"][0]
+    assert first["runs"] == 6
+    assert len(first["files"]) == 3
+    assert first["rounds_reused"] == 2
+    assert "measuring 2 more" in done.stderr
