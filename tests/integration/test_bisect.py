@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -37,36 +38,49 @@ WORK_C = textwrap.dedent(
 )
 BASE_STEPS = 8_000_000
 ISOLATION = "cgroup" if is_root() else "affinity"
-#: A 5% threshold: a 15% or 30% step is far beyond it, and an unchanged commit is "no change"
-#: with these few runs even on a shared machine.
-CONFIG = textwrap.dedent(
-    f"""
-    runs = 6
-    iterations = 5
-    warmup = 1
-    threshold = 0.05
-    metric = "cpu"
-    isolation = "{ISOLATION}"
-    build = "cc -O2 -o work work.c"
 
-    [[benchmark]]
-    name = "xorshift"
-    command = "./work"
-    """
-)
+
+def config(builds: Path) -> str:
+    """The suite. A 5% threshold: a 15% or 30% step is far beyond it, and an unchanged commit
+    is "no change" with these few runs even on a shared machine. Every build appends its
+    commit to ``builds``."""
+    return textwrap.dedent(
+        f"""
+        runs = 6
+        iterations = 5
+        warmup = 1
+        threshold = 0.05
+        metric = "cpu"
+        isolation = "{ISOLATION}"
+        build = "cc -O2 -o work work.c && git rev-parse HEAD >> {builds}"
+
+        [[benchmark]]
+        name = "xorshift"
+        command = "./work"
+        """
+    )
+
+
 COMMITS_AFTER_GOOD = 32
 
 
-def history(tmp_path: Path, factors: dict[int, float]) -> GitRepo:
-    """GOOD, then ``COMMITS_AFTER_GOOD`` commits; commit ``i`` (1-based after GOOD) multiplies
-    the work by ``factors[i]`` when given, every other commit changes a file that is not built."""
+def history(
+    tmp_path: Path, factors: dict[int, float], commits: int = COMMITS_AFTER_GOOD
+) -> GitRepo:
+    """GOOD, then ``commits`` commits; commit ``i`` (1-based after GOOD) multiplies the work by
+    ``factors[i]`` when given, every other commit changes a file that is not built."""
     steps = BASE_STEPS
     repo = make_repo(
         tmp_path / "project",
-        [{"work.c": WORK_C.replace("STEPS", str(steps)), "duet.toml": CONFIG}],
+        [
+            {
+                "work.c": WORK_C.replace("STEPS", str(steps)),
+                "duet.toml": config(tmp_path / "builds.txt"),
+            }
+        ],
     )
     repo.tag("good")
-    for i in range(1, COMMITS_AFTER_GOOD + 1):
+    for i in range(1, commits + 1):
         if i in factors:
             steps = round(steps * factors[i])
             repo.commit({"work.c": WORK_C.replace("STEPS", str(steps))}, f"slower by {factors[i]}")
@@ -90,7 +104,6 @@ def bisect(
             "--quiet",
             "--reps",
             "2000",
-            "--no-winsorize",
         ],
         cwd=repo.path,
         # The worktrees go under the test's directory, not the user's cache.
@@ -128,11 +141,13 @@ def test_one_regressing_commit_is_found_in_about_log2_n_comparisons(tmp_path: Pa
     for step in summary["steps"]:
         for name in step["files"]:
             assert (out / name).is_file()
-    built = sorted(p.name for p in (out / "logs").glob("build-????????????.log"))
-    compared = {s["baseline"]["commit"][:12] for s in summary["steps"]} | {
-        s["candidate"]["commit"][:12] for s in summary["steps"]
+    compared = {s["baseline"]["commit"] for s in summary["steps"]} | {
+        s["candidate"]["commit"] for s in summary["steps"]
     }
-    assert built == sorted(f"build-{sha}.log" for sha in compared)
+    builds = (tmp_path / "builds.txt").read_text()
+    assert sorted(builds.split()) == sorted(compared)  # GOOD is in every search step
+    logs = sorted(p.name for p in (out / "logs").glob("build-????????????.log"))
+    assert logs == sorted(f"build-{sha[:12]}.log" for sha in compared)
     assert (out / "bisect.md").read_text().count("| ") > 5
 
     # Run again with the same --out: everything is read back, nothing is measured.
@@ -141,6 +156,7 @@ def test_one_regressing_commit_is_found_in_about_log2_n_comparisons(tmp_path: Pa
     assert summary2 is not None
     assert summary2["culprits"] == summary["culprits"]
     assert "read back" in again.stderr
+    assert (tmp_path / "builds.txt").read_text() == builds  # nothing measured, nothing built
     assert culprit[:12] in again.stdout
 
 
@@ -161,7 +177,7 @@ def test_a_regression_split_over_two_commits_is_reported_as_spread(tmp_path: Pat
 
 
 def test_bad_not_slower_than_good_is_a_result_not_a_search(tmp_path: Path) -> None:
-    repo = history(tmp_path, {})
+    repo = history(tmp_path, {}, commits=4)
     done, summary = bisect(repo, tmp_path / "out", "good", "HEAD")
     assert done.returncode == 0, done.stdout + done.stderr
     assert summary is not None
@@ -171,7 +187,7 @@ def test_bad_not_slower_than_good_is_a_result_not_a_search(tmp_path: Path) -> No
 
 
 def test_good_not_an_ancestor_of_bad_is_a_usage_error(tmp_path: Path) -> None:
-    repo = history(tmp_path, {})
+    repo = history(tmp_path, {}, commits=4)
     repo.switch("good", detach=True)
     repo.commit({"SIDE": "x\n"}, "on a side branch")
     repo.branch("side")
@@ -187,7 +203,7 @@ def test_good_not_an_ancestor_of_bad_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def test_a_benchmark_that_does_not_exist_is_named_with_the_closest(tmp_path: Path) -> None:
-    repo = history(tmp_path, {})
+    repo = history(tmp_path, {}, commits=4)
     done, summary = bisect(repo, tmp_path / "out", "good", "HEAD", "--benchmark", "xorshfit")
     assert done.returncode == 2, done.stdout + done.stderr
     assert "no benchmark named 'xorshfit'" in done.stderr
@@ -200,7 +216,7 @@ def test_an_undecided_step_gets_more_runs_up_to_the_cap_then_resumes(tmp_path: P
     runs are measured. With a cap of 4 the search stops after its first step and says what
     would help; run again with a higher cap and the same --out, it reads back the rounds
     measured and goes on."""
-    repo = history(tmp_path, {21: 1.3})
+    repo = history(tmp_path, {5: 1.3}, commits=8)
     out = tmp_path / "out"
     capped, summary = bisect(repo, out, "good", "HEAD", "--runs", "2", "--max-runs", "4")
     assert capped.returncode == 3, capped.stdout + capped.stderr
@@ -220,9 +236,55 @@ def test_an_undecided_step_gets_more_runs_up_to_the_cap_then_resumes(tmp_path: P
     assert done.returncode == 1, done.stdout + done.stderr
     assert summary is not None
     assert summary["outcome"] == "single"
-    assert summary["culprits"][0]["commit"] == repo.rev_parse("HEAD~11")
+    assert summary["culprits"][0]["commit"] == repo.rev_parse("HEAD~3")
     first = summary["steps"][0]
     assert first["runs"] == 6
     assert len(first["files"]) == 3
     assert first["rounds_reused"] == 2
     assert "measuring 2 more" in done.stderr
+
+
+def test_good_reached_only_through_a_merged_branch_is_a_usage_error(tmp_path: Path) -> None:
+    """bisect walks BAD's first-parent line: a GOOD on a branch merged into it is not on it."""
+    repo = make_repo(
+        tmp_path / "project", [{"duet.toml": config(tmp_path / "builds.txt"), "work.c": WORK_C}]
+    )
+    repo.branch("topic")
+    repo.switch("topic")
+    repo.commit({"TOPIC": "x\n"}, "on the topic branch")
+    repo.tag("topic-tip")
+    repo.switch("main")
+    repo.commit({"MAIN": "y\n"}, "on main")
+    repo.git("merge", "-q", "--no-ff", "-m", "merge topic", "topic")
+    done, _ = bisect(repo, tmp_path / "out", "topic-tip", "main")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "only through a merged branch" in done.stderr
+    assert "git log --first-parent main" in done.stderr
+
+
+def test_an_interrupted_bisect_keeps_its_steps_and_resumes(tmp_path: Path) -> None:
+    repo = history(tmp_path, {5: 1.3}, commits=8)
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "duet", "bisect", "good", "HEAD", "--out", str(out), "--quiet"]
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg-cache")}
+    with subprocess.Popen(
+        [*argv, "--reps", "2000"], cwd=repo.path, env=env, stderr=subprocess.PIPE, text=True
+    ) as proc:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if line.startswith("duet: step 2:"):
+                break
+        proc.send_signal(signal.SIGINT)
+        proc.stderr.read()
+        assert proc.wait(timeout=120) == 128 + signal.SIGINT
+    stopped = json.loads((out / "bisect.json").read_text())
+    assert stopped["stopped"] == "interrupted by SIGINT"
+    assert len(stopped["steps"]) >= 2
+    assert repo.git("worktree", "list").count("\n") == 0  # only the user's checkout
+
+    done, summary = bisect(repo, out, "good", "HEAD")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert summary is not None
+    assert summary["stopped"] is None
+    assert summary["culprits"][0]["commit"] == repo.rev_parse("HEAD~3")
+    assert done.stderr.count("read back") >= 2
