@@ -143,12 +143,9 @@ class Comparer:
         self._cache: dict[tuple[str, str], Comparison] = {}
         self._dirs: dict[str, Path] = {}
 
-    def known(self, baseline: Commit, candidate: Commit) -> Comparison | None:
-        return self._cache.get((baseline.sha, candidate.sha))
-
     def compare(self, baseline: Commit, candidate: Commit) -> Comparison:
         """The comparison of the pair, measured (or read back) until decided or capped."""
-        cached = self.known(baseline, candidate)
+        cached = self._cache.get((baseline.sha, candidate.sha))
         if cached is not None:
             return cached
         record: BenchmarkRecord | None = None

@@ -214,7 +214,6 @@ def bisect(
             result = search(
                 commits,
                 comparer.compare,
-                known=comparer.known,
                 spread_share=options.spread_share,
                 max_culprits=options.max_culprits,
                 max_runs=max_runs,

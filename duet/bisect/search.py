@@ -112,36 +112,34 @@ def search(
     commits: Sequence[Commit],
     compare: Callable[[Commit, Commit], Comparison],
     *,
-    known: Callable[[Commit, Commit], Comparison | None] = lambda a, b: None,
     spread_share: float = SPREAD_SHARE,
     max_culprits: int = MAX_CULPRITS,
     max_runs: int | None = None,
     on_step: Callable[[Step, Sequence[Commit]], None] = lambda step, commits: None,
 ) -> SearchResult:
     """Find the commit(s) of ``commits[1:]`` that made ``commits[-1]`` slower than
-    ``commits[0]``. ``known(a, b)`` tells whether a pair was compared already (then that
-    comparison is reused, not counted as a step)."""
+    ``commits[0]``. A pair compared twice (the search's last step is often the named commit
+    against its parent) is one step."""
     steps: list[Step] = []
+    done: dict[tuple[str, str], Step] = {}
     bad = len(commits) - 1
 
     def probe(
         purpose: Purpose, base: int, cand: int, window: tuple[int, int] | None = None
     ) -> Step:
-        before = known(commits[base], commits[cand])
-        comparison = compare(commits[base], commits[cand])
+        pair = (commits[base].sha, commits[cand].sha)
+        before = done.get(pair)
+        comparison = (
+            before.comparison if before is not None else compare(commits[base], commits[cand])
+        )
         if comparison.decided and purpose == "search" and window is not None:
             lo, hi = window
             window = (lo, cand) if comparison.slower else (cand, hi)
         if before is not None:  # compared already (for another purpose): not a new step
-            pair = (commits[base].sha, commits[cand].sha)
-            number = next(
-                s.number
-                for s in steps
-                if (commits[s.baseline].sha, commits[s.candidate].sha) == pair
-            )
-            return Step(number, purpose, base, cand, comparison, window)
+            return Step(before.number, purpose, base, cand, comparison, window)
         step = Step(len(steps) + 1, purpose, base, cand, comparison, window)
         steps.append(step)
+        done[pair] = step
         on_step(step, commits)
         if not comparison.decided:
             raise _Undecided(step, window or (base, cand))
@@ -182,7 +180,7 @@ def search(
             ref = hi
     except _Undecided as stop:
         return _undecided(commits, tuple(steps), tuple(culprits), total, stop, max_runs)
-    return _found(commits, tuple(steps), tuple(culprits), total, rest, spread_share)
+    return _found(commits, tuple(steps), tuple(culprits), total, rest, spread_share, max_culprits)
 
 
 def _figure(c: Comparison) -> str:
@@ -203,10 +201,12 @@ def _found(
     total: Comparison,
     rest: Comparison,
     spread_share: float,
+    max_culprits: int,
 ) -> SearchResult:
     from duet import units
 
     first = culprits[0]
+    carried = sum(c.share for c in culprits)
     if len(culprits) == 1 and first.against_parent.slower and first.share >= spread_share:
         return SearchResult(
             "single",
@@ -232,13 +232,18 @@ def _found(
             "threshold, but not against its parent: the change built up in steps each below "
             "the threshold"
         )
-    elif rest is not None and not rest.slower and last.index < len(commits) - 1:
-        lines.append(
-            f"  BAD against {last.commit.short}: {_figure(rest)} ({rest.verdict}): the rest is "
-            "spread over commits each below the threshold"
-        )
-    elif sum(c.share for c in culprits) < spread_share and len(culprits) >= MAX_CULPRITS:
+    elif len(culprits) >= max_culprits and carried < spread_share:
         lines.append(f"  the search stopped after {len(culprits)} commits: the change is gradual")
+    elif carried < spread_share:
+        after = (
+            f" (BAD against {last.commit.short}: {_figure(rest)}, {rest.verdict})"
+            if rest.baseline == last.commit.sha
+            else ""
+        )
+        lines.append(
+            f"  the other {units.share(1 - carried)} is carried by no one commit beyond the "
+            f"threshold{after}: commits each below it, or noise"
+        )
     return SearchResult("spread", steps, culprits, total, "\n".join(lines))
 
 

@@ -11,11 +11,15 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from duet.bisect.comparisons import Comparison
+from duet.bisect.history import Commit
+from duet.bisect.search import search
 from tests.conftest import is_root
 from tests.integration.gitrepo import GitRepo, make_repo
 
@@ -288,3 +292,87 @@ def test_an_interrupted_bisect_keeps_its_steps_and_resumes(tmp_path: Path) -> No
     assert summary["stopped"] is None
     assert summary["culprits"][0]["commit"] == repo.rev_parse("HEAD~3")
     assert done.stderr.count("read back") >= 2
+
+
+# The search alone (duet.bisect.search.search is pure over its comparison function), on a model
+# of a history: commit i multiplies the time by factors[i], every comparison returns the true
+# ratio with a +-0.5% interval and the verdict duet.analysis.verdict gives it. It covers what
+# the measured tests above cannot afford: every position of the regressing commit, gradual
+# changes, the limit on named commits.
+
+
+def model(
+    factors: dict[int, float], n: int = COMMITS_AFTER_GOOD, threshold: float = 0.05
+) -> tuple[list[Commit], Callable[[Commit, Commit], Comparison], list[tuple[int, int]]]:
+    from duet.analysis import verdict
+
+    commits = [Commit(f"{i:040x}", f"commit {i}", merge=False) for i in range(n + 1)]
+    level = [math.prod(factors.get(j, 1.0) for j in range(1, i + 1)) for i in range(n + 1)]
+    calls: list[tuple[int, int]] = []
+
+    def compare(a: Commit, b: Commit) -> Comparison:
+        i, j = commits.index(a), commits.index(b)
+        calls.append((i, j))
+        r = level[j] / level[i]
+        low, high = r * 0.995, r * 1.005
+        return Comparison(
+            a.sha,
+            b.sha,
+            r,
+            low,
+            high,
+            verdict(ratio=r, ci_low=low, ci_high=high, threshold=threshold),
+            "cpu",
+            6,
+            None,
+            (),
+            0,
+            None,
+        )
+
+    return commits, compare, calls
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 32, 33])
+def test_search_names_one_commit_at_any_position_in_ceil_log2_n_plus_2(n: int) -> None:
+    for culprit in range(1, n + 1):
+        commits, compare, calls = model({culprit: 1.3}, n)
+        result = search(commits, compare)
+        assert result.outcome == "single", (n, culprit, result.message)
+        assert [c.index for c in result.culprits] == [culprit]
+        assert len(result.steps) == len(set(calls))
+        assert len(result.steps) <= math.ceil(math.log2(n)) + 2, (n, culprit)
+
+
+def test_search_calls_a_change_in_steps_each_below_the_threshold_gradual() -> None:
+    commits, compare, _ = model(dict.fromkeys(range(1, 33), 1.02))
+    result = search(commits, compare)
+    assert result.outcome == "spread"
+    [first] = result.culprits
+    assert first.against_parent.verdict == "no change"
+    assert "built up in steps each below the threshold" in result.message
+
+
+def test_search_names_at_most_max_culprits_commits() -> None:
+    commits, compare, _ = model(dict.fromkeys((3, 9, 15, 21, 27, 30), 1.1))
+    result = search(commits, compare, max_culprits=4)
+    assert result.outcome == "spread"
+    assert [c.index for c in result.culprits] == [3, 9, 15, 21]
+    assert "the search stopped after 4 commits" in result.message
+
+
+def test_search_of_a_commit_carrying_half_and_commits_below_the_threshold() -> None:
+    # One 15% commit and eight 1% ones after it: the 15% commit carries about 64%; BAD against
+    # it is slower than the threshold (8 x 1%), but the commit that crosses the threshold is
+    # not slower than its parent.
+    factors = {12: 1.15, **dict.fromkeys(range(20, 28), 1.01)}
+    commits, compare, _ = model(factors)
+    result = search(commits, compare)
+    assert result.outcome == "spread"
+    big, small = result.culprits
+    assert big.index == 12
+    assert big.against_parent.verdict == "regression"
+    assert 0.55 < big.share < 0.75
+    assert 20 <= small.index <= 27
+    assert small.against_parent.verdict == "no change"
+    assert "built up in steps each below the threshold" in result.message
