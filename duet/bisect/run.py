@@ -105,7 +105,14 @@ def _config_at(versions: Any, root: Path, sha: str, explicit: str | None) -> tup
         try:
             inside = full.resolve().relative_to(root.resolve()).as_posix()
         except ValueError:
-            return str(full), full.read_text(encoding="utf-8")
+            try:
+                return str(full), full.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as e:
+                raise ConfigError(
+                    f"--config {full}: cannot read it ({e}); a path outside the repository is "
+                    "read from disk",
+                    fix="check the path, or commit the file and give its path in the repository",
+                ) from None
         names: Sequence[str] = (inside,)
     else:
         names = CONFIG_CANDIDATES
@@ -134,7 +141,6 @@ def bisect(
     from duet.versions import Versions
 
     out = options.out_dir
-    (out / "logs").mkdir(parents=True, exist_ok=True)
     root = repo_root(options.repo)
     with Versions(
         root, keep=options.keep_worktrees, log_dir=out / "logs", run_as=options.machine.run_as
@@ -209,6 +215,7 @@ def bisect(
             on_note(describe_step(step, commits))
             save(replace(state, steps=tuple(steps)), out)
 
+        (out / "logs").mkdir(parents=True, exist_ok=True)
         save(state, out)
         try:
             result = search(
