@@ -151,29 +151,8 @@ class Comparer:
         record: BenchmarkRecord | None = None
         files: list[str] = []
         reused = 0
+        add = self.first_runs
         while True:
-            have = len(record.ok_runs()) if record is not None else 0
-            if record is None:
-                add = self.first_runs
-            else:
-                done = self._summarise(baseline, candidate, record, files, reused)
-                if done.decided or have >= self.max_runs:
-                    break
-                if done.runs_needed is not None and done.runs_needed > self.max_runs:
-                    break  # the planning says the cap cannot decide it: do not spend the runs
-                wanted = (done.runs_needed or 2 * have) - have
-                # An even number keeps the sides' cores balanced within the round.
-                add = min(max(2, wanted + wanted % 2), self.max_runs - have)
-                self.on_note(
-                    f"  {done.verdict or 'no verdict'} after {have} runs "
-                    f"(ratio {units.ratio(done.ratio)}): "
-                    f"measuring {add} more"
-                    + (
-                        f" (the planning says about {done.runs_needed} in all)"
-                        if done.runs_needed
-                        else ""
-                    )
-                )
             path = self._round_path(baseline, candidate, len(files) + 1)
             doc = self._read_round(path)
             if doc is None:
@@ -183,7 +162,20 @@ class Comparer:
             files.append(str(path.relative_to(self.out_dir)))
             part = doc.benchmark(self.benchmark.name)
             record = part if record is None else _joined(record, part)
-        comparison = self._summarise(baseline, candidate, record, files, reused)
+            comparison = self._summarise(baseline, candidate, record, files, reused)
+            have, needed = comparison.runs, comparison.runs_needed
+            if comparison.decided or have >= self.max_runs:
+                break
+            if needed is not None and needed > self.max_runs:
+                break  # the planning says the cap cannot decide it: do not spend the runs
+            wanted = (needed or 2 * have) - have
+            # An even number keeps the sides' cores balanced within the round.
+            add = min(max(2, wanted + wanted % 2), self.max_runs - have)
+            planned = f" (the planning says about {needed} in all)" if needed else ""
+            self.on_note(
+                f"  {comparison.verdict or 'no verdict'} after {have} runs "
+                f"(ratio {units.ratio(comparison.ratio)}): {add} more runs{planned}"
+            )
         self._cache[(baseline.sha, candidate.sha)] = comparison
         return comparison
 
