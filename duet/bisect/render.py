@@ -1,4 +1,4 @@
-"""The summary of a bisection: ``text`` (terminal), ``markdown`` (``bisect.md``), ``json``
+"""The summary of a bisection: ``text`` (terminal), ``markdown`` (``report.md``), ``json``
 (``bisect.json``'s content)."""
 
 from __future__ import annotations

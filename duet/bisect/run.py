@@ -1,6 +1,6 @@
 """``duet bisect GOOD BAD``: configuration at BAD -> the first-parent line -> one Versions for
 the whole search (each commit checked out and built once) -> the search -> ``bisect.json`` and
-``bisect.md`` in the results directory, rewritten after every step.
+``report.md`` in the results directory, rewritten after every step.
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def _config_at(versions: Any, root: Path, sha: str, explicit: str | None) -> tup
 def bisect(
     options: BisectOptions, *, on_note: Callable[[str], None] = lambda text: None
 ) -> Bisection:
-    """Search GOOD..BAD and write ``bisect.json`` and ``bisect.md``; return the bisection.
+    """Search GOOD..BAD and write ``bisect.json`` and ``report.md``; return the bisection.
 
     Raises what ``duet compare`` raises (UnknownRef, ConfigError, VersionError, BenchmarkFailed)
     and UsageError for a GOOD that is not an ancestor of BAD or a suite of several benchmarks
@@ -246,4 +246,4 @@ def save(state: Bisection, out: Path) -> None:
     from duet.bisect.render import render
 
     results.write_atomic(out / "bisect.json", json.dumps(state.to_dict(), indent=2) + "\n")
-    results.write_atomic(out / "bisect.md", render(state, "markdown"))
+    results.write_atomic(out / "report.md", render(state, "markdown"))

@@ -54,7 +54,7 @@ EXIT_UNDECIDED = 3
     type=click.Path(file_okay=False),
     default="duet-bisect",
     show_default=True,
-    help="Directory for bisect.json, bisect.md, steps/ (every comparison's results files) and "
+    help="Directory for bisect.json, report.md, steps/ (every comparison's results files) and "
     "logs/. Run again with the same --out to resume: what was measured is read back.",
 )
 @click.option(

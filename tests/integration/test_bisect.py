@@ -153,7 +153,7 @@ def test_one_regressing_commit_is_found_in_about_log2_n_comparisons(tmp_path: Pa
     assert sorted(builds.split()) == sorted(compared)  # GOOD is in every search step
     logs = sorted(p.name for p in (out / "logs").glob("build-????????????.log"))
     assert logs == sorted(f"build-{sha[:12]}.log" for sha in compared)
-    assert (out / "bisect.md").read_text().count("| ") > 5
+    assert (out / "report.md").read_text().count("| ") > 5
 
     # Run again with the same --out: everything is read back, nothing is measured.
     again, summary2 = bisect(repo, out, "good", "HEAD")
