@@ -153,6 +153,7 @@ class LazyGroup(click.Group):
 
 #: Commands that live in their own module under ``duet/commands/`` (name -> "module:attribute").
 LAZY_COMMANDS: dict[str, str] = {
+    "bisect": "duet.commands.bisect:bisect",
     "doctor": "duet.commands.doctor:doctor",
     "calibrate": "duet.commands.calibrate:calibrate",
     "comment": "duet.commands.comment:comment",

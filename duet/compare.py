@@ -111,7 +111,7 @@ def config_source(root: Path, explicit: str | None) -> ConfigSource | None:
     return ConfigSource(path=inside.as_posix(), on_disk=False)
 
 
-def _read_from_disk(source: ConfigSource) -> tuple[str, str]:
+def read_config_from_disk(source: ConfigSource) -> tuple[str, str]:
     path = Path(source.path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -133,7 +133,7 @@ def _read_from_disk(source: ConfigSource) -> tuple[str, str]:
     return str(path), text
 
 
-def _config_text(versions: Any, commit: str, explicit: str | None) -> tuple[str, str] | None:
+def config_text_at(versions: Any, commit: str, explicit: str | None) -> tuple[str, str] | None:
     """(path, text) of the configuration at ``commit``, or None when that commit has none: the
     rule of :func:`duet.config.choose_config` at the root of the commit."""
     return choose_config(
@@ -214,9 +214,9 @@ def compare(
         source = config_source(root, options.config)
         at_head = None if source is None or source.on_disk else source.path
         if source is not None and source.on_disk:
-            head_config: tuple[str, str] | None = _read_from_disk(source)
+            head_config: tuple[str, str] | None = read_config_from_disk(source)
         else:
-            head_config = _config_text(versions, head_sha, at_head)
+            head_config = config_text_at(versions, head_sha, at_head)
         if head_config is None:
             raise _no_configuration(options.head, head_sha, at_head)
         if source is None:
@@ -224,7 +224,7 @@ def compare(
         note(f"configuration: {source.describe(options.head, head_sha)}")
         config = load_config(Path(head_config[0]), text=head_config[1])
         # A suite from disk is the suite of both versions: nothing can be missing in BASE.
-        base_config_found = None if source.on_disk else _config_text(versions, base_sha, at_head)
+        base_config_found = None if source.on_disk else config_text_at(versions, base_sha, at_head)
         base_names: set[str] | None = None
         if base_config_found is not None:
             with contextlib.suppress(ConfigError):

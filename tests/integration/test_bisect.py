@@ -1,0 +1,379 @@
+"""``duet bisect`` end to end: real repositories of 33 commits built by the tests, a C program
+built by the configuration's ``build`` command at every commit, real duet measurements (CPU
+time, few runs and iterations: about 1-2 s per comparison on an idle machine)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from duet.bisect.comparisons import Comparison
+from duet.bisect.history import Commit
+from duet.bisect.search import search
+from tests.conftest import is_root
+from tests.integration.gitrepo import GitRepo, make_repo
+
+pytestmark = pytest.mark.usefixtures("no_leftovers")
+
+# ~8 ms of CPU-bound work per iteration at 8M steps (xorshift; the same loop as test_compare).
+WORK_C = textwrap.dedent(
+    """
+    #include <stdint.h>
+    #include <stdio.h>
+    int main(void) {
+        uint64_t x = 88172645463325252ULL, acc = 0;
+        for (uint64_t i = 0; i < STEPS; i++) {
+            x ^= x << 13; x ^= x >> 7; x ^= x << 17; acc += x & 0xff;
+        }
+        printf("%llu\\n", (unsigned long long)acc);
+        return 0;
+    }
+    """
+)
+BASE_STEPS = 8_000_000
+ISOLATION = "cgroup" if is_root() else "affinity"
+
+
+def config(builds: Path) -> str:
+    """The suite. A 5% threshold: a 15% or 30% step is far beyond it, and an unchanged commit
+    is "no change" with these few runs even on a shared machine. Every build appends its
+    commit to ``builds``."""
+    return textwrap.dedent(
+        f"""
+        runs = 6
+        iterations = 5
+        warmup = 1
+        threshold = 0.05
+        metric = "cpu"
+        isolation = "{ISOLATION}"
+        build = "cc -O2 -o work work.c && git rev-parse HEAD >> {builds}"
+
+        [[benchmark]]
+        name = "xorshift"
+        command = "./work"
+        """
+    )
+
+
+COMMITS_AFTER_GOOD = 32
+
+
+def history(
+    tmp_path: Path, factors: dict[int, float], commits: int = COMMITS_AFTER_GOOD
+) -> GitRepo:
+    """GOOD, then ``commits`` commits; commit ``i`` (1-based after GOOD) multiplies the work by
+    ``factors[i]`` when given, every other commit changes a file that is not built."""
+    steps = BASE_STEPS
+    repo = make_repo(
+        tmp_path / "project",
+        [
+            {
+                "work.c": WORK_C.replace("STEPS", str(steps)),
+                "duet.toml": config(tmp_path / "builds.txt"),
+            }
+        ],
+    )
+    repo.tag("good")
+    for i in range(1, commits + 1):
+        if i in factors:
+            steps = round(steps * factors[i])
+            repo.commit({"work.c": WORK_C.replace("STEPS", str(steps))}, f"slower by {factors[i]}")
+        else:
+            repo.commit({"NOTES": f"note {i}\n"}, f"note {i}")
+    return repo
+
+
+def bisect(
+    repo: GitRepo, out: Path, *args: str, timeout: float = 900
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None]:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "duet",
+            "bisect",
+            *args,
+            "--out",
+            str(out),
+            "--quiet",
+            "--reps",
+            "2000",
+        ],
+        cwd=repo.path,
+        # The worktrees go under the test's directory, not the user's cache.
+        env={**os.environ, "XDG_CACHE_HOME": str(out.parent / "xdg-cache")},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    summary = out / "bisect.json"
+    return done, json.loads(summary.read_text()) if summary.exists() else None
+
+
+def test_one_regressing_commit_is_found_in_about_log2_n_comparisons(tmp_path: Path) -> None:
+    repo = history(tmp_path, {21: 1.3})
+    culprit = repo.rev_parse("HEAD~11")
+    out = tmp_path / "out"
+    done, summary = bisect(repo, out, "good", "HEAD", "--format", "json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert summary is not None
+    assert json.loads(done.stdout)["outcome"] == "single"
+    assert summary["outcome"] == "single", summary["message"]
+    [named] = summary["culprits"]
+    assert named["commit"] == culprit
+    assert named["index"] == 21
+    assert named["verdict"] == "regression"
+    assert 1.2 < named["ratio"] < 1.4
+    assert named["ci_low"] > 1.0
+    assert summary["comparisons"] <= math.ceil(math.log2(COMMITS_AFTER_GOOD)) + 2
+    # The path: GOOD..BAD first, then the search, ending on the commit against its parent.
+    purposes = [s["purpose"] for s in summary["steps"]]
+    assert purposes[0] == "GOOD..BAD"
+    assert "search" in purposes
+    # Every comparison is a results file on disk, and every commit was built once.
+    for step in summary["steps"]:
+        for name in step["files"]:
+            assert (out / name).is_file()
+    compared = {s["baseline"]["commit"] for s in summary["steps"]} | {
+        s["candidate"]["commit"] for s in summary["steps"]
+    }
+    builds = (tmp_path / "builds.txt").read_text()
+    assert sorted(builds.split()) == sorted(compared)  # GOOD is in every search step
+    logs = sorted(p.name for p in (out / "logs").glob("build-????????????.log"))
+    assert logs == sorted(f"build-{sha[:12]}.log" for sha in compared)
+    assert (out / "report.md").read_text().count("| ") > 5
+
+    # Run again with the same --out: everything is read back, nothing is measured.
+    again, summary2 = bisect(repo, out, "good", "HEAD")
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert summary2 is not None
+    assert summary2["culprits"] == summary["culprits"]
+    assert "read back" in again.stderr
+    assert (tmp_path / "builds.txt").read_text() == builds  # nothing measured, nothing built
+    assert culprit[:12] in again.stdout
+
+
+def test_a_regression_split_over_two_commits_is_reported_as_spread(tmp_path: Path) -> None:
+    repo = history(tmp_path, {10: 1.15, 24: 1.15})
+    first, second = repo.rev_parse("HEAD~22"), repo.rev_parse("HEAD~8")
+    done, summary = bisect(repo, tmp_path / "out", "good", "HEAD")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert summary is not None
+    assert summary["outcome"] == "spread", summary["message"]
+    assert [c["commit"] for c in summary["culprits"]] == [first, second]
+    for c in summary["culprits"]:
+        assert c["verdict"] == "regression"
+        assert 0.3 < c["share"] < 0.7
+    assert "spread over several commits" in done.stdout
+    assert first[:12] in done.stdout
+    assert second[:12] in done.stdout
+
+
+def test_bad_not_slower_than_good_is_a_result_not_a_search(tmp_path: Path) -> None:
+    repo = history(tmp_path, {}, commits=4)
+    done, summary = bisect(repo, tmp_path / "out", "good", "HEAD")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert summary is not None
+    assert summary["outcome"] == "not slower"
+    assert summary["comparisons"] == 1
+    assert "BAD is not slower than GOOD" in done.stdout
+
+
+def test_good_not_an_ancestor_of_bad_is_a_usage_error(tmp_path: Path) -> None:
+    repo = history(tmp_path, {}, commits=4)
+    repo.switch("good", detach=True)
+    repo.commit({"SIDE": "x\n"}, "on a side branch")
+    repo.branch("side")
+    done, summary = bisect(repo, tmp_path / "out", "side", "main")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "is not an ancestor of BAD" in done.stderr
+    assert "merge-base" in done.stderr
+    assert summary is None
+    # The other way round too: BAD older than GOOD.
+    reversed_, _ = bisect(repo, tmp_path / "out", "main", "good")
+    assert reversed_.returncode == 2
+    assert "not an ancestor" in reversed_.stderr
+
+
+def test_a_benchmark_that_does_not_exist_is_named_with_the_closest(tmp_path: Path) -> None:
+    repo = history(tmp_path, {}, commits=4)
+    done, summary = bisect(repo, tmp_path / "out", "good", "HEAD", "--benchmark", "xorshfit")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "no benchmark named 'xorshfit'" in done.stderr
+    assert "'xorshift'" in done.stderr
+    assert summary is None
+
+
+def test_an_undecided_step_gets_more_runs_up_to_the_cap_then_resumes(tmp_path: Path) -> None:
+    """Two runs give no interval (5 are needed): each comparison is inconclusive until more
+    runs are measured. With a cap of 4 the search stops after its first step and says what
+    would help; run again with a higher cap and the same --out, it reads back the rounds
+    measured and goes on."""
+    repo = history(tmp_path, {5: 1.3}, commits=8)
+    out = tmp_path / "out"
+    capped, summary = bisect(repo, out, "good", "HEAD", "--runs", "2", "--max-runs", "4")
+    assert capped.returncode == 3, capped.stdout + capped.stderr
+    assert summary is not None
+    assert summary["outcome"] == "undecided"
+    [step] = summary["steps"]
+    assert step["runs"] == 4
+    assert step["verdict"] is None
+    assert step["files"] == [
+        f"steps/{step['baseline']['commit'][:12]}-{step['candidate']['commit'][:12]}.r{i}.json"
+        for i in (1, 2)
+    ]
+    assert "the search cannot continue" in capped.stdout
+    assert "--max-runs 5 or more" in capped.stdout
+
+    done, summary = bisect(repo, out, "good", "HEAD", "--runs", "2", "--max-runs", "6")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert summary is not None
+    assert summary["outcome"] == "single"
+    assert summary["culprits"][0]["commit"] == repo.rev_parse("HEAD~3")
+    first = summary["steps"][0]
+    assert first["runs"] == 6
+    assert len(first["files"]) == 3
+    assert first["rounds_reused"] == 2
+    assert re.search(r"no verdict after 4 runs \(ratio [0-9.]+\): 2 more runs", done.stderr)
+
+
+def test_good_reached_only_through_a_merged_branch_is_a_usage_error(tmp_path: Path) -> None:
+    """bisect walks BAD's first-parent line: a GOOD on a branch merged into it is not on it."""
+    repo = make_repo(
+        tmp_path / "project", [{"duet.toml": config(tmp_path / "builds.txt"), "work.c": WORK_C}]
+    )
+    repo.branch("topic")
+    repo.switch("topic")
+    repo.commit({"TOPIC": "x\n"}, "on the topic branch")
+    repo.tag("topic-tip")
+    repo.switch("main")
+    repo.commit({"MAIN": "y\n"}, "on main")
+    repo.git("merge", "-q", "--no-ff", "-m", "merge topic", "topic")
+    done, _ = bisect(repo, tmp_path / "out", "topic-tip", "main")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "only through a merged branch" in done.stderr
+    assert "git log --first-parent main" in done.stderr
+
+
+def test_an_interrupted_bisect_keeps_its_steps_and_resumes(tmp_path: Path) -> None:
+    repo = history(tmp_path, {5: 1.3}, commits=8)
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "duet", "bisect", "good", "HEAD", "--out", str(out), "--quiet"]
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg-cache")}
+    with subprocess.Popen(
+        [*argv, "--reps", "2000"], cwd=repo.path, env=env, stderr=subprocess.PIPE, text=True
+    ) as proc:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if line.startswith("duet: step 2:"):
+                break
+        proc.send_signal(signal.SIGINT)
+        proc.stderr.read()
+        assert proc.wait(timeout=120) == 128 + signal.SIGINT
+    stopped = json.loads((out / "bisect.json").read_text())
+    assert stopped["stopped"] == "interrupted by SIGINT"
+    assert len(stopped["steps"]) >= 2
+    assert repo.git("worktree", "list").count("\n") == 0  # only the user's checkout
+
+    done, summary = bisect(repo, out, "good", "HEAD")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert summary is not None
+    assert summary["stopped"] is None
+    assert summary["culprits"][0]["commit"] == repo.rev_parse("HEAD~3")
+    assert done.stderr.count("read back") >= 2
+
+
+# The search alone (duet.bisect.search.search is pure over its comparison function), on a model
+# of a history: commit i multiplies the time by factors[i], every comparison returns the true
+# ratio with a +-0.5% interval and the verdict duet.analysis.verdict gives it. It covers what
+# the measured tests above cannot afford: every position of the regressing commit, gradual
+# changes, the limit on named commits.
+
+
+def model(
+    factors: dict[int, float], n: int = COMMITS_AFTER_GOOD, threshold: float = 0.05
+) -> tuple[list[Commit], Callable[[Commit, Commit], Comparison], list[tuple[int, int]]]:
+    from duet.analysis import verdict
+
+    commits = [Commit(f"{i:040x}", f"commit {i}", merge=False) for i in range(n + 1)]
+    level = [math.prod(factors.get(j, 1.0) for j in range(1, i + 1)) for i in range(n + 1)]
+    calls: list[tuple[int, int]] = []
+
+    def compare(a: Commit, b: Commit) -> Comparison:
+        i, j = commits.index(a), commits.index(b)
+        calls.append((i, j))
+        r = level[j] / level[i]
+        low, high = r * 0.995, r * 1.005
+        return Comparison(
+            a.sha,
+            b.sha,
+            r,
+            low,
+            high,
+            verdict(ratio=r, ci_low=low, ci_high=high, threshold=threshold),
+            "cpu",
+            6,
+            None,
+            (),
+            0,
+            None,
+        )
+
+    return commits, compare, calls
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 32, 33])
+def test_search_names_one_commit_at_any_position_in_ceil_log2_n_plus_2(n: int) -> None:
+    for culprit in range(1, n + 1):
+        commits, compare, calls = model({culprit: 1.3}, n)
+        result = search(commits, compare)
+        assert result.outcome == "single", (n, culprit, result.message)
+        assert [c.index for c in result.culprits] == [culprit]
+        assert len(result.steps) == len(set(calls))
+        assert len(result.steps) <= math.ceil(math.log2(n)) + 2, (n, culprit)
+
+
+def test_search_calls_a_change_in_steps_each_below_the_threshold_gradual() -> None:
+    commits, compare, _ = model(dict.fromkeys(range(1, 33), 1.02))
+    result = search(commits, compare)
+    assert result.outcome == "spread"
+    [first] = result.culprits
+    assert first.against_parent.verdict == "no change"
+    assert "built up in steps each below the threshold" in result.message
+
+
+def test_search_names_at_most_max_culprits_commits() -> None:
+    commits, compare, _ = model(dict.fromkeys((3, 9, 15, 21, 27, 30), 1.1))
+    result = search(commits, compare, max_culprits=4)
+    assert result.outcome == "spread"
+    assert [c.index for c in result.culprits] == [3, 9, 15, 21]
+    assert "the search stopped after 4 commits" in result.message
+
+
+def test_search_of_a_commit_carrying_half_and_commits_below_the_threshold() -> None:
+    # One 15% commit and eight 1% ones after it: the 15% commit carries about 64%; BAD against
+    # it is slower than the threshold (8 x 1%), but the commit that crosses the threshold is
+    # not slower than its parent.
+    factors = {12: 1.15, **dict.fromkeys(range(20, 28), 1.01)}
+    commits, compare, _ = model(factors)
+    result = search(commits, compare)
+    assert result.outcome == "spread"
+    big, small = result.culprits
+    assert big.index == 12
+    assert big.against_parent.verdict == "regression"
+    assert 0.55 < big.share < 0.75
+    assert 20 <= small.index <= 27
+    assert small.against_parent.verdict == "no change"
+    assert "built up in steps each below the threshold" in result.message
