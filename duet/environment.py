@@ -20,40 +20,25 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import platform
-import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import duet
 from duet.errors import DuetError
+from duet.machine import (
+    Machine,
+    cgroup_version,
+    parse_mountinfo,
+)
+from duet.machine import read_int_or_reason as _int_or_reason
+from duet.machine import read_text_or_reason as _read
 from duet.topology import CorePair, Topology, choose_pair, detect_hypervisor, read_topology
 
 __all__ = ["ENVIRONMENT_VERSION", "capture_environment", "load_average", "machine_kind"]
 
 #: Version of the dict's layout; bump it when a key changes meaning or moves.
 ENVIRONMENT_VERSION = 1
-
-# Controllers a cgroup-v1 mount can carry; other mount options (rw, relatime, name=systemd,
-# ...) are not controllers.
-V1_CONTROLLERS = frozenset(
-    {
-        "blkio",
-        "cpu",
-        "cpuacct",
-        "cpuset",
-        "devices",
-        "freezer",
-        "hugetlb",
-        "memory",
-        "misc",
-        "net_cls",
-        "net_prio",
-        "perf_event",
-        "pids",
-        "rdma",
-    }
-)
 
 _NO_CPUFREQ = (
     "no cpufreq driver is loaded (usual inside a VM, where the host sets frequency and turbo)"
@@ -72,26 +57,6 @@ class _Record:
             # The first reason given for a key is the most specific one; keep it.
             self.missing.setdefault(key, reason)
         return value
-
-
-def _read(path: Path) -> tuple[str | None, str]:
-    """Return ``(stripped text, "")`` or ``(None, reason)``."""
-    try:
-        return path.read_text(encoding="utf-8", errors="replace").strip(), ""
-    except FileNotFoundError:
-        return None, f"{path} does not exist"
-    except OSError as exc:
-        return None, f"cannot read {path}: {exc.strerror or exc}"
-
-
-def _int_or_reason(path: Path) -> tuple[int | None, str]:
-    text, reason = _read(path)
-    if text is None:
-        return None, reason
-    try:
-        return int(text), ""
-    except ValueError:
-        return None, f"{path} holds {text!r}, not an integer"
 
 
 def load_average(proc: str | Path = "/proc") -> tuple[float, float, float]:
@@ -247,23 +212,9 @@ def _boot_options(cmdline: str) -> dict[str, str]:
     return options
 
 
-def _unescape_mount(path: str) -> str:
-    # /proc/mounts escapes space, tab, newline and backslash as octal (\040 ...).
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), path)
-
-
-def _rebase(path: str, sysfs: Path) -> Path:
-    """Map a mount point under /sys onto the sysfs root in use (a synthetic tree in tests)."""
-    if path == "/sys" or path.startswith("/sys/"):
-        return sysfs / path[len("/sys") :].lstrip("/")
-    return Path(path)
-
-
-def _cgroup(proc: Path, sysfs: Path, rec: _Record) -> dict[str, object]:
-    text, reason = _read(proc / "self" / "mounts")
-    if text is None:
-        text, reason2 = _read(proc / "mounts")
-        reason = f"{reason}; {reason2}" if text is None else ""
+def _cgroup(machine: Machine, rec: _Record) -> dict[str, object]:
+    mountinfo = machine.proc / "self" / "mountinfo"
+    text, reason = _read(mountinfo)
     if text is None:
         return {
             "version": rec.get("cgroup.version", None, reason),
@@ -271,34 +222,19 @@ def _cgroup(proc: Path, sysfs: Path, rec: _Record) -> dict[str, object]:
             "v2_mount": rec.get("cgroup.v2_mount", None, reason),
             "v2_controllers": rec.get("cgroup.v2_controllers", None, reason),
         }
-    v1: set[str] = set()
-    v2_mount: str | None = None
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) < 4:
-            continue
-        mount_point, fstype, options = _unescape_mount(parts[1]), parts[2], parts[3].split(",")
-        if fstype == "cgroup":
-            v1.update(o for o in options if o in V1_CONTROLLERS)
-        elif fstype == "cgroup2" and v2_mount is None:
-            v2_mount = mount_point
+    # The same parser as the isolation backends' (duet.machine).
+    mounts = parse_mountinfo(text)
+    v1 = {c for m in mounts if m.fstype == "cgroup" for c in m.controllers}
+    v2_mount = next((m.mountpoint for m in mounts if m.fstype == "cgroup2"), None)
     v2_controllers: list[str] | None = []
     if v2_mount is not None:
-        controllers, why = _read(_rebase(v2_mount, sysfs) / "cgroup.controllers")
+        controllers, why = _read(machine.on_sys(v2_mount) / "cgroup.controllers")
         v2_controllers = None if controllers is None else sorted(controllers.split())
         rec.get("cgroup.v2_controllers", v2_controllers, why)
     # "hybrid": systemd's layout with the v1 controllers plus an (almost) empty v2 hierarchy at
     # /sys/fs/cgroup/unified; duet's isolation then works through v1.
-    if v1 and v2_mount is not None:
-        version = "hybrid"
-    elif v1:
-        version = "v1"
-    elif v2_mount is not None:
-        version = "v2"
-    else:
-        version = "none"
     return {
-        "version": version,
+        "version": cgroup_version(mounts),
         "v1_controllers": sorted(v1),
         "v2_mount": rec.get("cgroup.v2_mount", v2_mount, "no cgroup2 file system is mounted"),
         "v2_controllers": v2_controllers,
@@ -549,7 +485,7 @@ def capture_environment(
             isolation,
             "not given to capture_environment (the runner records the level it achieved)",
         ),
-        "cgroup": _cgroup(proc_root, sys_root, rec),
+        "cgroup": _cgroup(Machine(sys=sys_root, proc=proc_root), rec),
         "cpufreq": _cpufreq(sys_root, cpus_for_freq, rec),
         "thermal": _thermal(sys_root, cpus_for_freq, rec),
         "clocksource": _clocksource(sys_root, rec),

@@ -28,6 +28,9 @@ from pathlib import Path
 
 from duet.errors import EnvironmentNotReady, UsageError
 
+# CPU lists are parsed and written by the machine reader; re-exported for their callers.
+from duet.machine import format_cpu_list, parse_cpu_list, read_cpu_list, read_int, read_text
+
 __all__ = [
     "CorePair",
     "Cpu",
@@ -66,75 +69,6 @@ _GUEST_CLOCKSOURCES = ("kvm-clock", "xen", "hyperv_clocksource_tsc_page", "hyper
 # The kernel prints this in several vulnerabilities/* files when it runs as a guest, because a
 # guest cannot know whether the host has SMT enabled (arch/x86/kernel/cpu/bugs.c).
 _GUEST_VULNERABILITY_TEXT = "SMT Host state unknown"
-
-
-# --------------------------------------------------------------------------------------------
-# CPU lists
-
-
-def parse_cpu_list(text: str) -> tuple[int, ...]:
-    """Parse a kernel CPU list such as ``"0-3,8,10-11"``.
-
-    Parameters
-    ----------
-    text : str
-        The list as the kernel writes it in ``online``, ``thread_siblings_list``,
-        ``shared_cpu_list``, ``node*/cpulist``. Surrounding whitespace is ignored; an empty
-        string is the empty list.
-
-    Returns
-    -------
-    tuple of int
-        The CPU ids, sorted and without duplicates.
-
-    Raises
-    ------
-    ValueError
-        If an element is not a number or a range ``a-b`` with ``a <= b``.
-    """
-    ids: set[int] = set()
-    text = text.strip()
-    if not text:
-        return ()
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        first, sep, last = part.partition("-")
-        try:
-            lo = int(first)
-            hi = int(last) if sep else lo
-        except ValueError:
-            raise ValueError(f"not a CPU list: {text!r} (bad element {part!r})") from None
-        if lo < 0 or hi < lo:
-            raise ValueError(f"not a CPU list: {text!r} (bad range {part!r})")
-        ids.update(range(lo, hi + 1))
-    return tuple(sorted(ids))
-
-
-def format_cpu_list(ids: Iterable[int]) -> str:
-    """Write CPU ids the way the kernel does (``"0-3,8"``), the inverse of :func:`parse_cpu_list`.
-
-    Parameters
-    ----------
-    ids : iterable of int
-        CPU ids in any order; duplicates are ignored.
-
-    Returns
-    -------
-    str
-        Ascending ranges joined by commas; ``""`` for no ids.
-    """
-    parts: list[str] = []
-    ordered = sorted(set(ids))
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
-        i = j + 1
-    return ",".join(parts)
 
 
 # --------------------------------------------------------------------------------------------
@@ -422,36 +356,6 @@ class CorePair:
 # Reading /sys
 
 
-def _read_text(path: Path) -> tuple[str | None, str]:
-    """Return ``(content stripped, "")`` or ``(None, reason)``; never raises for I/O errors."""
-    try:
-        return path.read_text(encoding="ascii", errors="replace").strip(), ""
-    except FileNotFoundError:
-        return None, f"{path} does not exist"
-    except OSError as exc:
-        return None, f"{path}: {exc.strerror or exc}"
-
-
-def _read_int(path: Path) -> int | None:
-    text, _ = _read_text(path)
-    if text is None:
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        return None
-
-
-def _read_list(path: Path) -> tuple[int, ...] | None:
-    text, _ = _read_text(path)
-    if text is None:
-        return None
-    try:
-        return parse_cpu_list(text)
-    except ValueError:
-        return None
-
-
 def detect_hypervisor(sysfs: str | Path = "/sys") -> tuple[bool, str]:
     """Guess whether this kernel runs as a guest of a hypervisor, from ``/sys`` only.
 
@@ -480,12 +384,12 @@ def detect_hypervisor(sysfs: str | Path = "/sys") -> tuple[bool, str]:
         Whether a hypervisor was detected, and the evidence as a short sentence ("" if none).
     """
     root = Path(sysfs)
-    text, _ = _read_text(root / "hypervisor" / "type")
+    text = read_text(root / "hypervisor" / "type")
     if text:
         return True, f"/sys/hypervisor/type is {text!r}"
 
-    vendor, _ = _read_text(root / "class" / "dmi" / "id" / "sys_vendor")
-    product, _ = _read_text(root / "class" / "dmi" / "id" / "product_name")
+    vendor = read_text(root / "class" / "dmi" / "id" / "sys_vendor")
+    product = read_text(root / "class" / "dmi" / "id" / "product_name")
     if vendor is not None or product is not None:
         both = f"{vendor or ''} {product or ''}".strip()
         lowered = both.lower()
@@ -495,7 +399,7 @@ def detect_hypervisor(sysfs: str | Path = "/sys") -> tuple[bool, str]:
             return True, f"DMI names a virtual machine ({both!r})"
 
     cs_dir = root / "devices" / "system" / "clocksource" / "clocksource0"
-    available, _ = _read_text(cs_dir / "available_clocksource")
+    available = read_text(cs_dir / "available_clocksource")
     if available:
         for name in _GUEST_CLOCKSOURCES:
             if name in available.split():
@@ -507,7 +411,7 @@ def detect_hypervisor(sysfs: str | Path = "/sys") -> tuple[bool, str]:
     except OSError:
         vuln_files = []
     for path in vuln_files:
-        content, _ = _read_text(path)
+        content = read_text(path)
         if content and _GUEST_VULNERABILITY_TEXT in content:
             return True, f"{path.name} vulnerability says {_GUEST_VULNERABILITY_TEXT!r}"
     return False, ""
@@ -522,9 +426,9 @@ def _cache_lists(cpu_dir: Path) -> tuple[tuple[int, ...], tuple[int, ...]]:
     except OSError:
         return l2, l3
     for index in indexes:
-        level = _read_int(index / "level")
-        kind, _ = _read_text(index / "type")
-        shared = _read_list(index / "shared_cpu_list")
+        level = read_int(index / "level")
+        kind = read_text(index / "type")
+        shared = read_cpu_list(index / "shared_cpu_list")
         # Level-1 caches are per core and split; only unified (or data) L2 and L3 matter here.
         if shared is None or kind not in ("Unified", "Data"):
             continue
@@ -536,7 +440,7 @@ def _cache_lists(cpu_dir: Path) -> tuple[tuple[int, ...], tuple[int, ...]]:
 
 
 def _online_cpus(cpu_root: Path, notes: list[str]) -> tuple[int, ...]:
-    online = _read_list(cpu_root / "online")
+    online = read_cpu_list(cpu_root / "online")
     if online is not None:
         return online
     # Without the summary file, a cpuN directory whose own "online" is not "0" is online
@@ -549,7 +453,7 @@ def _online_cpus(cpu_root: Path, notes: list[str]) -> tuple[int, ...]:
     for entry in entries:
         suffix = entry.name[3:]
         if entry.name.startswith("cpu") and suffix.isdigit():
-            state, _ = _read_text(entry / "online")
+            state = read_text(entry / "online")
             if state != "0":
                 ids.append(int(suffix))
     notes.append(f"{cpu_root / 'online'} is unreadable: online CPUs taken from cpuN directories")
@@ -570,7 +474,7 @@ def _node_map(sysfs: Path, notes: list[str]) -> dict[int, int]:
         suffix = entry.name[4:]
         if not (entry.name.startswith("node") and suffix.isdigit()):
             continue
-        cpus = _read_list(entry / "cpulist")
+        cpus = read_cpu_list(entry / "cpulist")
         if cpus is None:
             notes.append(f"{entry / 'cpulist'} is unreadable")
             continue
@@ -623,11 +527,11 @@ def read_topology(sysfs: str | Path = "/sys", *, allowed: Iterable[int] | None =
     for cpu_id in online:
         cpu_dir = cpu_root / f"cpu{cpu_id}"
         topo = cpu_dir / "topology"
-        package = _read_int(topo / "physical_package_id")
-        core = _read_int(topo / "core_id")
-        siblings = _read_list(topo / "core_cpus_list")
+        package = read_int(topo / "physical_package_id")
+        core = read_int(topo / "core_id")
+        siblings = read_cpu_list(topo / "core_cpus_list")
         if siblings is None:
-            siblings = _read_list(topo / "thread_siblings_list")
+            siblings = read_cpu_list(topo / "thread_siblings_list")
         if package is None or core is None or not siblings or cpu_id not in siblings:
             # gVisor and some stripped containers hide topology/: treat the CPU as a core of
             # its own but say so, because two such CPUs may in fact be SMT siblings.
@@ -638,7 +542,7 @@ def read_topology(sysfs: str | Path = "/sys", *, allowed: Iterable[int] | None =
             package = 0 if package is None else package
             core = cpu_id if core is None else core
             siblings = (cpu_id,)
-        die = _read_int(topo / "die_id")
+        die = read_int(topo / "die_id")
         l2, l3 = _cache_lists(cpu_dir)
         # shared_cpu_list may name offline CPUs; they are harmless but keep the model tidy.
         keep = set(online)
@@ -652,12 +556,12 @@ def read_topology(sysfs: str | Path = "/sys", *, allowed: Iterable[int] | None =
                 l2=tuple(c for c in l2 if c in keep or c == cpu_id) if cpu_id in l2 else (),
                 l3=tuple(c for c in l3 if c in keep or c == cpu_id) if cpu_id in l3 else (),
                 die=0 if die is None or die < 0 else die,
-                capacity=_read_int(cpu_dir / "cpu_capacity"),
+                capacity=read_int(cpu_dir / "cpu_capacity"),
             )
         )
         if nodes and cpu_id not in nodes:
             notes.append(f"cpu{cpu_id} is in no node*/cpulist: taken as node 0")
-    isolated = _read_list(cpu_root / "isolated") or ()
+    isolated = read_cpu_list(cpu_root / "isolated") or ()
     hypervisor, evidence = detect_hypervisor(root)
     if allowed is None:
         allowed = os.sched_getaffinity(0)

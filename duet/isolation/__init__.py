@@ -48,8 +48,21 @@ from typing import IO, Any, Literal, Self
 from duet.errors import IsolationError
 from duet.isolation.sandbox import Sandbox, make_sandbox
 
+# The machine is read in one place (duet.machine); the backends and their tests import these
+# names from here.
+from duet.machine import (
+    CgroupMount,
+    cgroup_mounts,
+    format_cpu_list,
+    online_cpus,
+    own_cgroups,
+    parse_cpu_list,
+    pid_alive,
+)
+
 __all__ = [
     "Backend",
+    "CgroupMount",
     "Container",
     "Level",
     "Limits",
@@ -58,7 +71,13 @@ __all__ = [
     "RunAs",
     "Sandbox",
     "Usage",
+    "cgroup_mounts",
+    "format_cpu_list",
     "make_sandbox",
+    "online_cpus",
+    "own_cgroups",
+    "parse_cpu_list",
+    "pid_alive",
     "select_backend",
 ]
 
@@ -628,71 +647,6 @@ def _read_all(fd: int) -> bytes:
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class CgroupMount:
-    """One cgroup file system mount from ``/proc/self/mountinfo``."""
-
-    mountpoint: str
-    fstype: str  # "cgroup" (v1) or "cgroup2"
-    root: str  # the cgroup mounted there ("/" unless inside a cgroup namespace or bind mount)
-    controllers: frozenset[str]  # v1 only
-
-
-def cgroup_mounts(under: str) -> list[CgroupMount]:
-    """The cgroup mounts at or below ``under``."""
-    under = os.path.normpath(under)
-    found = []
-    try:
-        with open("/proc/self/mountinfo", encoding="utf-8") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return []
-    for line in lines:
-        left, _, right = line.partition(" - ")
-        left_fields = left.split()
-        right_fields = right.split()
-        if len(left_fields) < 5 or len(right_fields) < 3:
-            continue
-        fstype = right_fields[0]
-        if fstype not in ("cgroup", "cgroup2"):
-            continue
-        mountpoint = _unescape_mount(left_fields[4])
-        if not (mountpoint == under or mountpoint.startswith(under.rstrip("/") + "/")):
-            continue
-        options = set(right_fields[2].split(",")) if fstype == "cgroup" else set()
-        found.append(
-            CgroupMount(
-                mountpoint=mountpoint,
-                fstype=fstype,
-                root=_unescape_mount(left_fields[3]),
-                controllers=frozenset(options),
-            )
-        )
-    return found
-
-
-def _unescape_mount(text: str) -> str:
-    # mountinfo escapes space, tab, newline and backslash as octal.
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), text)
-
-
-def own_cgroups(pid: int | str = "self") -> dict[str, str]:
-    """Parse ``/proc/<pid>/cgroup``: controller -> cgroup path; the v2 entry has key ``""``."""
-    result: dict[str, str] = {}
-    with open(f"/proc/{pid}/cgroup", encoding="utf-8") as f:
-        for line in f.read().splitlines():
-            parts = line.split(":", 2)
-            if len(parts) != 3:
-                continue
-            _, controllers, path = parts
-            if not controllers:
-                result[""] = path
-            for controller in controllers.split(","):
-                if controller:
-                    result[controller] = path
-    return result
-
-
 def cgroup_dir(mount: CgroupMount, cgroup_path: str) -> str | None:
     """The directory of ``cgroup_path`` (as in /proc/self/cgroup) under ``mount``, or None when
     it lies outside what is mounted (e.g. a cgroup namespace whose root is not mounted)."""
@@ -729,46 +683,6 @@ def read_keyed(path: str) -> dict[str, int]:
         except ValueError:
             continue
     return result
-
-
-def parse_cpu_list(text: str) -> list[int]:
-    """Parse a kernel CPU or node list such as ``0-3,8,10-11``."""
-    result: list[int] = []
-    for part in text.strip().split(","):
-        if not part:
-            continue
-        first, _, last = part.partition("-")
-        result.extend(range(int(first), int(last or first) + 1))
-    return result
-
-
-def format_cpu_list(cpus: Iterable[int]) -> str:
-    return ",".join(str(c) for c in sorted(set(cpus)))
-
-
-def online_cpus() -> list[int]:
-    try:
-        return parse_cpu_list(read_text("/sys/devices/system/cpu/online"))
-    except OSError:
-        return sorted(os.sched_getaffinity(0))
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether ``pid`` names a live process (a zombie is dead: it will never run again)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
-            state = f.read().rpartition(")")[2].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
 
 
 def new_parent_name() -> str:

@@ -24,10 +24,12 @@ from duet.isolation import (
     Limits,
     Usage,
     kill_pids,
-    online_cpus,
-    pid_alive,
     privilege_fix,
     wait_until,
+)
+from duet.machine import (
+    online_cpus,
+    pid_alive,
 )
 
 __all__ = ["UNRELIABLE", "AffinityBackend", "AffinityContainer"]
