@@ -38,6 +38,7 @@ __all__ = [
     "CgroupMount",
     "CgroupVersion",
     "Machine",
+    "ProcessStat",
     "cgroup_mounts",
     "cgroup_version",
     "format_cpu_list",
@@ -278,6 +279,29 @@ def cgroup_version(mounts: Iterable[CgroupMount]) -> CgroupVersion:
 # The machine
 
 
+@dataclass(frozen=True, slots=True)
+class ProcessStat:
+    """The fields of ``/proc/<pid>/stat`` that duet uses (``proc(5)``)."""
+
+    state: str  # R, S, D, Z (zombie), X (dead), ...
+    parent_pid: int
+    process_group: int
+    ticks: int | None  # utime + stime in clock ticks; None when the line is cut short
+
+    @classmethod
+    def parse(cls, text: str) -> ProcessStat | None:
+        """Parse the text of a stat file; None when it is not one."""
+        # The command name in parentheses may hold spaces and ")": split after the last ")".
+        # After it: state is field 3, ppid 4, pgrp 5, utime 14 and stime 15 (1-based).
+        fields = text.rpartition(")")[2].split()
+        if len(fields) < 3 or not (fields[1].isdigit() and fields[2].isdigit()):
+            return None
+        ticks = None
+        if len(fields) > 12 and fields[11].isdigit() and fields[12].isdigit():
+            ticks = int(fields[11]) + int(fields[12])
+        return cls(fields[0], int(fields[1]), int(fields[2]), ticks)
+
+
 def _under(path: str, top: str) -> bool:
     return path == top or path.startswith(top.rstrip("/") + "/")
 
@@ -338,12 +362,10 @@ class Machine:
 
     # ---- processes
 
-    def _stat_fields(self, pid: int) -> list[str] | None:
-        """The fields of ``<proc>/<pid>/stat`` after ``(comm)``: state first."""
+    def stat(self, pid: int) -> ProcessStat | None:
+        """``<proc>/<pid>/stat``, None when it cannot be read (the process is gone)."""
         text = read_text(self.proc / str(pid) / "stat")
-        if text is None:
-            return None
-        return text.rpartition(")")[2].split()
+        return None if text is None else ProcessStat.parse(text)
 
     def pid_alive(self, pid: int) -> bool:
         """Whether ``pid`` runs (a zombie is dead: it will never run again).
@@ -359,15 +381,13 @@ class Machine:
                 return False
             except PermissionError:
                 return True
-        state = self._stat_fields(pid)
-        return state is not None and bool(state) and state[0] not in ("Z", "X")
+        stat = self.stat(pid)
+        return stat is not None and stat.state not in ("Z", "X")
 
     def parent_pid(self, pid: int) -> int | None:
         """The parent of ``pid``, None when it cannot be read."""
-        fields = self._stat_fields(pid)
-        if not fields or len(fields) < 2 or not fields[1].isdigit():
-            return None
-        return int(fields[1])
+        stat = self.stat(pid)
+        return stat.parent_pid if stat is not None else None
 
     def cmdline(self, pid: int) -> str | None:
         """The command line of ``pid`` on one line (a ``python -c`` program has newlines),
@@ -403,23 +423,13 @@ class Machine:
         except OSError:
             return []
 
-    def ticks(self, pid: int) -> int | None:
-        """``utime + stime`` of ``pid`` in clock ticks, None when unreadable."""
-        fields = self._stat_fields(pid)
-        # After "(comm)": state is field 3, utime 14 and stime 15 (1-based).
-        if fields is None or len(fields) <= 12:
-            return None
-        if not (fields[11].isdigit() and fields[12].isdigit()):
-            return None
-        return int(fields[11]) + int(fields[12])
-
     def process_ticks(self) -> dict[int, int]:
-        """``pid -> utime + stime`` of every process that can be read."""
+        """``pid -> utime + stime`` (clock ticks) of every process that can be read."""
         out: dict[int, int] = {}
         for pid in self.pids():
-            ticks = self.ticks(pid)
-            if ticks is not None:
-                out[pid] = ticks
+            stat = self.stat(pid)
+            if stat is not None and stat.ticks is not None:
+                out[pid] = stat.ticks
         return out
 
 
