@@ -20,40 +20,25 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import platform
-import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import duet
 from duet.errors import DuetError
+from duet.machine import (
+    Machine,
+    cgroup_version,
+    parse_mountinfo,
+    read_int_or_reason,
+    read_text_or_reason,
+)
 from duet.topology import CorePair, Topology, choose_pair, detect_hypervisor, read_topology
 
 __all__ = ["ENVIRONMENT_VERSION", "capture_environment", "load_average", "machine_kind"]
 
 #: Version of the dict's layout; bump it when a key changes meaning or moves.
 ENVIRONMENT_VERSION = 1
-
-# Controllers a cgroup-v1 mount can carry; other mount options (rw, relatime, name=systemd,
-# ...) are not controllers.
-V1_CONTROLLERS = frozenset(
-    {
-        "blkio",
-        "cpu",
-        "cpuacct",
-        "cpuset",
-        "devices",
-        "freezer",
-        "hugetlb",
-        "memory",
-        "misc",
-        "net_cls",
-        "net_prio",
-        "perf_event",
-        "pids",
-        "rdma",
-    }
-)
 
 _NO_CPUFREQ = (
     "no cpufreq driver is loaded (usual inside a VM, where the host sets frequency and turbo)"
@@ -72,26 +57,6 @@ class _Record:
             # The first reason given for a key is the most specific one; keep it.
             self.missing.setdefault(key, reason)
         return value
-
-
-def _read(path: Path) -> tuple[str | None, str]:
-    """Return ``(stripped text, "")`` or ``(None, reason)``."""
-    try:
-        return path.read_text(encoding="utf-8", errors="replace").strip(), ""
-    except FileNotFoundError:
-        return None, f"{path} does not exist"
-    except OSError as exc:
-        return None, f"cannot read {path}: {exc.strerror or exc}"
-
-
-def _int_or_reason(path: Path) -> tuple[int | None, str]:
-    text, reason = _read(path)
-    if text is None:
-        return None, reason
-    try:
-        return int(text), ""
-    except ValueError:
-        return None, f"{path} holds {text!r}, not an integer"
 
 
 def load_average(proc: str | Path = "/proc") -> tuple[float, float, float]:
@@ -125,7 +90,7 @@ def load_average(proc: str | Path = "/proc") -> tuple[float, float, float]:
 
 
 def _cpu_model(proc: Path) -> tuple[str | None, str]:
-    text, reason = _read(proc / "cpuinfo")
+    text, reason = read_text_or_reason(proc / "cpuinfo")
     if text is None:
         return None, reason
     fields: dict[str, str] = {}
@@ -143,7 +108,7 @@ def _cpu_model(proc: Path) -> tuple[str | None, str]:
 
 
 def _meminfo(proc: Path) -> tuple[dict[str, int], str]:
-    text, reason = _read(proc / "meminfo")
+    text, reason = read_text_or_reason(proc / "meminfo")
     if text is None:
         return {}, reason
     values: dict[str, int] = {}
@@ -166,7 +131,7 @@ def _memory(proc: Path, rec: _Record) -> dict[str, object]:
     swap_used: int | None = None
     if "SwapTotal" in info and "SwapFree" in info:
         swap_used = info["SwapTotal"] - info["SwapFree"]
-    swappiness, why = _int_or_reason(proc / "sys" / "vm" / "swappiness")
+    swappiness, why = read_int_or_reason(proc / "sys" / "vm" / "swappiness")
     return {
         "total_bytes": field("MemTotal", "total_bytes"),
         "available_bytes": field("MemAvailable", "available_bytes"),
@@ -181,7 +146,7 @@ def _memory(proc: Path, rec: _Record) -> dict[str, object]:
 
 
 def _steal(proc: Path, rec: _Record) -> dict[str, object]:
-    text, reason = _read(proc / "stat")
+    text, reason = read_text_or_reason(proc / "stat")
     steal: int | None = None
     total: int | None = None
     if text is not None:
@@ -247,23 +212,9 @@ def _boot_options(cmdline: str) -> dict[str, str]:
     return options
 
 
-def _unescape_mount(path: str) -> str:
-    # /proc/mounts escapes space, tab, newline and backslash as octal (\040 ...).
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), path)
-
-
-def _rebase(path: str, sysfs: Path) -> Path:
-    """Map a mount point under /sys onto the sysfs root in use (a synthetic tree in tests)."""
-    if path == "/sys" or path.startswith("/sys/"):
-        return sysfs / path[len("/sys") :].lstrip("/")
-    return Path(path)
-
-
-def _cgroup(proc: Path, sysfs: Path, rec: _Record) -> dict[str, object]:
-    text, reason = _read(proc / "self" / "mounts")
-    if text is None:
-        text, reason2 = _read(proc / "mounts")
-        reason = f"{reason}; {reason2}" if text is None else ""
+def _cgroup(machine: Machine, rec: _Record) -> dict[str, object]:
+    mountinfo = machine.proc / "self" / "mountinfo"
+    text, reason = read_text_or_reason(mountinfo)
     if text is None:
         return {
             "version": rec.get("cgroup.version", None, reason),
@@ -271,34 +222,19 @@ def _cgroup(proc: Path, sysfs: Path, rec: _Record) -> dict[str, object]:
             "v2_mount": rec.get("cgroup.v2_mount", None, reason),
             "v2_controllers": rec.get("cgroup.v2_controllers", None, reason),
         }
-    v1: set[str] = set()
-    v2_mount: str | None = None
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) < 4:
-            continue
-        mount_point, fstype, options = _unescape_mount(parts[1]), parts[2], parts[3].split(",")
-        if fstype == "cgroup":
-            v1.update(o for o in options if o in V1_CONTROLLERS)
-        elif fstype == "cgroup2" and v2_mount is None:
-            v2_mount = mount_point
+    # The same parser as the isolation backends' (duet.machine).
+    mounts = parse_mountinfo(text)
+    v1 = {c for m in mounts if m.fstype == "cgroup" for c in m.controllers}
+    v2_mount = next((m.mountpoint for m in mounts if m.fstype == "cgroup2"), None)
     v2_controllers: list[str] | None = []
     if v2_mount is not None:
-        controllers, why = _read(_rebase(v2_mount, sysfs) / "cgroup.controllers")
+        controllers, why = read_text_or_reason(machine.on_sys(v2_mount) / "cgroup.controllers")
         v2_controllers = None if controllers is None else sorted(controllers.split())
         rec.get("cgroup.v2_controllers", v2_controllers, why)
     # "hybrid": systemd's layout with the v1 controllers plus an (almost) empty v2 hierarchy at
     # /sys/fs/cgroup/unified; duet's isolation then works through v1.
-    if v1 and v2_mount is not None:
-        version = "hybrid"
-    elif v1:
-        version = "v1"
-    elif v2_mount is not None:
-        version = "v2"
-    else:
-        version = "none"
     return {
-        "version": version,
+        "version": cgroup_version(mounts),
         "v1_controllers": sorted(v1),
         "v2_mount": rec.get("cgroup.v2_mount", v2_mount, "no cgroup2 file system is mounted"),
         "v2_controllers": v2_controllers,
@@ -309,14 +245,14 @@ def _cpufreq_of(freq: Path, cpu: int, rec: _Record) -> dict[str, object]:
     """The frequency policy of one CPU whose ``cpufreq`` directory exists."""
     values: dict[str, object] = {}
     for key, name in (("governor", "scaling_governor"), ("driver", "scaling_driver")):
-        text, reason = _read(freq / name)
+        text, reason = read_text_or_reason(freq / name)
         values[key] = rec.get(f"cpufreq.cpus.{cpu}.{key}", text, reason)
     for key, name in (
         ("min_khz", "scaling_min_freq"),
         ("max_khz", "scaling_max_freq"),
         ("hardware_max_khz", "cpuinfo_max_freq"),
     ):
-        number, reason = _int_or_reason(freq / name)
+        number, reason = read_int_or_reason(freq / name)
         values[key] = rec.get(f"cpufreq.cpus.{cpu}.{key}", number, reason)
     return values
 
@@ -333,14 +269,14 @@ def _cpufreq(sysfs: Path, cpus: Sequence[int], rec: _Record) -> dict[str, object
             )
             continue
         per_cpu[str(cpu)] = _cpufreq_of(freq, cpu, rec)
-        boost_text, _ = _read(freq / "boost")
+        boost_text, _ = read_text_or_reason(freq / "boost")
         if boost_text is not None:
             policy_boost[cpu] = boost_text
 
-    intel_status, why_intel = _read(cpu_root / "intel_pstate" / "status")
-    amd_status, why_amd = _read(cpu_root / "amd_pstate" / "status")
-    global_boost, _ = _read(cpu_root / "cpufreq" / "boost")
-    no_turbo, _ = _read(cpu_root / "intel_pstate" / "no_turbo")
+    intel_status, why_intel = read_text_or_reason(cpu_root / "intel_pstate" / "status")
+    amd_status, why_amd = read_text_or_reason(cpu_root / "amd_pstate" / "status")
+    global_boost, _ = read_text_or_reason(cpu_root / "cpufreq" / "boost")
+    no_turbo, _ = read_text_or_reason(cpu_root / "intel_pstate" / "no_turbo")
     boost: str | None = None
     source: str | None = None
     # intel_pstate ignores cpufreq/boost and has its own switch with the opposite sense.
@@ -383,7 +319,7 @@ def _thermal(sysfs: Path, cpus: Sequence[int], rec: _Record) -> dict[str, object
     throttle: dict[str, object] = {}
     for cpu in cpus:
         path = cpu_root / f"cpu{cpu}" / "thermal_throttle" / "core_throttle_count"
-        value, reason = _int_or_reason(path)
+        value, reason = read_int_or_reason(path)
         if value is None and not path.parent.exists():
             reason = f"{path.parent} does not exist (Intel CPUs only, and not inside a VM)"
         throttle[str(cpu)] = rec.get(f"thermal.core_throttle_count.{cpu}", value, reason)
@@ -394,8 +330,8 @@ def _thermal(sysfs: Path, cpus: Sequence[int], rec: _Record) -> dict[str, object
     except OSError:
         entries = []
     for zone in entries:
-        kind, _ = _read(zone / "type")
-        temp, reason = _int_or_reason(zone / "temp")
+        kind, _ = read_text_or_reason(zone / "type")
+        temp, reason = read_int_or_reason(zone / "temp")
         key = f"{zone.name}:{kind or '?'}"
         zones[key] = rec.get(f"thermal.zones_millicelsius.{key}", temp, reason)
     if not entries:
@@ -407,8 +343,8 @@ def _thermal(sysfs: Path, cpus: Sequence[int], rec: _Record) -> dict[str, object
 
 def _clocksource(sysfs: Path, rec: _Record) -> dict[str, object]:
     base = sysfs / "devices" / "system" / "clocksource" / "clocksource0"
-    current, why_current = _read(base / "current_clocksource")
-    available, why_available = _read(base / "available_clocksource")
+    current, why_current = read_text_or_reason(base / "current_clocksource")
+    available, why_available = read_text_or_reason(base / "available_clocksource")
     return {
         "current": rec.get("clocksource.current", current, why_current),
         "available": rec.get(
@@ -497,9 +433,13 @@ def capture_environment(
     else:
         hypervisor, evidence = detect_hypervisor(sys_root)
 
-    smt_control, why_control = _read(sys_root / "devices" / "system" / "cpu" / "smt" / "control")
-    smt_active, why_active = _read(sys_root / "devices" / "system" / "cpu" / "smt" / "active")
-    cmdline, why_cmdline = _read(proc_root / "cmdline")
+    smt_control, why_control = read_text_or_reason(
+        sys_root / "devices" / "system" / "cpu" / "smt" / "control"
+    )
+    smt_active, why_active = read_text_or_reason(
+        sys_root / "devices" / "system" / "cpu" / "smt" / "active"
+    )
+    cmdline, why_cmdline = read_text_or_reason(proc_root / "cmdline")
     boot_options = _boot_options(cmdline) if cmdline is not None else None
 
     try:
@@ -549,7 +489,7 @@ def capture_environment(
             isolation,
             "not given to capture_environment (the runner records the level it achieved)",
         ),
-        "cgroup": _cgroup(proc_root, sys_root, rec),
+        "cgroup": _cgroup(Machine(sys=sys_root, proc=proc_root), rec),
         "cpufreq": _cpufreq(sys_root, cpus_for_freq, rec),
         "thermal": _thermal(sys_root, cpus_for_freq, rec),
         "clocksource": _clocksource(sys_root, rec),

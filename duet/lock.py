@@ -325,7 +325,7 @@ def _write_holder(fd: int, holder: Holder) -> None:
 def _settled_holder(fd: int) -> Holder | None:
     """The holder's description, once it names a live process. A holder that just took the
     lock has not written it yet (the old text of a crashed duet may still be there)."""
-    from duet.isolation import pid_alive
+    from duet.machine import pid_alive
 
     deadline = time.monotonic() + _SETTLE_S
     while True:

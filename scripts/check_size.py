@@ -47,11 +47,6 @@ EXCEPTIONS: dict[str, str] = {
     "duet/ci/comment.py": _SPLIT,
     "duet/cli.py": _SPLIT,
     "duet/compare.py::compare": _SPLIT,
-    "duet/doctor.py": _SPLIT,
-    "duet/doctor.py::_frequency_findings": _SPLIT,
-    "duet/doctor.py::_thermal_findings": _SPLIT,
-    "duet/doctor.py::_topology_findings": _SPLIT,
-    "duet/doctor.py::diagnose": _SPLIT,
     "duet/environment.py": _SPLIT,
     "duet/environment.py::capture_environment": _SPLIT,
     "duet/harness/duet_barrier.py": _SPLIT,
@@ -62,7 +57,6 @@ EXCEPTIONS: dict[str, str] = {
     "duet/results.py": _SPLIT,
     "duet/runner.py": _SPLIT,
     "duet/session.py::measure": _SPLIT,
-    "duet/topology.py": _SPLIT,
     "stats/ratio.py": _SPLIT,
 }
 

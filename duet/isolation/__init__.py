@@ -22,23 +22,20 @@ Layout of the cgroups (per hierarchy): one parent per invocation, ``duet-<pid>-<
 under it one child per side per run named by the caller (``r003-baseline``). The pid in the
 parent's name lets ``Backend.cleanup_stale`` find what a crashed invocation left behind.
 
-This module holds the interface, the plumbing every backend shares (starting a child that joins
-its container before ``exec``, reading and removing cgroup directories) and ``select_backend``.
+This module holds the interface, starting a child that joins its container before ``exec``, and
+``select_backend``; the cgroup directories are read and removed by ``duet.isolation.cgroupfs``,
+and the machine (mounts, our cgroups, CPU lists, live pids) is read by ``duet.machine``. The
+names the backends share are re-exported here.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import os
 import re
-import secrets
-import shlex
 import signal
 import subprocess
-import sys
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
@@ -46,10 +43,39 @@ from types import MappingProxyType, TracebackType
 from typing import IO, Any, Literal, Self
 
 from duet.errors import IsolationError
+from duet.isolation.cgroupfs import (
+    PARENT_NAME_RE,
+    cgroup_dir,
+    find_stale,
+    kill_pids,
+    new_parent_name,
+    privilege_fix,
+    procs_of,
+    read_keyed,
+    read_text,
+    rmdir_tree,
+    subtree_bottom_up,
+    wait_until,
+    write_text,
+)
 from duet.isolation.sandbox import Sandbox, make_sandbox
 
+# The machine is read in one place (duet.machine); the backends and their tests import these
+# names from here.
+from duet.machine import (
+    CgroupMount,
+    cgroup_mounts,
+    format_cpu_list,
+    online_cpus,
+    own_cgroups,
+    parse_cpu_list,
+    pid_alive,
+)
+
 __all__ = [
+    "PARENT_NAME_RE",
     "Backend",
+    "CgroupMount",
     "Container",
     "Level",
     "Limits",
@@ -58,8 +84,26 @@ __all__ = [
     "RunAs",
     "Sandbox",
     "Usage",
+    "cgroup_dir",
+    "cgroup_mounts",
+    "find_stale",
+    "format_cpu_list",
+    "kill_pids",
     "make_sandbox",
+    "new_parent_name",
+    "online_cpus",
+    "own_cgroups",
+    "parse_cpu_list",
+    "pid_alive",
+    "privilege_fix",
+    "procs_of",
+    "read_keyed",
+    "read_text",
+    "rmdir_tree",
     "select_backend",
+    "subtree_bottom_up",
+    "wait_until",
+    "write_text",
 ]
 
 logger = logging.getLogger(__name__)
@@ -67,8 +111,6 @@ logger = logging.getLogger(__name__)
 Level = Literal["cgroup-v2", "cgroup-v1", "affinity-only"]
 Request = Literal["auto", "cgroup", "affinity"]
 
-#: Names of the per-invocation parent cgroups: ``duet-<pid>-<random>``.
-PARENT_NAME_RE = re.compile(r"^duet-(\d+)-[0-9A-Za-z]+$")
 # Container names become directory names next to the controllers' interface files
 # (``cpu.stat``, ``memory.max``): no dots, no slashes, and they must start with a letter or digit
 # (the v2 backend keeps its own process in a leaf named ``_orchestrator``).
@@ -621,261 +663,3 @@ def _read_all(fd: int) -> bytes:
     while chunk := os.read(fd, 4096):
         chunks.append(chunk)
     return b"".join(chunks)
-
-
-# ---------------------------------------------------------------------------------------------
-# Shared plumbing: cgroup file systems
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class CgroupMount:
-    """One cgroup file system mount from ``/proc/self/mountinfo``."""
-
-    mountpoint: str
-    fstype: str  # "cgroup" (v1) or "cgroup2"
-    root: str  # the cgroup mounted there ("/" unless inside a cgroup namespace or bind mount)
-    controllers: frozenset[str]  # v1 only
-
-
-def cgroup_mounts(under: str) -> list[CgroupMount]:
-    """The cgroup mounts at or below ``under``."""
-    under = os.path.normpath(under)
-    found = []
-    try:
-        with open("/proc/self/mountinfo", encoding="utf-8") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return []
-    for line in lines:
-        left, _, right = line.partition(" - ")
-        left_fields = left.split()
-        right_fields = right.split()
-        if len(left_fields) < 5 or len(right_fields) < 3:
-            continue
-        fstype = right_fields[0]
-        if fstype not in ("cgroup", "cgroup2"):
-            continue
-        mountpoint = _unescape_mount(left_fields[4])
-        if not (mountpoint == under or mountpoint.startswith(under.rstrip("/") + "/")):
-            continue
-        options = set(right_fields[2].split(",")) if fstype == "cgroup" else set()
-        found.append(
-            CgroupMount(
-                mountpoint=mountpoint,
-                fstype=fstype,
-                root=_unescape_mount(left_fields[3]),
-                controllers=frozenset(options),
-            )
-        )
-    return found
-
-
-def _unescape_mount(text: str) -> str:
-    # mountinfo escapes space, tab, newline and backslash as octal.
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), text)
-
-
-def own_cgroups(pid: int | str = "self") -> dict[str, str]:
-    """Parse ``/proc/<pid>/cgroup``: controller -> cgroup path; the v2 entry has key ``""``."""
-    result: dict[str, str] = {}
-    with open(f"/proc/{pid}/cgroup", encoding="utf-8") as f:
-        for line in f.read().splitlines():
-            parts = line.split(":", 2)
-            if len(parts) != 3:
-                continue
-            _, controllers, path = parts
-            if not controllers:
-                result[""] = path
-            for controller in controllers.split(","):
-                if controller:
-                    result[controller] = path
-    return result
-
-
-def cgroup_dir(mount: CgroupMount, cgroup_path: str) -> str | None:
-    """The directory of ``cgroup_path`` (as in /proc/self/cgroup) under ``mount``, or None when
-    it lies outside what is mounted (e.g. a cgroup namespace whose root is not mounted)."""
-    if mount.root != "/":
-        if cgroup_path != mount.root and not cgroup_path.startswith(mount.root + "/"):
-            return None
-        cgroup_path = cgroup_path[len(mount.root) :] or "/"
-    if cgroup_path.startswith("/.."):
-        return None
-    return os.path.normpath(os.path.join(mount.mountpoint, cgroup_path.lstrip("/")))
-
-
-def read_text(path: str) -> str:
-    with open(path, encoding="utf-8") as f:
-        return f.read().strip()
-
-
-def write_text(path: str, value: str) -> None:
-    # One write(2) per value: cgroup files act on each write, and buffering could split it.
-    fd = os.open(path, os.O_WRONLY)
-    try:
-        os.write(fd, value.encode())
-    finally:
-        os.close(fd)
-
-
-def read_keyed(path: str) -> dict[str, int]:
-    """Read a flat-keyed cgroup file (``key value`` per line) into a dict of integers."""
-    result: dict[str, int] = {}
-    for line in read_text(path).splitlines():
-        key, _, value = line.partition(" ")
-        try:
-            result[key] = int(value)
-        except ValueError:
-            continue
-    return result
-
-
-def parse_cpu_list(text: str) -> list[int]:
-    """Parse a kernel CPU or node list such as ``0-3,8,10-11``."""
-    result: list[int] = []
-    for part in text.strip().split(","):
-        if not part:
-            continue
-        first, _, last = part.partition("-")
-        result.extend(range(int(first), int(last or first) + 1))
-    return result
-
-
-def format_cpu_list(cpus: Iterable[int]) -> str:
-    return ",".join(str(c) for c in sorted(set(cpus)))
-
-
-def online_cpus() -> list[int]:
-    try:
-        return parse_cpu_list(read_text("/sys/devices/system/cpu/online"))
-    except OSError:
-        return sorted(os.sched_getaffinity(0))
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether ``pid`` names a live process (a zombie is dead: it will never run again)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
-            state = f.read().rpartition(")")[2].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
-
-
-def new_parent_name() -> str:
-    return f"duet-{os.getpid()}-{secrets.token_hex(4)}"
-
-
-def subtree_bottom_up(path: str) -> list[str]:
-    """Every cgroup directory at and below ``path``, deepest first (``path`` itself last)."""
-    found: list[str] = []
-    try:
-        walker = list(os.walk(path, topdown=False))
-    except OSError:
-        walker = []
-    for dirpath, dirnames, _ in walker:
-        found.extend(os.path.join(dirpath, d) for d in dirnames)
-    found.append(path)
-    return found
-
-
-def procs_of(path: str, *, recursive: bool = True) -> list[int]:
-    """The pids in the cgroup at ``path`` (and its descendants)."""
-    pids: list[int] = []
-    for cgroup in subtree_bottom_up(path) if recursive else [path]:
-        try:
-            text = read_text(os.path.join(cgroup, "cgroup.procs"))
-        except FileNotFoundError:
-            continue
-        pids.extend(int(line) for line in text.split())
-    return pids
-
-
-def wait_until(predicate: Callable[[], bool], timeout_s: float) -> bool:
-    """Poll ``predicate`` with a growing interval (1 ms to 50 ms) until true or timed out."""
-    deadline = time.monotonic() + timeout_s
-    interval = 0.001
-    while True:
-        if predicate():
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(interval)
-        interval = min(interval * 2, 0.05)
-
-
-def kill_pids(pids: Iterable[int]) -> None:
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-
-
-def rmdir_tree(path: str) -> bool:
-    """Remove the cgroup at ``path`` and its descendants, deepest first. A cgroup that is
-    already gone counts as removed. Returns whether ``path`` is gone."""
-    for cgroup in subtree_bottom_up(path):
-        if not wait_until(functools.partial(_try_rmdir, cgroup), 1.0):
-            logger.warning("could not remove cgroup %s (still busy)", cgroup)
-    return not os.path.exists(path)
-
-
-def _try_rmdir(path: str) -> bool:
-    try:
-        os.rmdir(path)
-    except FileNotFoundError:
-        return True
-    except OSError as e:
-        # EBUSY right after a kill: the last exiting task has not left the cgroup yet.
-        logger.debug("rmdir %s: %s", path, e)
-        return False
-    return True
-
-
-def find_stale(bases: Iterable[str]) -> list[str]:
-    """``duet-<pid>-*`` directories directly under ``bases`` whose pid is not alive.
-
-    A pid that was reused by an unrelated process since the crash makes us skip that parent
-    (the safe side); it is picked up by a later cleanup once that process is gone.
-    """
-    stale: list[str] = []
-    for base in dict.fromkeys(bases):
-        try:
-            entries = sorted(os.listdir(base))
-        except OSError:
-            continue
-        for entry in entries:
-            match = PARENT_NAME_RE.match(entry)
-            path = os.path.join(base, entry)
-            if match and os.path.isdir(path) and not pid_alive(int(match.group(1))):
-                stale.append(path)
-    return stale
-
-
-def privilege_fix() -> str:
-    """The commands that give duet the cgroup permissions it needs (for error messages): the
-    current command line when we were started as ``duet``."""
-    if os.path.basename(sys.argv[0]) == "duet" and len(sys.argv) > 1:
-        # The full path: sudo resets PATH, so `sudo duet` finds no duet installed by pipx or in
-        # a virtual environment.
-        import shutil
-
-        program = sys.argv[0] if "/" in sys.argv[0] else shutil.which(sys.argv[0]) or "duet"
-        command = shlex.join([os.path.abspath(program), *sys.argv[1:]])
-    else:
-        command = '"$(command -v duet)" ...'
-
-    return (
-        f"run as root (`sudo {command}`), or on a systemd machine with cgroup v2 start duet "
-        f"in a delegated scope: `systemd-run --user --scope -p Delegate=yes {command}` (needs "
-        f"your systemd user manager; as root: `sudo systemd-run --scope -p Delegate=yes "
-        f"{command}`)"
-    )

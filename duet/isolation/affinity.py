@@ -24,10 +24,13 @@ from duet.isolation import (
     Limits,
     Usage,
     kill_pids,
-    online_cpus,
-    pid_alive,
     privilege_fix,
     wait_until,
+)
+from duet.machine import (
+    THIS,
+    online_cpus,
+    pid_alive,
 )
 
 __all__ = ["UNRELIABLE", "AffinityBackend", "AffinityContainer"]
@@ -93,17 +96,10 @@ class AffinityBackend(Backend):
 def _proc_table() -> dict[int, tuple[int, int]]:
     """pid -> (parent pid, process group) of every live (non-zombie) process."""
     table: dict[int, tuple[int, int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as f:
-                after_name = f.read().rpartition(")")[2].split()
-        except OSError:
-            continue
-        if len(after_name) < 3 or after_name[0] in ("Z", "X"):
-            continue
-        table[int(entry)] = (int(after_name[1]), int(after_name[2]))
+    for pid in THIS.pids():
+        stat = THIS.stat(pid)
+        if stat is not None and stat.state not in ("Z", "X"):
+            table[pid] = (stat.parent_pid, stat.process_group)
     return table
 
 

@@ -35,20 +35,14 @@ from duet.errors import IsolationError
 from duet.isolation import (
     SETTLE_TIMEOUT_S,
     Backend,
-    CgroupMount,
     Container,
     Limits,
     Probe,
     Usage,
     cgroup_dir,
-    cgroup_mounts,
     find_stale,
-    format_cpu_list,
     kill_pids,
     new_parent_name,
-    own_cgroups,
-    parse_cpu_list,
-    pid_alive,
     privilege_fix,
     procs_of,
     read_keyed,
@@ -57,6 +51,14 @@ from duet.isolation import (
     subtree_bottom_up,
     wait_until,
     write_text,
+)
+from duet.machine import (
+    CgroupMount,
+    cgroup_mounts,
+    format_cpu_list,
+    own_cgroups,
+    parse_cpu_list,
+    pid_alive,
 )
 
 __all__ = ["CONTROLLERS", "CgroupV1Backend", "CgroupV1Container", "probe_v1"]

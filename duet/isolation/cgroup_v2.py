@@ -41,21 +41,14 @@ from duet.errors import IsolationError
 from duet.isolation import (
     SETTLE_TIMEOUT_S,
     Backend,
-    CgroupMount,
     Container,
     Limits,
     Probe,
     Usage,
     cgroup_dir,
-    cgroup_mounts,
     find_stale,
-    format_cpu_list,
     kill_pids,
     new_parent_name,
-    online_cpus,
-    own_cgroups,
-    parse_cpu_list,
-    pid_alive,
     privilege_fix,
     procs_of,
     read_keyed,
@@ -64,6 +57,16 @@ from duet.isolation import (
     subtree_bottom_up,
     wait_until,
     write_text,
+)
+from duet.machine import (
+    THIS,
+    CgroupMount,
+    cgroup_mounts,
+    format_cpu_list,
+    online_cpus,
+    own_cgroups,
+    parse_cpu_list,
+    pid_alive,
 )
 
 __all__ = ["WANTED_CONTROLLERS", "CgroupV2Backend", "CgroupV2Container", "probe_v2"]
@@ -126,11 +129,10 @@ def _is_ours(pid: int) -> bool:
     while pid > 1 and seen < 4096:
         if pid == me:
             return True
-        try:
-            with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
-                pid = int(f.read().rpartition(")")[2].split()[1])
-        except (OSError, ValueError, IndexError):
+        parent = THIS.parent_pid(pid)
+        if parent is None:
             return False
+        pid = parent
         seen += 1
     return pid == me
 

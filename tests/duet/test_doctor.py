@@ -74,7 +74,10 @@ class Machine:
         self.put("proc/pressure/cpu", "some avg10=0.50 avg60=0.20 avg300=0.10 total=1\n")
 
     def cgroup_v2(self, own: str = "/user.slice/user-1000.slice/session-1.scope") -> Path:
-        self.put("proc/self/mounts", "cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid 0 0")
+        self.put(
+            "proc/self/mountinfo",
+            "30 24 0:26 / /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw,nsdelegate",
+        )
         self.put("proc/self/cgroup", f"0::{own}")
         self.put("sys/fs/cgroup/cgroup.controllers", "cpuset cpu io memory pids")
         own_dir = self.sys / "fs" / "cgroup" / own.lstrip("/")
@@ -335,9 +338,9 @@ def test_duet_cgroups_of_a_live_invocation_are_found(machine: Machine) -> None:
     machine.cpus([[0], [1]])
     machine.quiet_proc()
     machine.put(
-        "proc/self/mounts",
-        "cgroup /sys/fs/cgroup/cpuset cgroup rw,cpuset 0 0\n"
-        "cgroup /sys/fs/cgroup/memory cgroup rw,memory 0 0",
+        "proc/self/mountinfo",
+        "31 25 0:27 / /sys/fs/cgroup/cpuset rw shared:5 - cgroup cgroup rw,cpuset\n"
+        "32 25 0:28 / /sys/fs/cgroup/memory rw shared:6 - cgroup cgroup rw,memory",
     )
     machine.put("proc/self/cgroup", "3:cpuset:/\n2:memory:/")
     (machine.sys / "fs/cgroup/cpuset/duet-4242-0a1b2c3d/r000-baseline").mkdir(parents=True)

@@ -94,7 +94,11 @@ def intel_box(root: Path, *, no_turbo: str = "0") -> tuple[str, str]:
     put(proc, "stat", "cpu  100 0 50 800 10 0 5 35 0 0\ncpu0 25 0 12 200 2 0 1 9 0 0")
     put(proc, "loadavg", "0.50 0.25 0.10 1/200 4242")
     put(proc, "sys/vm/swappiness", "10")
-    put(proc, "self/mounts", "cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid,nodev,noexec 0 0")
+    put(
+        proc,
+        "self/mountinfo",
+        "30 24 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec - cgroup2 cgroup2 rw,nsdelegate",
+    )
     put(proc, "cmdline", "BOOT_IMAGE=/vmlinuz root=UUID=x isolcpus=2,3 api_token=secret quiet")
     put(sysfs, "fs/cgroup/cgroup.controllers", "cpuset cpu io memory pids")
     cpu = "devices/system/cpu"
@@ -279,28 +283,35 @@ def test_no_pair_possible_is_missing_with_the_reason(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("mounts", "version", "v1"),
+    ("mountinfo", "version", "v1"),
     [
-        ("cgroup2 /sys/fs/cgroup cgroup2 rw 0 0", "v2", []),
+        ("30 24 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw", "v2", []),
         (
-            "tmpfs /sys/fs/cgroup tmpfs rw 0 0\n"
-            "cgroup /sys/fs/cgroup/cpuset cgroup rw,relatime,cpuset 0 0\n"
-            "cgroup /sys/fs/cgroup/cpu,cpuacct cgroup rw,cpu,cpuacct 0 0\n"
-            "cgroup /sys/fs/cgroup/systemd cgroup rw,name=systemd 0 0",
+            "30 24 0:26 / /sys/fs/cgroup rw - tmpfs tmpfs rw,mode=755\n"
+            "31 30 0:27 / /sys/fs/cgroup/cpuset rw,relatime - cgroup cgroup rw,cpuset\n"
+            "32 30 0:28 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n"
+            "33 30 0:29 / /sys/fs/cgroup/systemd rw shared:9 - cgroup cgroup rw,name=systemd",
             "v1",
             ["cpu", "cpuacct", "cpuset"],
         ),
         (
-            "cgroup /sys/fs/cgroup/memory cgroup rw,memory 0 0\n"
-            "cgroup2 /sys/fs/cgroup/unified cgroup2 rw 0 0",
+            "31 30 0:27 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
+            "40 30 0:35 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw",
             "hybrid",
             ["memory"],
         ),
-        ("proc /proc proc rw 0 0", "none", []),
+        (
+            # systemd's named v1 hierarchy beside a pure cgroup2 mount holds no controller.
+            "30 24 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"
+            "33 30 0:29 / /sys/fs/cgroup/systemd rw - cgroup cgroup rw,name=systemd",
+            "v2",
+            [],
+        ),
+        ("22 1 0:5 / /proc rw - proc proc rw", "none", []),
     ],
 )
-def test_cgroup_versions(tmp_path: Path, mounts: str, version: str, v1: list[str]) -> None:
-    put(tmp_path, "proc/self/mounts", mounts)
+def test_cgroup_versions(tmp_path: Path, mountinfo: str, version: str, v1: list[str]) -> None:
+    put(tmp_path, "proc/self/mountinfo", mountinfo)
     put(tmp_path, "sys/fs/cgroup/cgroup.controllers", "cpu memory")
     put(tmp_path, "sys/fs/cgroup/unified/cgroup.controllers", "")
     env = capture_environment(

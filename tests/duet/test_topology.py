@@ -23,13 +23,13 @@ from duet.topology import (
     CorePair,
     Cpu,
     Topology,
-    _score,
     choose_pair,
     detect_hypervisor,
     format_cpu_list,
     parse_cpu_list,
     read_topology,
 )
+from duet.topology.pair import _score
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sysfs"
 
