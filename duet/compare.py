@@ -233,7 +233,8 @@ def compare(
                         Path(base_config_found[0]), text=base_config_found[1]
                     ).benchmarks
                 }
-        selected = [b.name for b in config.select(options.bench)]
+        # Suites are discovered after the builds (duet.adapters.expand): selected then.
+        selected = [] if config.suites else [b.name for b in config.select(options.bench)]
         names = select_shard(selected, options.shard)
         missing = [n for n in names if base_names is not None and n not in base_names]
         measured = [n for n in names if n not in missing]
@@ -255,6 +256,33 @@ def compare(
                 config_source=source.record(head_sha),
             )
             raise
+        found = None
+        if config.suites:
+            from duet.adapters.expand import expand_config, select_names
+
+            try:
+                config, found = expand_config(
+                    config,
+                    baseline_dir=base_version.directory,
+                    candidate_dir=head_version.directory,
+                )
+            except ConfigError as e:
+                _write_stopped(
+                    results_path,
+                    config.raw,
+                    version_info,
+                    f"discovery failed: {e.message}",
+                    config_source=source.record(head_sha),
+                )
+                raise
+            names = select_shard(select_names(config, found, options.bench), options.shard)
+            suite_names = {b.name for b in found.benchmarks}
+            missing = [
+                n
+                for n in names
+                if n not in suite_names and base_names is not None and n not in base_names
+            ]
+            measured = [n for n in names if n not in missing]
 
         overrides = dict(options.overrides)
         specs = [
@@ -320,6 +348,11 @@ def compare(
                 # What the command line changed: shards merged later must agree on it.
                 "options": {**overrides, **options.analysis_overrides},
                 **({"same_commit": True} if base_sha == head_sha else {}),
+                **(
+                    {"suites": {"new": list(found.new), "missing": list(found.missing)}}
+                    if found is not None
+                    else {}
+                ),
             },
         )
         doc = measure(specs, session, versions=version_info)
@@ -331,6 +364,17 @@ def compare(
                     note=f"missing in the baseline ({options.base}): not measured",
                 )
             )
+        if found is not None:
+            from duet.adapters.expand import unmeasured
+
+            for record in unmeasured(
+                found,
+                base=options.base,
+                head=options.head,
+                pattern=options.bench,
+                shard=options.shard,
+            ):
+                doc = doc.with_benchmark(record)
         doc = _analysed_missing(doc, settings)
         results.save(doc, results_path)
         write_outputs(doc, out_dir, plots=options.plots)

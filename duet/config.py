@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
+from duet.adapters.base import Suite
 from duet.errors import ConfigError, ResultsError
 from duet.manual import cite
 from duet.metrics import DEFAULT_METRIC, METRIC_CHOICES, MetricChoice
@@ -160,6 +161,8 @@ class BenchmarkConfig:
     method: Method | None = None
     metric: MetricChoice | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    #: Suite adapters: the harness output the sample is read from (``duet/adapters/``).
+    output: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind in ("command", "native") and not self.command:
@@ -219,6 +222,8 @@ class Config:
     python: str | None
     benchmarks: tuple[BenchmarkConfig, ...]
     raw: Mapping[str, Any]
+    #: ``[[suite]]`` entries, expanded into benchmarks at each version (``duet/adapters/``).
+    suites: tuple[Suite, ...] = ()
 
     def benchmark(self, name: str) -> BenchmarkConfig:
         """The benchmark called ``name``; a :class:`ConfigError` naming the closest one if none."""
@@ -682,6 +687,7 @@ _GLOBAL_KEYS: dict[str, tuple[Callable[[str, Any], Any], str]] = {
     "build": (_string, "build"),
     "python": (_string, "python"),
     "benchmark": (lambda k, v: v, "benchmark"),  # validated table by table
+    "suite": (lambda k, v: v, "suite"),  # validated by duet.adapters.suites
 }
 
 #: Keys of a ``[[benchmark]]`` table.
@@ -833,7 +839,11 @@ class _Validator:
                 values[target] = parse(key, value)
             except _Invalid as e:
                 raise self.error(e.problem, e.fix, key=key) from None
-        benchmarks = self._benchmarks(table.get("benchmark"))
+        from duet.adapters.suites import parse_suites
+
+        suites = parse_suites(table.get("suite"), self.path, self.form, self.text, _BENCHMARK_KEYS)
+        values.pop("suite", None)
+        benchmarks = self._benchmarks(table.get("benchmark"), optional=bool(suites))
         python = values.pop("python", None)
         if python is None and any(b.kind == "python" for b in benchmarks):
             python = DEFAULT_PYTHON
@@ -846,11 +856,14 @@ class _Validator:
             python=python,
             benchmarks=benchmarks,
             raw=copy.deepcopy(dict(table)),
+            suites=suites,
         )
 
-    def _benchmarks(self, value: Any) -> tuple[BenchmarkConfig, ...]:
+    def _benchmarks(self, value: Any, optional: bool = False) -> tuple[BenchmarkConfig, ...]:
         header = "[[benchmark]]" if self.form == "duet" else "[[tool.duet.benchmark]]"
         example = f'{header}\nname = "startup"\ncommand = "./app --version"'
+        if value is None and optional:
+            return ()
         if value is None:
             raise self.error(
                 "defines no benchmark",
@@ -988,7 +1001,9 @@ def _side(config: Config, b: BenchmarkConfig, directory: Path) -> SideSpec:
             cwd=str(directory),
             env=dict(b.env),
         )
-    return SideSpec(kind=b.kind, command=b.command, cwd=str(directory), env=dict(b.env))
+    return SideSpec(
+        kind=b.kind, command=b.command, cwd=str(directory), env=dict(b.env), output=b.output
+    )
 
 
 # --------------------------------------------------------------------------------------------

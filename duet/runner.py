@@ -205,6 +205,8 @@ def worker_spec(
     }
     if spec.kind == "command":
         out.update(command=spec.command, shell="/bin/sh")
+        if spec.output is not None:
+            out["output"] = spec.output
     elif spec.kind == "python":
         out.update(
             callable=spec.callable,
@@ -341,7 +343,7 @@ def install_harness(workdir: Path) -> Path:
 
     target = workdir / "harness"
     target.mkdir(mode=0o755, exist_ok=True)
-    for name in ("duet_worker.py", "duet_barrier.py"):
+    for name in ("duet_worker.py", "duet_barrier.py", "duet_outputs.py"):
         shutil.copyfile(WORKER.parent / name, target / name)
         os.chmod(target / name, 0o644)
     return target / "duet_worker.py"
