@@ -22,6 +22,10 @@ a measured iteration.
   ``waitid(WNOWAIT)``): the program itself when spawned directly, the shell only when it went
   through one (the programs the shell starts are not counted); ``nivcsw`` the involuntary
   context switches of the child and its reaped descendants.
+- ``command`` with ``"output"`` (suite adapters, ``docs/adapters.md``): the same spawn, stdout
+  to a file; the sample is what the harness printed (``duet_outputs.py``): its real time per
+  operation as ``duration_ns``, its CPU time per operation as ``cpu_ns`` when it has one, no
+  ``runq_ns``/``nivcsw`` (they would cover the whole invocation, not the operations).
 - ``python``: ``spec["sys_path"]`` is prepended to ``sys.path``, ``callable`` (``module:function``,
   the function may be a dotted attribute path) imported, ``setup`` called once before the first
   wait (its value, unless None, is passed to every call), then the callable is called
