@@ -36,7 +36,7 @@ GO = _go()
 needs_go = pytest.mark.skipif(GO is None, reason=f"go is not on PATH nor in {GO_FALLBACKS}")
 
 # go = "..." names the toolchain explicitly, as a user whose PATH lacks it would.
-CONFIG = settings("wall", runs=10) + (
+CONFIG = settings("wall", runs=20) + (
     f'\n[[suite]]\nadapter = "go"\npath = "work"\nbenchtime = "1000x"\ngo = "{GO}"\n'
 )
 GO_MOD = "module example.com/work\n\ngo 1.21\n"
