@@ -234,7 +234,8 @@ def compare(
                         Path(base_config_found[0]), text=base_config_found[1]
                     ).benchmarks
                 }
-        selected = [b.name for b in config.select(options.bench)]
+        # Suites are discovered after the builds (duet.adapters.expand): selected then.
+        selected = [] if config.suites else [b.name for b in config.select(options.bench)]
         names = select_shard(selected, options.shard)
         missing = [n for n in names if base_names is not None and n not in base_names]
         measured = [n for n in names if n not in missing]
@@ -256,6 +257,33 @@ def compare(
                 config_source=source.record(head_sha),
             )
             raise
+        found = None
+        if config.suites:
+            from duet.adapters.expand import expand_config, select_names
+
+            try:
+                config, found = expand_config(
+                    config,
+                    baseline_dir=base_version.directory,
+                    candidate_dir=head_version.directory,
+                )
+            except ConfigError as e:
+                _write_stopped(
+                    results_path,
+                    config.raw,
+                    version_info,
+                    f"discovery failed: {e.message}",
+                    config_source=source.record(head_sha),
+                )
+                raise
+            names = select_shard(select_names(config, found, options.bench), options.shard)
+            suite_names = {b.name for b in found.benchmarks}
+            missing = [
+                n
+                for n in names
+                if n not in suite_names and base_names is not None and n not in base_names
+            ]
+            measured = [n for n in names if n not in missing]
 
         planned = {
             p.spec.name: p
@@ -292,6 +320,11 @@ def compare(
                 # What the command line changed: shards merged later must agree on it.
                 "options": dict(options.explicit),
                 **({"same_commit": True} if base_sha == head_sha else {}),
+                **(
+                    {"suites": {"new": list(found.new), "missing": list(found.missing)}}
+                    if found is not None
+                    else {}
+                ),
             },
         )
         doc = measure(specs, session, versions=version_info)
@@ -305,6 +338,21 @@ def compare(
             )
             analysis = analyze_benchmark(record, judged_with).to_dict()
             doc = doc.with_benchmark(replace(record, analysis=analysis))
+        if found is not None:
+            from duet.adapters.expand import unmeasured
+
+            # New or missing in a suite: no runs, judged (for the record) by the suite's settings.
+            judged_with = suite.analysis()
+            for record in unmeasured(
+                found,
+                base=options.base,
+                head=options.head,
+                pattern=options.bench,
+                shard=options.shard,
+            ):
+                record = replace(record, settings={"analysis": settings.record(judged_with)})
+                analysis = analyze_benchmark(record, judged_with).to_dict()
+                doc = doc.with_benchmark(replace(record, analysis=analysis))
         results.save(doc, results_path)
         write_outputs(doc, out_dir, plots=options.plots)
         return doc

@@ -40,6 +40,8 @@ class SideSpec:
     with optional ``setup``; ``sys_path`` is prepended to the module search path.
     ``native`` kind: ``command`` starts the user's program, which links a barrier client and
     runs its own iteration loop.
+    ``output`` (suite adapters, ``command`` kind): the harness output format the worker reads
+    each iteration's sample from (``duet/harness/duet_outputs.py``), None for the process time.
     """
 
     kind: Kind
@@ -50,6 +52,7 @@ class SideSpec:
     sys_path: tuple[str, ...] = ()
     cwd: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    output: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind in ("command", "native") and not self.command:
@@ -64,7 +67,7 @@ class SideSpec:
 
     def describe(self) -> dict[str, object]:
         out: dict[str, object] = {"kind": self.kind}
-        for key in ("command", "interpreter", "callable", "setup", "cwd"):
+        for key in ("command", "interpreter", "callable", "setup", "cwd", "output"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value

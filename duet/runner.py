@@ -205,6 +205,8 @@ def worker_spec(
     }
     if spec.kind == "command":
         out.update(command=spec.command, shell="/bin/sh")
+        if spec.output is not None:
+            out["output"] = spec.output
     elif spec.kind == "python":
         out.update(
             callable=spec.callable,
@@ -335,14 +337,14 @@ def worker_python_for(run_as: RunAs | None) -> str:
 
 
 def install_harness(workdir: Path) -> Path:
-    """Copy the worker, the barrier client and the pytest driver (``duet_pytest:run``) into
-    the work directory (world-readable), so the sides can run them whatever user they run as
-    and wherever duet is installed."""
+    """Copy the worker, the barrier client, the pytest driver (``duet_pytest:run``) and the
+    parsers of harness output (``duet_outputs``) into the work directory (world-readable), so
+    the sides can run them whatever user they run as and wherever duet is installed."""
     import shutil
 
     target = workdir / "harness"
     target.mkdir(mode=0o755, exist_ok=True)
-    for name in ("duet_worker.py", "duet_barrier.py", "duet_pytest.py"):
+    for name in ("duet_worker.py", "duet_barrier.py", "duet_pytest.py", "duet_outputs.py"):
         shutil.copyfile(WORKER.parent / name, target / name)
         os.chmod(target / name, 0o644)
     return target / "duet_worker.py"

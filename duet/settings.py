@@ -266,7 +266,9 @@ def _side(config: Config, b: BenchmarkConfig, directory: Path) -> SideSpec:
             cwd=str(directory),
             env=dict(b.env),
         )
-    return SideSpec(kind=b.kind, command=b.command, cwd=str(directory), env=dict(b.env))
+    return SideSpec(
+        kind=b.kind, command=b.command, cwd=str(directory), env=dict(b.env), output=b.output
+    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -55,6 +55,17 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
             || echo "bootstrap: could not install$missing with apt; the tests that need them will skip." >&2
     fi
 fi
+# Google Benchmark (Debian's libbenchmark-dev) for the google-benchmark adapter's end-to-end
+# test (tests/adapters/); that test skips with the reason when the library is missing.
+if [ ! -f /usr/include/benchmark/benchmark.h ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libbenchmark-dev >/dev/null 2>&1 \
+            || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libbenchmark-dev >/dev/null 2>&1) \
+            || echo "bootstrap: could not install libbenchmark-dev with apt; the google-benchmark adapter test will skip." >&2
+    else
+        echo "bootstrap: libbenchmark-dev not installed (needs root and apt-get); the google-benchmark adapter test will skip." >&2
+    fi
+fi
 if [ ! -x "$VENV/bin/actionlint" ] && command -v go >/dev/null 2>&1; then
     GOBIN="$(cd "$VENV/bin" && pwd)" go install github.com/rhysd/actionlint/cmd/actionlint@v1.7.7 \
         || echo "bootstrap: could not install actionlint; the workflow lint test will skip." >&2

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
+from duet.adapters.base import Suite
 from duet.errors import ConfigError
 from duet.metrics import DEFAULT_METRIC, METRIC_CHOICES, MetricChoice
 from duet.plan import Kind, Method
@@ -139,6 +140,8 @@ class BenchmarkConfig:
     method: Method | None = None
     metric: MetricChoice | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    #: Suite adapters: the harness output the sample is read from (``duet/adapters/``).
+    output: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind in ("command", "native") and not self.command:
@@ -165,6 +168,8 @@ class Config:
     python: str | None
     benchmarks: tuple[BenchmarkConfig, ...]
     raw: Mapping[str, Any]
+    #: ``[[suite]]`` entries, expanded into benchmarks at each version (``duet/adapters/``).
+    suites: tuple[Suite, ...] = ()
     given: frozenset[str] = frozenset()
 
     def benchmark(self, name: str) -> BenchmarkConfig:

@@ -60,6 +60,7 @@ _GLOBAL_KEYS: dict[str, tuple[Callable[[str, Any], Any], str]] = {
     "build": (_string, "build"),
     "python": (_string, "python"),
     "benchmark": (lambda k, v: v, "benchmark"),  # validated table by table
+    "suite": (lambda k, v: v, "suite"),  # validated by duet.adapters.suites
 }
 
 
@@ -213,7 +214,11 @@ class _Validator:
                 values[target] = parse(key, value)
             except _Invalid as e:
                 raise self.error(e.problem, e.fix, key=key) from None
-        benchmarks = self._benchmarks(table.get("benchmark"))
+        from duet.adapters.suites import parse_suites
+
+        suites = parse_suites(table.get("suite"), self.path, self.form, self.text, _BENCHMARK_KEYS)
+        values.pop("suite", None)
+        benchmarks = self._benchmarks(table.get("benchmark"), optional=bool(suites))
         python = values.pop("python", None)
         if python is None and any(b.kind == "python" for b in benchmarks):
             python = DEFAULT_PYTHON
@@ -226,12 +231,15 @@ class _Validator:
             python=python,
             benchmarks=benchmarks,
             raw=copy.deepcopy(dict(table)),
+            suites=suites,
             given=frozenset(values),
         )
 
-    def _benchmarks(self, value: Any) -> tuple[BenchmarkConfig, ...]:
+    def _benchmarks(self, value: Any, optional: bool = False) -> tuple[BenchmarkConfig, ...]:
         header = "[[benchmark]]" if self.form == "duet" else "[[tool.duet.benchmark]]"
         example = f'{header}\nname = "startup"\ncommand = "./app --version"'
+        if value is None and optional:
+            return ()
         if value is None:
             raise self.error(
                 "defines no benchmark",

@@ -22,6 +22,10 @@ a measured iteration.
   ``waitid(WNOWAIT)``): the program itself when spawned directly, the shell only when it went
   through one (the programs the shell starts are not counted); ``nivcsw`` the involuntary
   context switches of the child and its reaped descendants.
+- ``command`` with ``"output"`` (suite adapters, ``docs/adapters.md``): the same spawn, stdout
+  to a file; the sample is what the harness printed (``duet_outputs.py``): its real time per
+  operation as ``duration_ns``, its CPU time per operation as ``cpu_ns`` when it has one, no
+  ``runq_ns``/``nivcsw`` (they would cover the whole invocation, not the operations).
 - ``python``: ``spec["sys_path"]`` is prepended to ``sys.path``, ``callable`` (``module:function``,
   the function may be a dotted attribute path) imported, ``setup`` called once before the first
   wait (its value, unless None, is passed to every call), then the callable is called
@@ -102,9 +106,10 @@ def _harness_directory_last() -> None:
 _harness_directory_last()
 
 if TYPE_CHECKING:  # the type checker sees the file where it lies in the duet source tree
-    from duet.harness import duet_barrier
+    from duet.harness import duet_barrier, duet_outputs
 else:
     import duet_barrier
+    import duet_outputs
 
 
 class SpecError(Exception):
@@ -182,7 +187,22 @@ def validate_spec(spec: Any, calibrate: bool = False) -> dict[str, Any]:
         shell = spec.setdefault("shell", "/bin/sh")
         if not isinstance(shell, str) or not shell:
             raise SpecError(f"the worker spec's 'shell' must be a path, got {shell!r}")
+    _check_output(spec)
     return spec
+
+
+def _check_output(spec: dict[str, Any]) -> None:
+    """``output`` (suite adapters): the harness's output format the sample is read from."""
+    output = spec.get("output")
+    if output is None:
+        return
+    if spec["kind"] != "command":
+        raise SpecError(f"'output' applies to command sides only, this is a {spec['kind']} side")
+    if output not in duet_outputs.FORMATS:
+        raise SpecError(
+            f"the worker spec's 'output' must be one of {', '.join(duet_outputs.FORMATS)}, "
+            f"got {output!r}"
+        )
 
 
 def load_spec(path: str, calibrate: bool = False) -> dict[str, Any]:
@@ -457,6 +477,94 @@ def run_command(spec: dict[str, Any], barrier: duet_barrier.Barrier, samples: Sa
     finally:
         os.close(devnull)
     return "shell" if program == spec["shell"] else "direct"
+
+
+def run_command_output(
+    spec: dict[str, Any], barrier: duet_barrier.Barrier, samples: Samples
+) -> str:
+    """Every iteration of a suite adapter's side (spec ``"output"``): the command is one
+    invocation of a benchmark harness for one benchmark; its stdout goes to a file (a pipe
+    could fill and stall the harness mid-measurement), and the sample written is the
+    harness's own time per operation (:mod:`duet_outputs`), so the start-up of the binary and
+    the harness's warm-up and calibration are not in it.
+
+    ``start_ns`` is still the moment the barrier released both sides; ``cpu_ns`` is the
+    harness's CPU time per operation when it reports one, else left out. ``runq_ns`` and
+    ``nivcsw`` are left out: the process's figures cover the whole invocation (start-up,
+    warm-up, calibration), not the operations the sample is the mean of, and a run-queue delay
+    subtracted from a per-operation time would be meaningless. Returns ``direct`` or
+    ``shell``, as :func:`run_command`.
+    """
+    argv = direct_argv(spec["command"]) or [spec["shell"], "-c", spec["command"]]
+    warmup = spec["warmup"]
+    total = warmup + spec["iterations"]
+    timeout_ns = spec["timeout_ns"]
+    output = spec["output"]
+    out_path = spec["samples"] + ".out"
+    environ = dict(os.environ)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    try:
+        for done in range(total):
+            phase = "warmup" if done < warmup else "measure"
+            out_fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+            try:
+                actions = [(os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, out_fd, 1)]
+                start_ns = barrier.wait(timeout_ns)
+                pid, argv = _spawn_output(spec, argv, environ, actions, done)
+            finally:
+                os.close(out_fd)
+            _, status, _ = os.wait4(pid, 0)
+            with open(out_path, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+            if status != 0:
+                tail = text.strip()[-400:] or "(nothing on stdout; its stderr is above)"
+                raise BenchmarkFailed(
+                    f"the command {_describe_status(status)} in iteration {done} ({phase}): "
+                    f"{spec['command']}; its output ended: {tail}"
+                )
+            try:
+                real_ns, cpu_ns = duet_outputs.parse(output, text)
+            except duet_outputs.OutputError as e:
+                raise BenchmarkFailed(
+                    f"iteration {done} ({phase}) of {spec['command']}: {e}"
+                ) from None
+            line: dict[str, Any] = {
+                "phase": phase,
+                "index": done if done < warmup else done - warmup,
+                "start_ns": start_ns,
+                "duration_ns": real_ns,
+            }
+            if cpu_ns is not None:
+                line["cpu_ns"] = cpu_ns
+            samples.write(line)
+    finally:
+        os.close(devnull)
+        with contextlib.suppress(OSError):
+            os.unlink(out_path)
+    return "shell" if argv[0] == spec["shell"] else "direct"
+
+
+def _spawn_output(
+    spec: dict[str, Any],
+    argv: list[str],
+    environ: dict[str, str],
+    actions: list[tuple[Any, ...]],
+    done: int,
+) -> tuple[int, list[str]]:
+    try:
+        try:
+            return os.posix_spawnp(argv[0], argv, environ, file_actions=actions), argv
+        except OSError as e:
+            if e.errno != errno.ENOEXEC or argv[0] == spec["shell"]:
+                raise
+            # A script without a #! line: only a shell runs it (as sh would).
+            argv = [spec["shell"], "-c", spec["command"]]
+            return os.posix_spawnp(argv[0], argv, environ, file_actions=actions), argv
+    except OSError as e:
+        raise BenchmarkFailed(
+            f"the command could not be started in iteration {done} "
+            f"({e.strerror or e}): {spec['command']}"
+        ) from e
 
 
 def run_python(
@@ -736,7 +844,9 @@ def _run_attached(spec: dict[str, Any], samples: Samples) -> int:
         return EXIT_BARRIER
     try:
         done: dict[str, Any] = {"done": True}
-        if spec["kind"] == "command":
+        if spec["kind"] == "command" and spec.get("output"):
+            done.update(inner_loops=1, spawn=run_command_output(spec, barrier, samples))
+        elif spec["kind"] == "command":
             done.update(inner_loops=1, spawn=run_command(spec, barrier, samples))
         else:
             function, args = prepare_python(spec)

@@ -20,11 +20,12 @@ import pytest
 from duet.adapters.base import Checkout, Suite
 from duet.adapters.pytest_benchmark import ADAPTER, HARNESS
 from duet.analysis import AnalysisSettings
-from duet.config import load_config, to_specs
+from duet.config import load_config
 from duet.errors import ConfigError
 from duet.harness import duet_barrier as db
 from duet.session import SessionOptions
 from duet.session import measure as measure_session
+from duet.settings import for_suite
 from tests.conftest import is_root
 from tests.duet import test_barrier as shared
 from tests.duet.test_barrier import Processes, old_pythons, two_cpus
@@ -623,7 +624,7 @@ def test_the_adapters_benchmarks_measured_by_duet(tmp_path: Path) -> None:
     placeholder = '\n[[benchmark]]\nname = "placeholder"\npython = "workload:checksum"\n'
     loaded = load_config(Path("duet.toml"), text=settings_toml(placeholder))
     config = dataclasses.replace(loaded, benchmarks=(ADAPTER.benchmark(s, names[1]),))
-    specs = to_specs(config, baseline_dir=base, candidate_dir=head)
+    specs = [s.spec for s in for_suite(config, baseline_dir=base, candidate_dir=head)]
     doc = measure_session(
         specs,
         SessionOptions(

@@ -1,0 +1,130 @@
+"""What a benchmark harness printed, turned into one duet sample (standard library only).
+
+The worker runs a suite adapter's iteration (one invocation of the harness for one benchmark)
+with its stdout in a file, then calls :func:`parse` with the worker spec's ``"output"`` and
+that text. The sample is the harness's own time per operation, not the process's wall time:
+the start-up of the binary, its warm-up and its calibration are not in it.
+
+``parse`` returns ``(real_ns, cpu_ns)``: the real (wall-clock) time per operation, and the CPU
+time per operation when the harness reports one (Google Benchmark), else None. Both are
+rounded to whole nanoseconds, at least 1 (a sample line needs a positive ``duration_ns``).
+
+Formats:
+
+- ``google-benchmark``: ``--benchmark_format=json``; the one entry of ``benchmarks`` with
+  ``run_type`` ``iteration``, its ``real_time`` and ``cpu_time`` in its ``time_unit``.
+- ``go``: ``go test -bench`` text; the result line ``BenchmarkName[-P]  N  X ns/op ...``.
+- ``criterion``: ``--output-format bencher``; ``test NAME ... bench:  X ns/iter (+/- D)``.
+
+Every problem raises :class:`OutputError` saying what was expected and quoting what came.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+FORMATS = ("google-benchmark", "go", "criterion")
+
+_UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+
+#: ``BenchmarkParse-2   	     100	     12345 ns/op	...`` (the -P suffix is GOMAXPROCS).
+_GO_LINE = re.compile(r"^(Benchmark\S*)\s+(\d+)\s+([0-9.eE+-]+) ns/op\b", re.M)
+#: ``test parse ... bench:      27,551 ns/iter (+/- 1,120)`` (libtest's format; criterion's
+#: bencher output prints the number without the thousands separators, libtest with them).
+_BENCHER_LINE = re.compile(r"^test (.+?) \.\.\. bench:\s+([0-9,._]+) ns/iter\b", re.M)
+
+
+class OutputError(Exception):
+    """The harness's output holds no usable result."""
+
+
+def _quote(text: str, limit: int = 600) -> str:
+    text = text.strip()
+    if not text:
+        return "(nothing)"
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+def _positive_ns(value: float) -> int:
+    return max(1, round(value))
+
+
+def parse(output: str, text: str) -> tuple[int, int | None]:
+    """``(real_ns, cpu_ns or None)`` per operation from ``text`` in the format ``output``."""
+    if output == "google-benchmark":
+        return google_benchmark(text)
+    if output == "go":
+        return go(text), None
+    if output == "criterion":
+        return criterion(text), None
+    raise OutputError(f"unknown output format {output!r}; known: {', '.join(FORMATS)}")
+
+
+def google_benchmark(text: str) -> tuple[int, int]:
+    try:
+        data: Any = json.loads(text)
+    except ValueError as error:
+        raise OutputError(
+            f"Google Benchmark printed no JSON ({error}); its output: {_quote(text)}"
+        ) from None
+    entries = data.get("benchmarks") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise OutputError(f"Google Benchmark's JSON has no 'benchmarks' list: {_quote(text)}")
+    runs = [
+        e for e in entries if isinstance(e, dict) and e.get("run_type", "iteration") == "iteration"
+    ]
+    for e in runs:
+        if e.get("error_occurred"):
+            raise OutputError(
+                f"the benchmark {e.get('name')!r} reported an error: {e.get('error_message')}"
+            )
+    names = {str(e.get("run_name", e.get("name"))) for e in runs}
+    if len(names) != 1:
+        raise OutputError(
+            f"expected the result of one benchmark, got {len(names)} "
+            f"({', '.join(sorted(names)) or 'none'}): the filter must select exactly one"
+        )
+    real_ns = cpu_ns = 0.0
+    for entry in runs:
+        # Repetitions (the benchmark's own Repetitions(n)): their mean, as the library's
+        # "_mean" aggregate would say.
+        scale = _UNIT_NS.get(str(entry.get("time_unit", "ns")))
+        real, cpu = _time(entry.get("real_time")), _time(entry.get("cpu_time"))
+        if scale is None or real is None or cpu is None:
+            raise OutputError(
+                "the result has no usable real_time, cpu_time and time_unit: "
+                f"{_quote(json.dumps(entry))}"
+            )
+        real_ns += real * scale / len(runs)
+        cpu_ns += cpu * scale / len(runs)
+    return _positive_ns(real_ns), _positive_ns(cpu_ns)
+
+
+def _time(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        return None
+    return float(value)
+
+
+def go(text: str) -> int:
+    found = _GO_LINE.findall(text)
+    if len(found) != 1:
+        what = "no result line" if not found else f"{len(found)} result lines"
+        raise OutputError(
+            f"expected one 'BenchmarkName  N  X ns/op' line from go test, got {what}; its "
+            f"output: {_quote(text)}"
+        )
+    return _positive_ns(float(found[0][2]))
+
+
+def criterion(text: str) -> int:
+    found = _BENCHER_LINE.findall(text)
+    if len(found) != 1:
+        what = "no result line" if not found else f"{len(found)} result lines"
+        raise OutputError(
+            "expected one 'test NAME ... bench: X ns/iter' line from criterion "
+            f"(--output-format bencher), got {what}; its output: {_quote(text)}"
+        )
+    return _positive_ns(float(found[0][1].replace(",", "").replace("_", "")))

@@ -1,0 +1,104 @@
+"""The shared shape of the adapter tests: a small real suite of one harness in a real git
+repository with two commits. BASE has ``steady``, ``slowed`` and ``removed``; HEAD makes
+``slowed`` 30% slower, drops ``removed`` and adds ``added``. ``duet compare`` must find the
+regression on ``slowed`` only, report ``added`` as new and ``removed`` as missing, and an A/A
+(HEAD against itself) must find no regression."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import is_root
+from tests.integration.gitrepo import GitRepo, make_repo
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "adapters"
+ISOLATION = "cgroup" if is_root() else "affinity"
+
+#: Steps of the xorshift loop per operation: HEAD's ``slowed`` does 30% more.
+STEPS_BASE = 20_000
+STEPS_HEAD = 26_000
+
+
+def source(name: str, *, slowed: int, extra: str) -> str:
+    text = (FIXTURES / name).read_text()
+    return text.replace("@SLOWED@", str(slowed)).replace("@EXTRA@", extra)
+
+
+def settings(metric: str, runs: int = 5) -> str:
+    """Few runs and iterations: enough for a 30% change, short on a busy 2-CPU machine. Wall
+    time (go, criterion: no CPU time per operation) takes more runs on a machine whose two
+    cores are unequally busy."""
+    return (
+        f'runs = {runs}\niterations = 5\nwarmup = 1\nisolation = "{ISOLATION}"\n'
+        f'metric = "{metric}"\n'
+    )
+
+
+def project(
+    tmp_path: Path,
+    base: Mapping[str, str],
+    head: Mapping[str, str],
+) -> GitRepo:
+    repo = make_repo(tmp_path / "project", [dict(base)])
+    repo.tag("base", "HEAD")
+    repo.commit(dict(head), "slow one benchmark down by 30%, replace another")
+    return repo
+
+
+def compare(
+    repo: GitRepo, base: str, head: str, out: Path, env: Mapping[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    import os
+
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "duet", "compare", base, head, "--out", str(out),
+            "--quiet", "--reps", "2000", "--no-plots",
+        ],
+        cwd=repo.path,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
+    results = out / "results.json"
+    doc = json.loads(results.read_text()) if results.is_file() else {}
+    return done, doc
+
+
+def check_regression_found(
+    done: subprocess.CompletedProcess[str],
+    doc: dict[str, Any],
+    suite: str,
+    names: Mapping[str, str],
+) -> None:
+    """``names`` maps the roles (steady, slowed, added, removed) to the harness's names."""
+    assert done.returncode == 1, done.stdout + done.stderr
+    by_name = {b["name"]: b for b in doc["benchmarks"]}
+    steady, slowed = f"{suite}/{names['steady']}", f"{suite}/{names['slowed']}"
+    added, removed = f"{suite}/{names['added']}", f"{suite}/{names['removed']}"
+    assert set(by_name) == {steady, slowed, added, removed}, sorted(by_name)
+    assert by_name[slowed]["analysis"]["verdict"] == "regression", by_name[slowed]["analysis"]
+    assert 1.1 < by_name[slowed]["analysis"]["ratio"] < 1.6
+    assert by_name[steady]["analysis"]["verdict"] != "regression", by_name[steady]["analysis"]
+    assert by_name[added]["runs"] == []
+    assert by_name[added]["note"].startswith("new")
+    assert by_name[removed]["runs"] == []
+    assert by_name[removed]["note"].startswith("missing")
+    assert doc["config"]["suites"] == {"new": [added], "missing": [removed]}
+    assert doc["config"]["missing_in_baseline"] == []
+    assert "new: only in the candidate" in done.stdout
+    assert "Traceback" not in done.stderr
+
+
+def check_no_regression(done: subprocess.CompletedProcess[str], doc: dict[str, Any]) -> None:
+    assert done.returncode == 0, done.stdout + done.stderr
+    for b in doc["benchmarks"]:
+        assert b["runs"], b
+        assert b["analysis"]["verdict"] != "regression", b

@@ -1,0 +1,95 @@
+"""The harness outputs the worker reads samples from (``duet/harness/duet_outputs.py``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from duet.harness import duet_outputs
+from duet.harness.duet_outputs import OutputError, parse
+
+
+def gb(*entries: dict[str, object]) -> str:
+    return json.dumps({"context": {"num_cpus": 2}, "benchmarks": list(entries)})
+
+
+def entry(name: str = "BM_a", real: float = 29023.0, cpu: float = 27981.0, unit: str = "ns"):  # type: ignore[no-untyped-def]
+    return {
+        "name": name,
+        "run_name": name,
+        "run_type": "iteration",
+        "iterations": 488,
+        "real_time": real,
+        "cpu_time": cpu,
+        "time_unit": unit,
+    }
+
+
+def test_google_benchmark_real_and_cpu_per_operation_in_nanoseconds() -> None:
+    assert parse("google-benchmark", gb(entry())) == (29023, 27981)
+    assert parse("google-benchmark", gb(entry(real=1.5, cpu=1.25, unit="us"))) == (1500, 1250)
+    assert parse("google-benchmark", gb(entry(real=2.0, cpu=1.0, unit="ms"))) == (
+        2_000_000,
+        1_000_000,
+    )
+    # Repetitions of one benchmark: their mean; aggregates are not results.
+    two = gb(entry(real=100.0, cpu=90.0), entry(real=300.0, cpu=110.0),
+             {**entry(real=200.0), "run_type": "aggregate", "name": "BM_a_mean"})  # fmt: skip
+    assert parse("google-benchmark", two) == (200, 100)
+    # A sub-nanosecond operation is still a positive sample.
+    assert parse("google-benchmark", gb(entry(real=0.3, cpu=0.2))) == (1, 1)
+
+
+def test_google_benchmark_problems_are_named() -> None:
+    with pytest.raises(OutputError, match="printed no JSON"):
+        parse("google-benchmark", "Segmentation fault")
+    with pytest.raises(OutputError, match="got 2 \\(BM_a, BM_b\\)"):
+        parse("google-benchmark", gb(entry(), entry(name="BM_b")))
+    with pytest.raises(OutputError, match="got 0"):
+        parse("google-benchmark", gb())
+    with pytest.raises(OutputError, match="reported an error: out of data"):
+        parse(
+            "google-benchmark",
+            gb({**entry(), "error_occurred": True, "error_message": "out of data"}),
+        )
+    with pytest.raises(OutputError, match="no usable real_time"):
+        parse("google-benchmark", gb(entry(unit="fortnights")))
+
+
+GO_OUTPUT = """goos: linux
+goarch: amd64
+pkg: example.com/work
+cpu: AMD EPYC Processor
+BenchmarkSlowed 	    1000	     43123.5 ns/op	       0 B/op	       0 allocs/op
+PASS
+"""
+
+
+def test_go_ns_per_op() -> None:
+    assert parse("go", GO_OUTPUT) == (43124, None)
+    assert parse("go", "BenchmarkX-8   100   7 ns/op\n") == (7, None)
+    with pytest.raises(OutputError, match="got 2 result lines"):
+        parse("go", GO_OUTPUT + "BenchmarkSlowed/sub 1 2 ns/op\n")
+    with pytest.raises(OutputError, match=r"no result line.*FAIL"):
+        parse("go", "--- FAIL: BenchmarkSlowed\nFAIL\n")
+
+
+def test_criterion_bencher_ns_per_iter() -> None:
+    assert parse("criterion", "test sum_a ... bench:       27551 ns/iter (+/- 1120)\n") == (
+        27551,
+        None,
+    )
+    # libtest's bencher lines carry thousands separators.
+    assert parse("criterion", "test group/x 64 ... bench:      27,551 ns/iter (+/- 1,120)\n") == (
+        27551,
+        None,
+    )
+    with pytest.raises(OutputError, match="no result line"):
+        parse("criterion", "error: unexpected argument\n")
+
+
+def test_unknown_format() -> None:
+    assert "go" in duet_outputs.FORMATS
+    with pytest.raises(OutputError, match="unknown output format 'junit'"):
+        parse("junit", "")

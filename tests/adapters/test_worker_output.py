@@ -1,0 +1,104 @@
+"""The worker's output mode (suite adapters) in real processes through a real barrier: the
+sample is what the harness printed, not the process's time."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from duet.harness import duet_barrier as db
+from tests.duet import test_barrier as shared
+from tests.duet.test_barrier import Processes
+from tests.duet.test_worker import finish, read_samples, run_pair, start_worker, write_spec
+
+shm_path = shared.shm_path
+processes = shared.processes
+
+
+def harness(tmp_path: Path, body: str) -> str:
+    """A stand-in harness: a real program printing what a harness prints."""
+    path = tmp_path / "harness.sh"
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_the_sample_is_the_harness_time_per_operation(
+    processes: Processes, shm_path: str, tmp_path: Path
+) -> None:
+    # 50 ms of sleep per invocation, 1234 ns/op reported: the sample is the report.
+    program = harness(tmp_path, "sleep 0.05\necho 'BenchmarkX-2   100   1234.4 ns/op'\n")
+    with db.create(shm_path):
+        results = run_pair(processes, tmp_path, shm_path, command=program, output="go")
+    for slot, (code, _, err) in enumerate(results):
+        assert code == 0, err
+        lines = read_samples(tmp_path / f"samples-{slot}.jsonl")
+        assert lines[-1] == {"done": True, "inner_loops": 1, "spawn": "direct"}
+        samples = lines[1:-1]
+        assert len(samples) == 6
+        for s in samples:
+            # No CPU time from go; no runq_ns/nivcsw: they would cover the whole invocation.
+            assert set(s) == {"phase", "index", "start_ns", "duration_ns"}
+            assert s["duration_ns"] == 1234
+    # The stdout file of the iterations is removed.
+    assert not os.path.exists(tmp_path / "samples-0.jsonl.out")
+
+
+def test_cpu_time_is_kept_when_the_harness_reports_it(
+    processes: Processes, shm_path: str, tmp_path: Path
+) -> None:
+    json_out = (
+        '{"benchmarks": [{"name": "BM_a", "run_type": "iteration", "real_time": 2.5, '
+        '"cpu_time": 2.0, "time_unit": "us"}]}'
+    )
+    program = harness(tmp_path, f"echo '{json_out}'\n")
+    with db.create(shm_path, parties=1):
+        worker = start_worker(
+            processes, write_spec(tmp_path, shm_path, 0, command=program, output="google-benchmark")
+        )
+        code, _, err = finish(worker)
+    assert code == 0, err
+    samples = read_samples(tmp_path / "samples-0.jsonl")[1:-1]
+    assert {(s["duration_ns"], s["cpu_ns"]) for s in samples} == {(2500, 2000)}
+
+
+def test_output_without_a_result_fails_quoting_it(
+    processes: Processes, shm_path: str, tmp_path: Path
+) -> None:
+    program = harness(tmp_path, "echo 'panic: index out of range'\n")
+    with db.create(shm_path, parties=1):
+        worker = start_worker(
+            processes, write_spec(tmp_path, shm_path, 0, command=program, output="go")
+        )
+        code, _, err = finish(worker)
+    assert code == 3, err
+    assert "iteration 0 (warmup)" in err
+    assert "panic: index out of range" in err
+    assert read_samples(tmp_path / "samples-0.jsonl")[-1]["error"].startswith("BenchmarkFailed")
+
+
+def test_a_failing_harness_fails_with_its_output(
+    processes: Processes, shm_path: str, tmp_path: Path
+) -> None:
+    program = harness(tmp_path, "echo 'error: no such benchmark'\nexit 2\n")
+    with db.create(shm_path, parties=1):
+        worker = start_worker(
+            processes, write_spec(tmp_path, shm_path, 0, command=program, output="criterion")
+        )
+        code, _, err = finish(worker)
+    assert code == 3, err
+    assert "exited with status 2 in iteration 0 (warmup)" in err
+    assert "error: no such benchmark" in err
+
+
+def test_output_is_refused_for_python_sides_and_unknown_formats(
+    processes: Processes, shm_path: str, tmp_path: Path
+) -> None:
+    for fields, message in (
+        ({"kind": "python", "callable": "m:f", "output": "go"}, "command sides only"),
+        ({"output": "junit"}, "'output' must be one of google-benchmark, go, criterion"),
+    ):
+        worker = start_worker(processes, write_spec(tmp_path, shm_path, 0, **fields))
+        code, _, err = finish(worker)
+        assert code == 2, err
+        assert message in err
