@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from duet import units
+from duet import files, units
 from duet.errors import EnvironmentNotReady
 from duet.isolation import Request
 from duet.metrics import METRIC_NAMES
 from duet.plan import BenchmarkSpec, SideSpec
 from duet.report import render
 from duet.report.text import table
-from duet.results import ResultsDocument, write_atomic
+from duet.results import ResultsDocument
 from duet.session import SessionOptions, measure
 
 SOURCE = Path(__file__).parent / "examples" / "demo" / "work.c"
@@ -129,7 +129,13 @@ def run_demo(
         )
         with busy_process(condition.busy):
             doc = measure([bench], options)
-        write_atomic(where / "report.md", render(doc, "markdown"))
+        try:
+            files.write_atomic(where / "report.md", render(doc, "markdown"))
+        except OSError as e:
+            raise EnvironmentNotReady(
+                f"{where / 'report.md'}: could not write the demo's report ({e.strerror or e})",
+                fix="free disk space or make the directory writable, then run the demo again",
+            ) from e
         measured.append((condition, doc))
     return measured, out_dir
 
