@@ -2,7 +2,7 @@
 # Creates the virtual environment and installs duet-bench into it, in one of two sizes:
 #
 #   sh scripts/bootstrap.sh runtime   duet and its runtime dependencies only (what `make demo`
-#                                     needs: numpy, scipy, click, GitPython, matplotlib)
+#                                     needs: numpy, scipy, click, GitPython, matplotlib, tomlkit)
 #   sh scripts/bootstrap.sh dev       the runtime, the test and arch extras, and the tools the
 #                                     CI-template, install and accuracy tests use (`make test`)
 #
