@@ -253,6 +253,24 @@ def analysis_settings(o: Mapping[str, Any]) -> Any:
     return AnalysisSettings(**{k: o[k] for k in ANALYSIS_KEYS})
 
 
+def explicit_settings(ctx: click.Context) -> dict[str, Any]:
+    """Every setting (:data:`duet.settings.BUILTIN`, by field name) the command has as an
+    option and that was given on the command line; ``reps`` and ``seed`` always (the
+    configuration cannot set them, and the results file says which were used)."""
+    from click.core import ParameterSource
+
+    out: dict[str, Any] = {}
+    for name in settings.BUILTIN:
+        param = settings.FILE_KEYS.get(name, name)
+        if param not in ctx.params:
+            continue
+        if name in ("reps", "seed") or (
+            ctx.get_parameter_source(param) == ParameterSource.COMMANDLINE
+        ):
+            out[name] = ctx.params[param]
+    return out
+
+
 def explicit_analysis_options(ctx: click.Context) -> dict[str, Any]:
     """The :func:`analysis_options` given on the command line (the others are defaults)."""
     from click.core import ParameterSource

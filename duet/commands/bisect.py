@@ -8,27 +8,16 @@ from pathlib import Path
 from typing import Any
 
 import click
-from click.core import ParameterSource
 
 from duet.cli import (
     ANALYSIS_KEYS,
     analysis_options,
+    explicit_settings,
     install_signal_handlers,
     reports_errors,
     run_options,
 )
 
-_CONFIGURABLE = (
-    "runs",
-    "iterations",
-    "warmup",
-    "isolation",
-    "memory_limit",
-    "timeout",
-    "method",
-    "max_failures",
-)
-_RENAMED = {"memory_limit": "memory_limit_bytes", "timeout": "timeout_s"}
 #: Exit code of a search that stopped undecided (the machine could not tell; see the advice).
 EXIT_UNDECIDED = 3
 
@@ -114,11 +103,9 @@ def bisect(ctx: click.Context, /, **o: Any) -> None:
     from duet.bisect.render import render
     from duet.isolation import RunAs
 
-    def given(name: str) -> bool:
-        return ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
-
-    overrides = {_RENAMED.get(k, k): o[k] for k in _CONFIGURABLE if given(k)}
-    analysis = {k: o[k] for k in ANALYSIS_KEYS if given(k) or k in ("reps", "seed")}
+    explicit = explicit_settings(ctx)
+    analysis = {k: v for k, v in explicit.items() if k in ANALYSIS_KEYS}
+    overrides = {k: v for k, v in explicit.items() if k not in ANALYSIS_KEYS}
     options = BisectOptions(
         good=o["good"],
         bad=o["bad"],

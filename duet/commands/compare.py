@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import click
-from click.core import ParameterSource
 
 from duet.cli import (
     FAIL_ON,
     FAIL_ON_HELP,
     analysis_options,
+    explicit_settings,
     finish,
     install_signal_handlers,
     reports_errors,
@@ -86,18 +86,8 @@ def compare(ctx: click.Context, /, **o: Any) -> None:
     from duet.compare import compare as run_compare
     from duet.isolation import RunAs
     from duet.plan import parse_shard
-    from duet.settings import BUILTIN, FILE_KEYS
 
-    def given(name: str) -> bool:
-        return ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
-
-    # reps and seed always: the configuration cannot set them, and the results file says
-    # which were used (config.options).
-    explicit = {
-        name: o[param]
-        for name in BUILTIN
-        if given(param := FILE_KEYS.get(name, name)) or name in ("reps", "seed")
-    }
+    explicit = explicit_settings(ctx)
     options = CompareOptions(
         base=o["base"],
         head=o["head"],
