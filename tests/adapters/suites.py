@@ -9,10 +9,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from duet.adapters.base import Suite
+from duet.adapters.tools import find_tool
+from duet.errors import ConfigError
 from tests.conftest import is_root
 from tests.integration.gitrepo import GitRepo, make_repo
 
@@ -22,6 +25,16 @@ ISOLATION = "cgroup" if is_root() else "affinity"
 #: Steps of the xorshift loop per operation: HEAD's ``slowed`` does 30% more.
 STEPS_BASE = 20_000
 STEPS_HEAD = 26_000
+
+
+def tool(program: str, fallbacks: Sequence[str]) -> str | None:
+    """Where the adapter itself finds ``program`` (PATH, then the usual install places), or
+    None: the tests skip exactly when the adapter would refuse."""
+    probe = Suite(adapter=program, name="probe", path=".")
+    try:
+        return find_tool(probe, program, program, fallbacks)
+    except ConfigError:
+        return None
 
 
 def source(name: str, *, slowed: int, extra: str) -> str:

@@ -9,7 +9,6 @@ directory: one shared by both would hand back the first version's executable).
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -26,24 +25,14 @@ from tests.adapters.suites import (
     project,
     settings,
     source,
+    tool,
 )
 from tests.integration.gitrepo import GitRepo
 
 pytestmark = [pytest.mark.usefixtures("no_leftovers"), pytest.mark.slow]
 
 
-def _cargo() -> str | None:
-    import shutil
-
-    found = shutil.which("cargo")
-    if found:
-        return found
-    return next(
-        (p for p in map(os.path.expanduser, CARGO_FALLBACKS) if os.access(p, os.X_OK)), None
-    )
-
-
-CARGO = _cargo()
+CARGO = tool("cargo", CARGO_FALLBACKS)
 needs_cargo = pytest.mark.skipif(
     CARGO is None, reason=f"cargo is not on PATH nor in {CARGO_FALLBACKS}"
 )

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -19,20 +17,14 @@ from tests.adapters.suites import (
     project,
     settings,
     source,
+    tool,
 )
 from tests.integration.gitrepo import GitRepo
 
 pytestmark = [pytest.mark.usefixtures("no_leftovers"), pytest.mark.slow]
 
 
-def _go() -> str | None:
-    found = shutil.which("go")
-    if found:
-        return found
-    return next((p for p in map(os.path.expanduser, GO_FALLBACKS) if os.access(p, os.X_OK)), None)
-
-
-GO = _go()
+GO = tool("go", GO_FALLBACKS)
 needs_go = pytest.mark.skipif(GO is None, reason=f"go is not on PATH nor in {GO_FALLBACKS}")
 
 # go = "..." names the toolchain explicitly, as a user whose PATH lacks it would.
