@@ -255,11 +255,12 @@ def _side(config: Config, b: BenchmarkConfig, directory: Path) -> SideSpec:
     from duet.plan import SideSpec
 
     if b.kind == "python":
-        # The loader sets a default whenever a python benchmark exists.
-        assert config.python is not None
+        from duet.config import DEFAULT_PYTHON
+
+        # One fallback for every python benchmark, written or discovered by a suite.
         return SideSpec(
             kind="python",
-            interpreter=str(directory / config.python),
+            interpreter=str(directory / (config.python or DEFAULT_PYTHON)),
             callable=b.callable,
             setup=b.setup,
             sys_path=(str(directory),),

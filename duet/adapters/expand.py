@@ -87,10 +87,7 @@ def expand_config(
     """``config`` with the benchmarks its suites have in both versions added after its own,
     and what discovery found."""
     found = expand(config, baseline_dir=baseline_dir, candidate_dir=candidate_dir)
-    python = config.python
-    if python is None and any(b.kind == "python" for b in found.benchmarks):
-        python = DEFAULT_PYTHON  # as the loader does for a python [[benchmark]]
-    return replace(config, benchmarks=config.benchmarks + found.benchmarks, python=python), found
+    return replace(config, benchmarks=config.benchmarks + found.benchmarks), found
 
 
 def unmeasured(
