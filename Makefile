@@ -27,8 +27,8 @@ demo: $(RUNTIME)
 test: $(STAMP) lint types pytest guest-tier
 
 lint: $(STAMP)
-	$(BIN)/ruff check duet stats tests benchmarks
-	$(BIN)/ruff format --check duet stats tests benchmarks
+	$(BIN)/ruff check duet_bench duet_stats tests benchmarks
+	$(BIN)/ruff format --check duet_bench duet_stats tests benchmarks
 	$(BIN)/python scripts/check_size.py
 
 types: $(STAMP)

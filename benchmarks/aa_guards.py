@@ -2,11 +2,13 @@
 
 Issue 12, item 5. Synthetic A/A data (both sides run the same code, so the true ratio is 1) for
 every I in {3, 5, 10, 30} iterations and R in {5, 10, 20, 30} runs, analysed by the real
-estimator (``stats.ratio.duet_ratio``, the call ``duet.analysis.analyze_benchmark`` makes) with
-each winsorization rule and each interval method, on the same data sets (a paired comparison).
-For every cell it reports the coverage (share of intervals containing 1) with its 95% Wilson
-interval, the false-verdict rate (``regression`` or ``improvement`` at the default 2% threshold,
-``duet.analysis.verdict``), the median width and the share of runs in which a value was replaced.
+estimator (``duet_stats.ratio.duet_ratio``, the call ``duet_bench.analysis.analyze_benchmark``
+makes) with each winsorization rule and each interval method, on the same data sets (a paired
+comparison). For every cell it reports the coverage (share of intervals containing 1) with its 95%
+Wilson interval, the false-verdict rate (``regression`` or ``improvement`` at the default 2%
+threshold,
+``duet_bench.analysis.verdict``), the median width and the share of runs in which a value was
+replaced.
 
 Noise models (log scale; "own" noise hits one side, "shared" noise hits both sides of an
 iteration alike, as the barrier intends):
@@ -50,8 +52,8 @@ from typing import Any
 
 import numpy as np
 
-from duet.analysis import verdict
-from stats.ratio import duet_ratio
+from duet_bench.analysis import verdict
+from duet_stats.ratio import duet_ratio
 
 ITERATIONS = (3, 5, 10, 30)
 RUNS = (5, 10, 20, 30)

@@ -19,7 +19,7 @@ and under the reference noise (``benchmarks/noise/``), with ``R`` runs x ``I`` i
   it (``--calib-runs`` runs): the method it recommends beside the one the ``aa`` repetitions
   found narrower.
 
-Every cell is one ``duet.session.measure`` call whose results document is kept gzipped under
+Every cell is one ``duet_bench.session.measure`` call whose results document is kept gzipped under
 ``benchmarks/results/raw/``; a cell whose file exists is not measured again (``--resume`` is
 the default: delete a file to re-measure it). The summary ``benchmarks/results/accuracy.json``
 and the plots are recomputed from the raw files at the end (``--summarize-only`` does just that).
@@ -53,10 +53,10 @@ sys.path.insert(0, str(HERE))
 import noise  # noqa: E402
 import workloads  # noqa: E402
 
-from duet.plan import BenchmarkSpec, SideSpec  # noqa: E402
-from duet.session import SessionOptions, measure  # noqa: E402
-from stats.ratio import duet_ratio  # noqa: E402
-from stats.sequential import sequential_ci, shuffled_ratio  # noqa: E402
+from duet_bench.plan import BenchmarkSpec, SideSpec  # noqa: E402
+from duet_bench.session import SessionOptions, measure  # noqa: E402
+from duet_stats.ratio import duet_ratio  # noqa: E402
+from duet_stats.sequential import sequential_ci, shuffled_ratio  # noqa: E402
 
 RESULTS = HERE / "results"
 CONFIDENCE = 0.99
@@ -527,7 +527,7 @@ class Driver:
                 try:
                     with condition(cond, key, 2 * self.bound(R, I, 3)) as info:
                         proc = subprocess.run(
-                            [sys.executable, "-m", "duet", *argv, "--out", str(out)],
+                            [sys.executable, "-m", "duet_bench", *argv, "--out", str(out)],
                             capture_output=True,
                             text=True,
                             env=env,
@@ -566,7 +566,7 @@ def _module_available(name: str) -> bool:
 def welch(a: list[float], b: list[float]) -> dict[str, Any]:
     """Welch's t-test (as hyperfine's scripts/welch_ttest.py) and the 99% Welch interval of the
     difference of means, relative to the mean of all values."""
-    from scipy import stats as st
+    from scipy import duet_stats as st
 
     x, y = np.asarray(a), np.asarray(b)
     t, p = st.ttest_ind(x, y, equal_var=False)
@@ -1212,7 +1212,7 @@ def measuring_lock(
     command: str = "benchmarks/accuracy.py",
 ) -> contextlib.AbstractContextManager[Any]:
     try:
-        from duet.lock import acquire
+        from duet_bench.lock import acquire
     except ImportError:  # a tree without duet.lock: nothing to coordinate with
         return contextlib.nullcontext()
     log("taking the duet measuring lock (waits while another duet measures)")

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-HARNESS = ROOT / "duet" / "harness"
+HARNESS = ROOT / "duet_bench" / "harness"
 C_SOURCE = ROOT / "benchmarks" / "c" / "bench_barrier.c"
 GOALS_US = {"c": (1.0, 20.0), "python": (2.0, 50.0)}  # (median, p99)
 TIMEOUT_NS = 60_000_000_000

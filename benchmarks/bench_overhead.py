@@ -5,7 +5,7 @@ The integer workload (``benchmarks/workloads/``) calibrated to ``--iteration-ms`
 
 - ``bare``: the C program times each iteration itself in a plain loop, pinned to one CPU, alone;
 - ``native``: the same program as a duet native benchmark (A/A, both sides the same), through
-  ``duet.session.measure`` (cgroups, barrier, samples file);
+  ``duet_bench.session.measure`` (cgroups, barrier, samples file);
 - ``python``: the python workload ``pyworkloads:integer`` through the python worker, against a
   bare Python loop of the same calls in one process (inner loops calibrated to the same time).
 
@@ -39,8 +39,8 @@ sys.path.insert(0, str(HERE))
 import noise  # noqa: E402
 import workloads  # noqa: E402
 
-from duet.plan import BenchmarkSpec, SideSpec  # noqa: E402
-from duet.session import SessionOptions, measure  # noqa: E402
+from duet_bench.plan import BenchmarkSpec, SideSpec  # noqa: E402
+from duet_bench.session import SessionOptions, measure  # noqa: E402
 
 
 def bare_native(ops: int, iterations: int, cpu: int) -> list[int]:

@@ -17,8 +17,8 @@ import time
 
 import numpy as np
 
-from duet.analysis import AnalysisSettings, analyze_document
-from duet.results import ResultsDocument, from_dict
+from duet_bench.analysis import AnalysisSettings, analyze_document
+from duet_bench.results import ResultsDocument, from_dict
 
 
 def synthetic(

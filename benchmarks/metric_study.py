@@ -2,9 +2,9 @@
 
 Every cell measures one pair of benchmarks, duet and the sequential method (the same R: the same
 CPU time, twice the wall time), and every benchmark is analysed with both metrics from the same
-runs: duet-wall and duet-CPU by duet's own analysis (``duet.analysis.analyze_benchmark``, which
-analyses both and says which one ``auto`` picks), sequential-wall and sequential-CPU by
-``stats.sequential.sequential_ci`` on the wall and CPU arrays.
+runs: duet-wall and duet-CPU by duet's own analysis (``duet_bench.analysis.analyze_benchmark``,
+which analyses both and says which one ``auto`` picks), sequential-wall and sequential-CPU by
+``duet_stats.sequential.sequential_ci`` on the wall and CPU arrays.
 
 Workloads: the native CPU-bound ones (``benchmarks/workloads``: integer, float, cache, memory)
 and ``startup``, a command dominated by process start-up: the system interpreter importing a
@@ -56,10 +56,10 @@ import accuracy  # noqa: E402
 import noise  # noqa: E402
 import workloads  # noqa: E402
 
-from duet.analysis import AnalysisSettings, analyze_benchmark, rng_for  # noqa: E402
-from duet.plan import BenchmarkSpec, SideSpec  # noqa: E402
-from duet.results import BenchmarkRecord, from_dict  # noqa: E402
-from stats.sequential import sequential_ci  # noqa: E402
+from duet_bench.analysis import AnalysisSettings, analyze_benchmark, rng_for  # noqa: E402
+from duet_bench.plan import BenchmarkSpec, SideSpec  # noqa: E402
+from duet_bench.results import BenchmarkRecord, from_dict  # noqa: E402
+from duet_stats.sequential import sequential_ci  # noqa: E402
 
 RESULTS = HERE / "results" / "metric"
 SCHEMA = "duet-metric-study/1"

@@ -30,7 +30,7 @@ from pathlib import Path
 
 MODULE_MAX_LINES = 500
 FUNCTION_MAX_LINES = 100
-PATHS = ("duet", "stats", "benchmarks")
+PATHS = ("duet_bench", "duet_stats", "benchmarks")
 ROOT = Path(__file__).resolve().parent.parent
 
 _OPEN = "not split yet, open after issue 14: "
@@ -43,24 +43,28 @@ EXCEPTIONS: dict[str, str] = {
     "benchmarks/accuracy.py::tables": _STUDY,
     "benchmarks/metric_study.py": _STUDY,
     "benchmarks/metric_study.py::summarize": _STUDY,
-    "duet/analysis.py": _OPEN + "estimation per metric, the metric choice, the notes",
-    "duet/analysis.py::analyze_benchmark": _OPEN + "one benchmark's analysis in sequence",
-    "duet/ci/comment.py": _OPEN + "the comment body and its posting",
-    "duet/cli.py": _OPEN + "the shared options, and the run, analyze and demo commands",
-    "duet/compare.py::compare": _OPEN + "compare's sequence: config, versions, suites, session",
-    "duet/environment.py": _OPEN + "the environment record of method.md section 7",
-    "duet/environment.py::capture_environment": _OPEN + "the record, read field by field",
-    "duet/harness/duet_barrier.py": "the barrier client is one self-contained file copied into "
-    "the measured environment (docs/barrier-protocol.md)",
-    "duet/harness/duet_worker.py": _OPEN + "copied into the measured environment; the command, "
+    "duet_bench/analysis.py": _OPEN + "estimation per metric, the metric choice, the notes",
+    "duet_bench/analysis.py::analyze_benchmark": _OPEN + "one benchmark's analysis in sequence",
+    "duet_bench/ci/comment.py": _OPEN + "the comment body and its posting",
+    "duet_bench/cli.py": _OPEN + "the shared options, and the run, analyze and demo commands",
+    "duet_bench/compare.py::compare": _OPEN
+    + "compare's sequence: config, versions, suites, session",
+    "duet_bench/environment.py": _OPEN + "the environment record of method.md section 7",
+    "duet_bench/environment.py::capture_environment": _OPEN + "the record, read field by field",
+    "duet_bench/harness/duet_barrier.py": (
+        "the barrier client is one self-contained file copied into "
+        "the measured environment (docs/barrier-protocol.md)"
+    ),
+    "duet_bench/harness/duet_worker.py": _OPEN
+    + "copied into the measured environment; the command, "
     "python, driver and output modes could be harness files of their own",
-    "duet/isolation/__init__.py": _OPEN + "cgroupfs moved out; starting the sides is left",
-    "duet/isolation/cgroup_v2.py": _OPEN + "delegation and controller handling",
-    "duet/report/plots.py": _OPEN + "every plot of a report",
-    "duet/results.py": _OPEN + "the document model, reading and saving",
-    "duet/runner.py": _OPEN + "the samples reader and the /tmp policy",
-    "duet/session.py::measure": _OPEN + "the sequence of a measuring session",
-    "stats/ratio.py": _OPEN + "the duet ratio and its five bootstrap interval methods",
+    "duet_bench/isolation/__init__.py": _OPEN + "cgroupfs moved out; starting the sides is left",
+    "duet_bench/isolation/cgroup_v2.py": _OPEN + "delegation and controller handling",
+    "duet_bench/report/plots.py": _OPEN + "every plot of a report",
+    "duet_bench/results.py": _OPEN + "the document model, reading and saving",
+    "duet_bench/runner.py": _OPEN + "the samples reader and the /tmp policy",
+    "duet_bench/session.py::measure": _OPEN + "the sequence of a measuring session",
+    "duet_stats/ratio.py": _OPEN + "the duet ratio and its five bootstrap interval methods",
 }
 
 
@@ -68,7 +72,7 @@ EXCEPTIONS: dict[str, str] = {
 class Size:
     """One module or function: where it starts and how many lines it has."""
 
-    key: str  # "duet/x.py" or "duet/x.py::Class.method"
+    key: str  # "duet_bench/x.py" or "duet_bench/x.py::Class.method"
     path: str
     line: int
     lines: int

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import click
 
-from duet.cli import main
+from duet_bench.cli import main
 
 
 def render() -> str:

@@ -18,7 +18,7 @@ import subprocess
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-HARNESS = HERE.parent.parent / "duet" / "harness"
+HARNESS = HERE.parent.parent / "duet_bench" / "harness"
 BUILD = HERE / "build"
 SOURCE = HERE / "duet_workload.c"
 KINDS = ("integer", "float", "cache", "memory")

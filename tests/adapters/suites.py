@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from duet.adapters.base import Suite
-from duet.adapters.tools import find_tool
-from duet.errors import ConfigError
+from duet_bench.adapters.base import Suite
+from duet_bench.adapters.tools import find_tool
+from duet_bench.errors import ConfigError
 from tests.conftest import is_root
 from tests.integration.gitrepo import GitRepo, make_repo
 
@@ -70,7 +70,7 @@ def compare(
 
     done = subprocess.run(
         [
-            sys.executable, "-m", "duet", "compare", base, head, "--out", str(out),
+            sys.executable, "-m", "duet_bench", "compare", base, head, "--out", str(out),
             "--quiet", "--reps", "2000", "--no-plots",
         ],
         cwd=repo.path,

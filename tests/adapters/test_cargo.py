@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from duet.adapters.cargo import CARGO_FALLBACKS
+from duet_bench.adapters.cargo import CARGO_FALLBACKS
 from tests.adapters.suites import (
     FIXTURES,
     STEPS_BASE,

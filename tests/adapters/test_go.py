@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from duet.adapters.go import GO_FALLBACKS
+from duet_bench.adapters.go import GO_FALLBACKS
 from tests.adapters.suites import (
     STEPS_BASE,
     STEPS_HEAD,

@@ -1,4 +1,4 @@
-"""The harness outputs the worker reads samples from (``duet/harness/duet_outputs.py``)."""
+"""The harness outputs the worker reads samples from (``duet_bench/harness/duet_outputs.py``)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from duet.harness import duet_outputs
-from duet.harness.duet_outputs import OutputError, parse
+from duet_bench.harness import duet_outputs
+from duet_bench.harness.duet_outputs import OutputError, parse
 
 
 def gb(*entries: dict[str, object]) -> str:

@@ -17,15 +17,15 @@ from typing import Any
 
 import pytest
 
-from duet.adapters.base import Checkout, Suite
-from duet.adapters.pytest_benchmark import ADAPTER, HARNESS
-from duet.analysis import AnalysisSettings
-from duet.config import load_config
-from duet.errors import ConfigError
-from duet.harness import duet_barrier as db
-from duet.session import SessionOptions
-from duet.session import measure as measure_session
-from duet.settings import for_suite
+from duet_bench.adapters.base import Checkout, Suite
+from duet_bench.adapters.pytest_benchmark import ADAPTER, HARNESS
+from duet_bench.analysis import AnalysisSettings
+from duet_bench.config import load_config
+from duet_bench.errors import ConfigError
+from duet_bench.harness import duet_barrier as db
+from duet_bench.session import SessionOptions
+from duet_bench.session import measure as measure_session
+from duet_bench.settings import for_suite
 from tests.conftest import is_root
 from tests.duet import test_barrier as shared
 from tests.duet.test_barrier import Processes, old_pythons, two_cpus
@@ -223,7 +223,7 @@ def test_the_driver_parses_as_python_3_8() -> None:
         if isinstance(node, ast.Import | ast.ImportFrom)
         for alias in (node.names if isinstance(node, ast.Import) else [ast.alias(node.module)])
     }
-    assert "duet" not in imported
+    assert "duet_bench" not in imported
     assert imported <= set(sys.stdlib_module_names) | {"pytest"}
 
 
@@ -566,7 +566,7 @@ def duet(
     *args: str, cwd: Path, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "duet", *args, "--quiet", "--reps", "2000"],
+        [sys.executable, "-m", "duet_bench", *args, "--quiet", "--reps", "2000"],
         cwd=cwd,
         env={**os.environ, **(env or {})},
         capture_output=True,

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from duet.adapters.base import Checkout
-from duet.adapters.google_benchmark import ADAPTER as GOOGLE_BENCHMARK
-from duet.adapters.google_benchmark import filter_for
-from duet.adapters.registry import get_adapter
-from duet.config import load_config
-from duet.errors import ConfigError
+from duet_bench.adapters.base import Checkout
+from duet_bench.adapters.google_benchmark import ADAPTER as GOOGLE_BENCHMARK
+from duet_bench.adapters.google_benchmark import filter_for
+from duet_bench.adapters.registry import get_adapter
+from duet_bench.config import load_config
+from duet_bench.errors import ConfigError
 
 
 def load(tmp_path: Path, text: str, name: str = "duet.toml"):  # type: ignore[no-untyped-def]
@@ -115,7 +115,7 @@ def test_missing_path_and_duplicate_names(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(
-    importlib.util.find_spec("duet.adapters.pytest_benchmark") is not None,
+    importlib.util.find_spec("duet_bench.adapters.pytest_benchmark") is not None,
     reason="the pytest-benchmark adapter is in this build",
 )
 def test_an_adapter_not_in_this_build_is_a_clear_error() -> None:

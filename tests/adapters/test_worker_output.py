@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from duet.harness import duet_barrier as db
+from duet_bench.harness import duet_barrier as db
 from tests.duet import test_barrier as shared
 from tests.duet.test_barrier import Processes
 from tests.duet.test_worker import finish, read_samples, run_pair, start_worker, write_spec

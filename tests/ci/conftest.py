@@ -36,8 +36,8 @@ def fake_api() -> Iterator[FakeApi]:
 @pytest.fixture(scope="session")
 def analysed_doc() -> dict[str, Any]:
     """results-basic.json with every benchmark analysed (as ``duet compare`` writes it)."""
-    from duet import results
-    from duet.analysis import AnalysisSettings, analyze_document
+    from duet_bench import results
+    from duet_bench.analysis import AnalysisSettings, analyze_document
 
     doc = analyze_document(results.load(FIXTURE), AnalysisSettings(reps=2000))
     return results.to_dict(doc)

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from duet import results
-from duet.ci.comment import (
+from duet_bench import results
+from duet_bench.ci.comment import (
     GITHUB_MAX_BODY,
     body_length,
     build_body,
@@ -24,7 +24,7 @@ from duet.ci.comment import (
     sanitize,
     validate_key,
 )
-from duet.errors import UsageError
+from duet_bench.errors import UsageError
 from tests.ci.conftest import HOSTILE_NAME
 
 _ALLOWED_TAGS = re.compile(r"<(/?(details|summary|sub|sup|b|i|em|strong)|br ?/?)>")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from duet.cli import main
+from duet_bench.cli import main
 from tests.ci.conftest import HEAD_SHA, PR, REPO
 from tests.ci.fakeapi import (
     ACTIONS_BOT,
@@ -239,7 +239,7 @@ def test_the_token_never_appears_in_output_or_logs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    monkeypatch.setattr("duet.ci.comment.time.sleep", lambda s: None)
+    monkeypatch.setattr("duet_bench.ci.comment.time.sleep", lambda s: None)
     github_env.fail(Fault("GET", COMMENTS, 500, {"message": "proxy saw {authorization}"}, times=5))
     result = run(str(results_file), "--require-comment")
     assert result.exit_code == 3

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from duet.cli import main
+from duet_bench.cli import main
 from tests.ci.conftest import HEAD_SHA, MR, PROJECT
 from tests.ci.fakeapi import GITLAB_BOT, GITLAB_HUMAN, GITLAB_TOKEN, FakeApi, Fault
 

@@ -30,12 +30,13 @@ printf '%s\\n' "$*" >> "{log}"
 if [ "$1" = compare ]; then
     mkdir -p duet-results
     cp "{results}" duet-results/results.json
-    "{python}" -m duet analyze duet-results/results.json --format markdown > duet-results/report.md
+    "{python}" -m duet_bench analyze duet-results/results.json --format markdown \\
+        > duet-results/report.md
     echo '<testsuites name="duet"/>' > duet-results/junit.xml
     echo 'duet_ratio{{benchmark="parse-json"}} 1.05' > duet-results/metrics.txt
     exit 1
 fi
-exec "{python}" -m duet "$@"
+exec "{python}" -m duet_bench "$@"
 """
 
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from duet.ci.comment import (
+from duet_bench.ci.comment import (
     ApiError,
     CommentError,
     Http,

@@ -492,9 +492,9 @@ def test_template_without_a_git_url_says_what_to_set(tmp_path: Path) -> None:
 
 
 def test_action_steps_ignore_packages_of_the_users_repository(tmp_path: Path) -> None:
-    """The workspace is the current directory of every step: a `duet` or `stats` package there
-    must not replace duet's own (python -P)."""
-    for name in ("duet", "stats"):
+    """The workspace is the current directory of every step: a `duet_bench` or `duet_stats`
+    package there must not replace duet's own (python -P)."""
+    for name in ("duet_bench", "duet_stats"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "__init__.py").write_text(f"raise ImportError('the user {name}')\n")
     (tmp_path / "duet-results").mkdir()

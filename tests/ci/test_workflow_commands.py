@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from duet import results
-from duet.ci.github import (
+from duet_bench import results
+from duet_bench.ci.github import (
     STEP_SUMMARY_LIMIT_BYTES,
     error_annotations,
     escape_data,
@@ -65,21 +65,21 @@ def test_module_entry_point(tmp_path: Path, results_file: Path) -> None:
     report = tmp_path / "report.md"
     report.write_text("## duet: 1 regression\n")
     done = subprocess.run(
-        [sys.executable, "-m", "duet.ci.github", "annotate", str(results_file)],
+        [sys.executable, "-m", "duet_bench.ci.github", "annotate", str(results_file)],
         capture_output=True,
         text=True,
         check=True,
     )
     assert done.stdout.startswith("::error title=duet%3A regression::parse-json")
     done = subprocess.run(
-        [sys.executable, "-m", "duet.ci.github", "summary", str(report)],
+        [sys.executable, "-m", "duet_bench.ci.github", "summary", str(report)],
         capture_output=True,
         text=True,
         check=True,
     )
     assert done.stdout == "## duet: 1 regression\n"
     broken = subprocess.run(
-        [sys.executable, "-m", "duet.ci.github", "annotate", str(tmp_path / "none.json")],
+        [sys.executable, "-m", "duet_bench.ci.github", "annotate", str(tmp_path / "none.json")],
         capture_output=True,
         text=True,
         check=True,

@@ -9,8 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from duet import results
-from duet.analysis import AnalysisSettings, analyze_benchmark, analyze_document, fails, verdict
+from duet_bench import results
+from duet_bench.analysis import (
+    AnalysisSettings,
+    analyze_benchmark,
+    analyze_document,
+    fails,
+    verdict,
+)
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "results-basic.json"
 
@@ -265,7 +271,7 @@ def test_analyze_keeps_the_recorded_metric_unless_told(tmp_path: Path) -> None:
 
     def metric(*extra: str) -> str:
         done = subprocess.run(
-            [sys.executable, "-m", "duet", "analyze", str(path), "--format", "json", *extra],
+            [sys.executable, "-m", "duet_bench", "analyze", str(path), "--format", "json", *extra],
             capture_output=True,
             text=True,
             check=False,

@@ -35,10 +35,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from duet.harness import duet_barrier as db
+from duet_bench.harness import duet_barrier as db
 
 ROOT = Path(__file__).resolve().parents[2]
-HARNESS = ROOT / "duet" / "harness"
+HARNESS = ROOT / "duet_bench" / "harness"
 VECTORS = ROOT / "tests" / "vectors" / "barrier"
 HEADER_FIELDS = (
     "magic",

@@ -1,5 +1,5 @@
-"""The header-only C client (duet/harness/duet_barrier.h): the shared vectors, a Python peer in
-another process, the futex path, and the native-benchmark contract.
+"""The header-only C client (duet_bench/harness/duet_barrier.h): the shared vectors, a Python peer
+in another process, the futex path, and the native-benchmark contract.
 
 The drivers in tests/duet/c/ are compiled with gcc into a temporary directory, warning-free
 (-std=c11 -Wall -Wextra -Werror) and with AddressSanitizer and UBSan; without gcc the tests are
@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from duet.harness import duet_barrier as db
+from duet_bench.harness import duet_barrier as db
 from tests.duet import test_barrier as shared
 from tests.duet.test_barrier import (
     HARNESS,

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from duet.analysis import AnalysisSettings
-from duet.calibrate import (
+from duet_bench.analysis import AnalysisSettings
+from duet_bench.calibrate import (
     ADDITIVE_LIMIT,
     MIN_ITERATIONS,
     MIN_RUNS,
@@ -32,8 +32,8 @@ from duet.calibrate import (
     recommend,
     width_for_runs,
 )
-from duet.results import from_dict
-from stats.asymmetry import side_asymmetry
+from duet_bench.results import from_dict
+from duet_stats.asymmetry import side_asymmetry
 
 MU = math.log(2e6)  # 2 ms iterations
 START_NS = 40e6  # 40 ms of process start-up per run
@@ -227,7 +227,7 @@ def test_accuracy_gain_against_a_measured_sequential_aa() -> None:
 def test_the_report_of_a_written_sequential_plan_does_not_say_method_was_left_out() -> None:
     # --write writes method (config.RECOMMENDATION_KEYS); the report used to add that
     # method = "sequential" was not written and had to be added by hand.
-    from duet.report.calibration import render_text
+    from duet_bench.report.calibration import render_text
 
     c = calibrate(Model(anti=0.03, sd_iter=0.005, sd_run=0.002).data(), AnalysisSettings(reps=1000))
     assert c.recommended is not None
@@ -488,7 +488,7 @@ def test_recommend_bounds() -> None:
 def test_the_plan_delivers_the_width_it_promises() -> None:
     """Calibrate on one experiment, then run the recommended experiment many times from the
     same model: the widths it gets are the widths formula 5 predicted."""
-    from stats.ratio import duet_ratio
+    from duet_stats.ratio import duet_ratio
 
     m = Model(runs=40, iterations=30, sd_run=0.006, sd_iter=0.03, sd_shared=0.02, seed=11)
     c = calibrate(m.data(), AnalysisSettings(reps=2000, threshold=0.02))

@@ -1,4 +1,4 @@
-"""duet.config: both file forms, finding the file, validation messages (the in-place editor of
+"""duet_bench.config: both file forms, finding the file, validation messages (the in-place editor of
 ``calibrate --write``: test_config_writer.py; precedence and specs: test_settings.py).
 
 Real files in tmp_path throughout.
@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from duet import config as config_mod
-from duet.config import (
+from duet_bench import config as config_mod
+from duet_bench.config import (
     CONFIG_FILES,
     DEFAULT_PYTHON,
     BenchmarkConfig,
@@ -28,8 +28,8 @@ from duet.config import (
     find_config,
     load_config,
 )
-from duet.errors import ConfigError
-from duet.settings import for_suite
+from duet_bench.errors import ConfigError
+from duet_bench.settings import for_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -219,7 +219,7 @@ def test_choose_config_is_the_one_rule_on_disk_and_at_a_commit(
     assert config_mod.choose_config(files.get) is None
     # duet.toml comes first; the other is named in a warning.
     files = {"duet.toml": "runs = 3\n", "pyproject.toml": inline}
-    with caplog.at_level("WARNING", logger="duet.config"):
+    with caplog.at_level("WARNING", logger="duet_bench.config"):
         assert config_mod.choose_config(files.get) == ("duet.toml", "runs = 3\n")
     assert "[tool.duet] in pyproject.toml is ignored" in caplog.text
 

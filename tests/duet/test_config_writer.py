@@ -1,4 +1,4 @@
-"""duet.config.writer: ``calibrate --write`` edits the configuration in place.
+"""duet_bench.config.writer: ``calibrate --write`` edits the configuration in place.
 
 Real files in tmp_path throughout; the editor's outputs are compared byte for byte, so every
 comment, key order, spacing and line ending it must keep is written out in a case below.
@@ -17,11 +17,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from duet import config as config_mod
-from duet.config import load_config
-from duet.config.writer import edit_text, write_recommendation
-from duet.errors import ConfigError
-from duet.settings import resolve
+from duet_bench import config as config_mod
+from duet_bench.config import load_config
+from duet_bench.config.writer import edit_text, write_recommendation
+from duet_bench.errors import ConfigError
+from duet_bench.settings import resolve
 from tests.duet.test_config import (
     BENCH,
     BENCHMARKS,

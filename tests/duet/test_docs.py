@@ -23,7 +23,7 @@ def test_cli_reference_is_up_to_date() -> None:
 
 def test_help_starts_fast_without_heavy_imports() -> None:
     code = (
-        "import sys, time; t=time.perf_counter(); from duet.cli import main\n"
+        "import sys, time; t=time.perf_counter(); from duet_bench.cli import main\n"
         "heavy=[m for m in ('numpy','scipy','matplotlib','git','arch') if m in sys.modules]\n"
         "print(heavy)"
     )
@@ -32,6 +32,6 @@ def test_help_starts_fast_without_heavy_imports() -> None:
     assert done.stdout.strip() == "[]", f"heavy modules imported by the CLI: {done.stdout}"
     assert time.perf_counter() - t0 < 10  # a sanity bound, not a timing test
     help_run = subprocess.run(
-        [sys.executable, "-m", "duet", "--help"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "duet_bench", "--help"], capture_output=True, text=True, check=True
     )
     assert "Exit codes" in help_run.stdout

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from duet.doctor import REQUIREMENTS, Diagnosis, Finding, diagnose, real_probes
-from duet.isolation import Probe
+from duet_bench.doctor import REQUIREMENTS, Diagnosis, Finding, diagnose, real_probes
+from duet_bench.isolation import Probe
 
 OK = Probe(True)
 NO_V1 = Probe(False, "no cgroup v1 hierarchy is mounted under /sys/fs/cgroup")
@@ -168,7 +168,7 @@ def test_a_busy_process_on_the_measuring_cpus_is_named() -> None:
 
 def doctor(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "duet", "doctor", *args],
+        [sys.executable, "-m", "duet_bench", "doctor", *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -244,7 +244,7 @@ def test_smt_powersave_turbo_hpet_swap_load_heat_and_another_duet(machine: Machi
     machine.put("sys/class/hwmon/hwmon0/temp1_crit", "100000")
     machine.cgroup_v2("/")
     # Another duet: pid 4321 runs (its barrier file and work directory), pid 777 is gone.
-    machine.live_process(4321, "python -m duet run --baseline a --candidate b")
+    machine.live_process(4321, "python -m duet_bench run --baseline a --candidate b")
     machine.put("shm/duet-4321-0123abcd.barrier", "")
     (machine.var_tmp / "duet-4321-xyz").mkdir()
     machine.put("shm/duet-777-deadbeef.barrier", "")
@@ -287,7 +287,7 @@ def test_smt_powersave_turbo_hpet_swap_load_heat_and_another_duet(machine: Machi
     running = finding(d, "duet", "another duet")
     assert running.severity == "warning"
     assert "pid 4321" in running.what
-    assert "python -m duet run" in running.what
+    assert "python -m duet_bench run" in running.what
     assert "tail --pid=4321" in running.fix
     stale = finding(d, "duet", "leftovers")
     assert "duet-777-deadbeef.barrier" in stale.what
@@ -308,7 +308,7 @@ def test_a_zombie_or_our_own_pid_is_not_another_duet(machine: Machine) -> None:
     machine.cpus([[0], [1]])
     machine.quiet_proc()
     machine.cgroup_v2("/")
-    machine.live_process(500, "python -m duet run", state="Z")
+    machine.live_process(500, "python -m duet_bench run", state="Z")
     machine.put("shm/duet-500-aa.barrier", "")
     machine.live_process(600, "duet doctor")
     machine.put("shm/duet-600-bb.barrier", "")

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-import duet
-from duet.environment import capture_environment, load_average, machine_kind
-from duet.topology import Cpu, Topology, choose_pair, read_topology
+import duet_bench
+from duet_bench.environment import capture_environment, load_average, machine_kind
+from duet_bench.topology import Cpu, Topology, choose_pair, read_topology
 
 # --------------------------------------------------------------------------------------------
 # Helpers
@@ -259,7 +259,7 @@ def test_everything_missing_is_recorded_with_reasons(tmp_path: Path) -> None:
     # What does not depend on files is still there.
     assert env["pair_source"] == "given"
     assert env["pair"]["cpus"] == [0, 1]  # type: ignore[index]
-    assert env["duet_version"] == duet.__version__
+    assert env["duet_version"] == duet_bench.__version__
     assert env["machine_kind"] == "unknown CPU x2 vCPU, isolation unknown"
 
 
@@ -405,7 +405,7 @@ def test_this_machine() -> None:
     topology = read_topology()
     env = capture_environment(topology=topology, isolation="affinity-only")
     check_missing_convention(env)
-    assert env["duet_version"] == duet.__version__
+    assert env["duet_version"] == duet_bench.__version__
     assert env["hostname"] == os.uname().nodename
     assert env["kernel"]["release"] == os.uname().release  # type: ignore[index]
     assert env["cpu"]["online"] == len(topology.online)  # type: ignore[index]

@@ -1,4 +1,4 @@
-"""duet.files.write_atomic on real files: content, modes, symlinks and failures."""
+"""duet_bench.files.write_atomic on real files: content, modes, symlinks and failures."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from duet import results
-from duet.errors import ResultsError
-from duet.files import write_atomic
+from duet_bench import results
+from duet_bench.errors import ResultsError
+from duet_bench.files import write_atomic
 
 
 @contextlib.contextmanager

@@ -29,11 +29,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from duet import results
-from duet.errors import ResultsError
-from duet.harness import duet_barrier
-from duet.lock import Holder, parse_holder
-from duet.runner import Samples, read_samples
+from duet_bench import results
+from duet_bench.errors import ResultsError
+from duet_bench.harness import duet_barrier
+from duet_bench.lock import Holder, parse_holder
+from duet_bench.runner import Samples, read_samples
 
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "results-basic.json"

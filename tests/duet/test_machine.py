@@ -1,4 +1,4 @@
-"""The machine reader (duet.machine): on this machine's /proc with real processes, and on
+"""The machine reader (duet_bench.machine): on this machine's /proc with real processes, and on
 synthetic mountinfo, cgroup and /sys text for what this machine lacks."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from duet.doctor.isolation import cgroup_facts
-from duet.machine import (
+from duet_bench.doctor.isolation import cgroup_facts
+from duet_bench.machine import (
     THIS,
     CgroupMount,
     Machine,

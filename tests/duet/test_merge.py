@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from duet import results
-from duet.errors import UsageError
-from duet.merge import merge
+from duet_bench import results
+from duet_bench.errors import UsageError
+from duet_bench.merge import merge
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "results-basic.json"
 
@@ -118,8 +118,8 @@ def test_two_unrelated_duet_run_files_are_refused(tmp_path: Path) -> None:
     for name, command in (("one", "true"), ("two", "sleep 0.001")):
         out = tmp_path / f"{name}.json"
         argv = [
-            sys.executable, "-m", "duet", "run", "--baseline", command, "--candidate", command,
-            "--runs", "2", "--iterations", "2", "--warmup", "0", "--isolation", "affinity",
+            sys.executable, "-m", "duet_bench", "run", "--baseline", command, "--candidate",
+            command, "--runs", "2", "--iterations", "2", "--warmup", "0", "--isolation", "affinity",
             "--out", str(out), "--quiet", "--reps", "200",
         ]  # fmt: skip
         made = subprocess.run(argv, capture_output=True, text=True, check=False)
@@ -127,7 +127,7 @@ def test_two_unrelated_duet_run_files_are_refused(tmp_path: Path) -> None:
         files.append(str(out))
     merged = tmp_path / "m.json"
     done = subprocess.run(
-        [sys.executable, "-m", "duet", "merge", *files, "--out", str(merged)],
+        [sys.executable, "-m", "duet_bench", "merge", *files, "--out", str(merged)],
         capture_output=True,
         text=True,
         check=False,
@@ -148,7 +148,7 @@ def test_merge_cli(tmp_path: Path) -> None:
     results.save(shard(["render-page"]), b)
     out = tmp_path / "m.json"
     done = subprocess.run(
-        [sys.executable, "-m", "duet", "merge", str(a), str(b), "--out", str(out)],
+        [sys.executable, "-m", "duet_bench", "merge", str(a), str(b), "--out", str(out)],
         capture_output=True,
         text=True,
         check=False,
@@ -156,7 +156,7 @@ def test_merge_cli(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert [b.name for b in results.load(out).benchmarks] == ["parse-json", "render-page"]
     one = subprocess.run(
-        [sys.executable, "-m", "duet", "merge", str(a), "--out", str(out)],
+        [sys.executable, "-m", "duet_bench", "merge", str(a), "--out", str(out)],
         capture_output=True,
         check=False,
     )

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from duet.errors import UsageError
-from duet.plan import BenchmarkSpec, SideSpec, parse_shard, plan_runs, select_shard
+from duet_bench.errors import UsageError
+from duet_bench.plan import BenchmarkSpec, SideSpec, parse_shard, plan_runs, select_shard
 
 
 def spec(runs: int = 10, name: str = "b") -> BenchmarkSpec:

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from duet.analysis import AnalysisSettings, analyze_document
-from duet.report.html import render_html
-from duet.report.plots import (
+from duet_bench.analysis import AnalysisSettings, analyze_document
+from duet_bench.report.html import render_html
+from duet_bench.report.plots import (
     forest_figure,
     label,
     plan,
@@ -24,7 +24,7 @@ from duet.report.plots import (
     time_unit,
     write_plots,
 )
-from duet.results import ResultsDocument, load
+from duet_bench.results import ResultsDocument, load
 from tests.duet.test_report_formats import EVIL, broken_benchmark, synthetic_doc
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -161,11 +161,11 @@ def test_html_embeds_the_plots_as_inline_svg(tmp_path: Path) -> None:
 def test_duet_report_plot_option(tmp_path: Path) -> None:
     doc = synthetic_doc(["one"], runs=5, iterations=5)
     path = tmp_path / "results.json"
-    from duet.results import save
+    from duet_bench.results import save
 
     save(doc, path)
     done = subprocess.run(
-        [sys.executable, "-m", "duet", "report", str(path), "--format", "html", "--plot",
+        [sys.executable, "-m", "duet_bench", "report", str(path), "--format", "html", "--plot",
          str(tmp_path / "p"), "--output", str(tmp_path / "r.html")],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
@@ -177,7 +177,7 @@ def test_duet_report_plot_option(tmp_path: Path) -> None:
     assert (tmp_path / "r.html").read_text(encoding="utf-8").count("<svg ") == 3
     # html without --plot still embeds the plots, drawn in a temporary directory.
     done = subprocess.run(
-        [sys.executable, "-m", "duet", "report", str(path), "--format", "html"],
+        [sys.executable, "-m", "duet_bench", "report", str(path), "--format", "html"],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

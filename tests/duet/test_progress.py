@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from duet.progress import Progress
+from duet_bench.progress import Progress
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "results-basic.json"
 
@@ -76,6 +76,6 @@ def test_no_color_is_respected_on_a_terminal(no_color: bool) -> None:
     env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
     if no_color:
         env["NO_COLOR"] = "1"
-    text = _on_a_terminal([sys.executable, "-m", "duet", "analyze", str(FIXTURE)], env)
+    text = _on_a_terminal([sys.executable, "-m", "duet_bench", "analyze", str(FIXTURE)], env)
     assert "regression" in text
     assert ("\x1b[" in text) is not no_color

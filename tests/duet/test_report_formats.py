@@ -21,12 +21,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from duet.analysis import AnalysisSettings, analyze_document
-from duet.report import FORMATS, render
-from duet.report.html import inline_svg, render_html
-from duet.report.junit import render_junit, xml_safe
-from duet.report.openmetrics import label_value, render_openmetrics
-from duet.results import (
+from duet_bench.analysis import AnalysisSettings, analyze_document
+from duet_bench.report import FORMATS, render
+from duet_bench.report.html import inline_svg, render_html
+from duet_bench.report.junit import render_junit, xml_safe
+from duet_bench.report.openmetrics import label_value, render_openmetrics
+from duet_bench.results import (
     BenchmarkRecord,
     ResultsDocument,
     RunRecord,
@@ -219,7 +219,7 @@ def test_junit_is_valid_and_says_what_happened(basic: ResultsDocument) -> None:
     assert 6 < float(cases["parse-json"].get("time", "0")) < 10
     props = {p.get("name"): p.get("value") for p in suite.iter("property")}
     assert props["duet.confidence"] == "99%"
-    assert props["duet.isolation"] == "cgroup-v1"
+    assert props["duet_bench.isolation"] == "cgroup-v1"
 
 
 def test_junit_errors_for_a_benchmark_without_a_successful_run(evil: ResultsDocument) -> None:
@@ -254,7 +254,7 @@ def test_xml_safe_replaces_what_xml_cannot_carry() -> None:
 
 
 def test_junit_time_from_wall_time_when_recorded() -> None:
-    from duet.report.junit import measured_ns
+    from duet_bench.report.junit import measured_ns
 
     run = RunRecord(
         index=0,
@@ -501,7 +501,7 @@ def test_html_inlines_plots(basic: ResultsDocument) -> None:
 
 def duet(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "duet", *args], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "duet_bench", *args], capture_output=True, text=True, check=False
     )
 
 
@@ -585,9 +585,9 @@ def test_a_hand_edited_analysis_block_renders_in_every_format() -> None:
 
 
 def test_long_names_are_stored_whole_and_shortened_for_display_only() -> None:
-    from duet.cli import _name_from
-    from duet.units import NAME_WIDTH
-    from duet.units import short_name as display_name
+    from duet_bench.cli import _name_from
+    from duet_bench.units import NAME_WIDTH
+    from duet_bench.units import short_name as display_name
 
     long_a = "./build/bench --input data/a-very-long-directory-name/and-a-long-file-name.json"
     long_b = long_a.replace("bench", "bench2")

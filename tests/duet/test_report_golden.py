@@ -24,7 +24,7 @@ def test_analyze_output_matches_golden(fmt: str, suffix: str) -> None:
         [
             sys.executable,
             "-m",
-            "duet",
+            "duet_bench",
             "analyze",
             str(FIXTURES / "results-basic.json"),
             "--format",
@@ -46,7 +46,7 @@ def test_fail_on_and_exit_codes(tmp_path: Path) -> None:
 
     def code(*args: str) -> int:
         return subprocess.run(
-            [sys.executable, "-m", "duet", "analyze", fixture, *args],
+            [sys.executable, "-m", "duet_bench", "analyze", fixture, *args],
             capture_output=True,
             check=False,
         ).returncode
@@ -57,7 +57,7 @@ def test_fail_on_and_exit_codes(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"schema": "duet-results/9", "benchmarks": []}')
     done = subprocess.run(
-        [sys.executable, "-m", "duet", "analyze", str(bad)],
+        [sys.executable, "-m", "duet_bench", "analyze", str(bad)],
         capture_output=True,
         text=True,
         check=False,
@@ -68,9 +68,9 @@ def test_fail_on_and_exit_codes(tmp_path: Path) -> None:
 
 
 def test_untrusted_names_are_escaped_in_markdown(tmp_path: Path) -> None:
-    from duet.analysis import AnalysisSettings, analyze_document
-    from duet.report.markdown import render_markdown
-    from duet.results import load, replace_name
+    from duet_bench.analysis import AnalysisSettings, analyze_document
+    from duet_bench.report.markdown import render_markdown
+    from duet_bench.results import load, replace_name
 
     doc = load(FIXTURES / "results-basic.json")
     evil = "</details><img src=x onerror=alert(1)> @octocat | [x](http://e)"

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from duet import results
-from duet.errors import ResultsError
+from duet_bench import results
+from duet_bench.errors import ResultsError
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "results-basic.json"
 

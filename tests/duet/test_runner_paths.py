@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from duet.plan import SideSpec
-from duet.runner import under_host_tmp, uses_host_tmp, worker_python_for
+from duet_bench.plan import SideSpec
+from duet_bench.runner import under_host_tmp, uses_host_tmp, worker_python_for
 
 
 def test_the_worker_interpreter_is_taken_from_outside_tmp(

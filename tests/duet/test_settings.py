@@ -1,4 +1,4 @@
-"""duet.settings: precedence with origins, the one spec builder, the runs rule, and the
+"""duet_bench.settings: precedence with origins, the one spec builder, the runs rule, and the
 settings recorded with the results and used again by analyze and report."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from duet import results, settings
-from duet.analysis import AnalysisSettings, analyze_benchmark
-from duet.cli import main
-from duet.config import DEFAULT_PYTHON
-from duet.errors import ResultsError, UsageError
-from duet.plan import SideSpec
+from duet_bench import results, settings
+from duet_bench.analysis import AnalysisSettings, analyze_benchmark
+from duet_bench.cli import main
+from duet_bench.config import DEFAULT_PYTHON
+from duet_bench.errors import ResultsError, UsageError
+from duet_bench.plan import SideSpec
 from tests.duet.test_config import BENCHMARKS, SUITE, load
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "golden" / "results-basic.json"
@@ -87,9 +87,9 @@ def test_every_value_says_where_it_came_from() -> None:
 
 
 def test_the_built_in_defaults_are_the_ones_of_every_record() -> None:
-    # One home: the records take their defaults from duet.settings, and so do the options.
-    from duet.config import Defaults
-    from duet.plan import BenchmarkSpec
+    # One home: the records take their defaults from duet_bench.settings, and so do the options.
+    from duet_bench.config import Defaults
+    from duet_bench.plan import BenchmarkSpec
 
     side = SideSpec(kind="command", command="true")
     spec = BenchmarkSpec(name="a", baseline=side, candidate=side)
@@ -101,7 +101,7 @@ def test_the_built_in_defaults_are_the_ones_of_every_record() -> None:
         k: v for k, v in settings.BUILTIN.items() if hasattr(d, k)
     }
     # The options of duet run and duet compare default to the same values.
-    from duet.commands.compare import compare
+    from duet_bench.commands.compare import compare
 
     for command in (main.commands["run"], compare):
         defaults = {p.name: p.default for p in command.params}
@@ -111,7 +111,7 @@ def test_the_built_in_defaults_are_the_ones_of_every_record() -> None:
 
 
 def test_a_config_built_in_code_is_resolved_like_a_file() -> None:
-    from duet.config import BenchmarkConfig, Config, Defaults
+    from duet_bench.config import BenchmarkConfig, Config, Defaults
 
     b = BenchmarkConfig(name="a", kind="command", command="true")
     c = Config(

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from duet.errors import EnvironmentNotReady, UsageError
-from duet.topology import (
+from duet_bench.errors import EnvironmentNotReady, UsageError
+from duet_bench.topology import (
     CorePair,
     Cpu,
     Topology,
@@ -29,7 +29,7 @@ from duet.topology import (
     parse_cpu_list,
     read_topology,
 )
-from duet.topology.pair import _score
+from duet_bench.topology.pair import _score
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sysfs"
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from duet import units
+from duet_bench import units
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from duet.harness import duet_barrier as db
+from duet_bench.harness import duet_barrier as db
 from tests.duet import test_barrier as shared
 from tests.duet.test_barrier import HARNESS, Processes, old_pythons, two_cpus
 
@@ -296,7 +296,7 @@ def test_python_3_8_worker_against_the_current_one(
     ],
 )
 def test_only_simple_commands_are_spawned_without_a_shell(command: str, argv: object) -> None:
-    from duet.harness import duet_worker
+    from duet_bench.harness import duet_worker
 
     assert duet_worker.direct_argv(command) == argv
 

@@ -1,8 +1,8 @@
 """Every page of the manual that duet cites exists, and reaches an installed duet.
 
 A message read by a user who installed a wheel must name a file on their machine: messages cite
-pages through :func:`duet.manual.cite` (the installed copy), never a literal ``docs/...`` path.
-Comments and docstrings are read by developers in a checkout: their ``docs/`` paths must exist
+pages through :func:`duet_bench.manual.cite` (the installed copy), never a literal ``docs/...``
+path. Comments and docstrings are read by developers in a checkout: their ``docs/`` paths must exist
 there, and the only other ``.md`` names they may mention are the project's design documents.
 """
 
@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from duet import manual
+from duet_bench import manual
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGE = ROOT / "duet"
+PACKAGE = ROOT / "duet_bench"
 DOCS = ROOT / "docs"
 #: The project's design documents (shared/docs beside the repository): developers cite them in
 #: comments; a message never does, since no user has them.
@@ -96,7 +96,7 @@ def test_no_message_cites_a_path_a_user_does_not_have() -> None:
             for name in MD_NAME.findall(text):
                 if Path(name).name not in OUTPUTS:
                     bad.append(f"{path.relative_to(ROOT)}:{line}: {name!r} in {text!r}")
-    assert not bad, "cite manual pages with duet.manual.cite():\n" + "\n".join(bad)
+    assert not bad, "cite manual pages with duet_bench.manual.cite():\n" + "\n".join(bad)
 
 
 def test_every_cited_page_exists() -> None:

@@ -73,7 +73,7 @@ def wheelhouse(request: pytest.FixtureRequest) -> Wheelhouse:
     top = Path(tempfile.mkdtemp(prefix="duet-wheelhouse-"))
     request.session.config.add_cleanup(lambda: shutil.rmtree(top, ignore_errors=True))
     top.chmod(0o755)
-    checkout = copy_checkout(top / "duet")
+    checkout = copy_checkout(top / "duet_bench")
     wheels = top / "wheels"
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
     done = subprocess.run(

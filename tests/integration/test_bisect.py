@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from duet.bisect.comparisons import Comparison
-from duet.bisect.history import Commit
-from duet.bisect.search import search
+from duet_bench.bisect.comparisons import Comparison
+from duet_bench.bisect.history import Commit
+from duet_bench.bisect.search import search
 from tests.conftest import is_root
 from tests.integration.gitrepo import GitRepo, make_repo
 
@@ -101,7 +101,7 @@ def bisect(
         [
             sys.executable,
             "-m",
-            "duet",
+            "duet_bench",
             "bisect",
             *args,
             "--out",
@@ -270,7 +270,17 @@ def test_good_reached_only_through_a_merged_branch_is_a_usage_error(tmp_path: Pa
 def test_an_interrupted_bisect_keeps_its_steps_and_resumes(tmp_path: Path) -> None:
     repo = history(tmp_path, {5: 1.3}, commits=8)
     out = tmp_path / "out"
-    argv = [sys.executable, "-m", "duet", "bisect", "good", "HEAD", "--out", str(out), "--quiet"]
+    argv = [
+        sys.executable,
+        "-m",
+        "duet_bench",
+        "bisect",
+        "good",
+        "HEAD",
+        "--out",
+        str(out),
+        "--quiet",
+    ]
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg-cache")}
     with subprocess.Popen(
         [*argv, "--reps", "2000"], cwd=repo.path, env=env, stderr=subprocess.PIPE, text=True
@@ -295,9 +305,9 @@ def test_an_interrupted_bisect_keeps_its_steps_and_resumes(tmp_path: Path) -> No
     assert done.stderr.count("read back") >= 2
 
 
-# The search alone (duet.bisect.search.search is pure over its comparison function), on a model
-# of a history: commit i multiplies the time by factors[i], every comparison returns the true
-# ratio with a +-0.5% interval and the verdict duet.analysis.verdict gives it. It covers what
+# The search alone (duet_bench.bisect.search.search is pure over its comparison function), on a
+# model of a history: commit i multiplies the time by factors[i], every comparison returns the true
+# ratio with a +-0.5% interval and the verdict duet_bench.analysis.verdict gives it. It covers what
 # the measured tests above cannot afford: every position of the regressing commit, gradual
 # changes, the limit on named commits.
 
@@ -305,7 +315,7 @@ def test_an_interrupted_bisect_keeps_its_steps_and_resumes(tmp_path: Path) -> No
 def model(
     factors: dict[int, float], n: int = COMMITS_AFTER_GOOD, threshold: float = 0.05
 ) -> tuple[list[Commit], Callable[[Commit, Commit], Comparison], list[tuple[int, int]]]:
-    from duet.analysis import verdict
+    from duet_bench.analysis import verdict
 
     commits = [Commit(f"{i:040x}", f"commit {i}", merge=False) for i in range(n + 1)]
     level = [math.prod(factors.get(j, 1.0) for j in range(1, i + 1)) for i in range(n + 1)]

@@ -21,7 +21,7 @@ ISOLATION = "cgroup" if is_root() else "affinity"
 
 def duet(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "duet", *args],
+        [sys.executable, "-m", "duet_bench", *args],
         capture_output=True,
         text=True,
         timeout=240,

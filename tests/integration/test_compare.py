@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from duet.lock import acquire as acquire_lock
+from duet_bench.lock import acquire as acquire_lock
 from tests.conftest import is_root
 from tests.integration.gitrepo import GitRepo, make_repo, shallow_clone
 
@@ -62,7 +62,7 @@ def project(tmp_path: Path, steps_base: int = 8_000_000, steps_head: int = 10_40
 
 def duet(repo: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "duet", "compare", *args, "--quiet", "--reps", "2000"],
+        [sys.executable, "-m", "duet_bench", "compare", *args, "--quiet", "--reps", "2000"],
         cwd=repo,
         capture_output=True,
         text=True,
@@ -163,7 +163,15 @@ def test_a_benchmark_threshold_survives_duet_analyze_and_report(tmp_path: Path) 
 
     def again(*args: str) -> dict[str, object]:
         done = subprocess.run(
-            [sys.executable, "-m", "duet", *args, str(out / "results.json"), "--format", "json"],
+            [
+                sys.executable,
+                "-m",
+                "duet_bench",
+                *args,
+                str(out / "results.json"),
+                "--format",
+                "json",
+            ],
             capture_output=True,
             text=True,
             timeout=120,
@@ -236,7 +244,7 @@ def test_shards_and_merge(tmp_path: Path) -> None:
     assert names == [["a", "c"], ["b"]]
     merged = tmp_path / "merged.json"
     done = subprocess.run(
-        [sys.executable, "-m", "duet", "merge", *map(str, shards), "--out", str(merged)],
+        [sys.executable, "-m", "duet_bench", "merge", *map(str, shards), "--out", str(merged)],
         capture_output=True,
         text=True,
         check=False,
@@ -259,7 +267,7 @@ def test_compare_refuses_or_waits_while_another_duet_measures(tmp_path: Path) ->
         log_path = tmp_path / "waiting.log"
         with log_path.open("w") as log:
             waiting = subprocess.Popen(
-                [sys.executable, "-m", "duet", "compare", "base", "HEAD", "--wait", "--quiet",
+                [sys.executable, "-m", "duet_bench", "compare", "base", "HEAD", "--wait", "--quiet",
                  "--reps", "2000", "--out", str(tmp_path / "b"), "--no-plots"],
                 cwd=repo.path, stdout=subprocess.DEVNULL, stderr=log, text=True,
             )  # fmt: skip
@@ -305,7 +313,8 @@ def test_under_sudo_builds_and_sides_run_as_the_invoking_user(tmp_path: Path) ->
     out = tmp_path / "out"
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "duet", "compare", "HEAD", "HEAD", "--quiet", "--reps", "2000",
+            [sys.executable, "-m", "duet_bench", "compare", "HEAD", "HEAD", "--quiet", "--reps",
+            "2000",
              "--out", str(out), "--no-plots", "--fail-on", "never"],
             cwd=repo.path, capture_output=True, text=True, timeout=300, check=False,
             env={**os.environ, "SUDO_UID": str(nobody), "SUDO_GID": str(nobody)},

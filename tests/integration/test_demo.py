@@ -19,7 +19,17 @@ pytestmark = pytest.mark.usefixtures("no_leftovers")
 @pytest.mark.skipif(shutil.which("cc") is None, reason="the demo compiles C: no cc here")
 def test_the_demo_detects_its_regression_also_beside_a_busy_process(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "duet", "demo", "--runs", "8", "--quiet", "--out", str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "duet_bench",
+            "demo",
+            "--runs",
+            "8",
+            "--quiet",
+            "--out",
+            str(tmp_path),
+        ],
         capture_output=True,
         text=True,
         timeout=600,

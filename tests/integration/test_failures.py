@@ -25,7 +25,7 @@ def duet(
     *args: str, cwd: Path | None = None, timeout: float = 240
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "duet", *args],
+        [sys.executable, "-m", "duet_bench", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -351,7 +351,7 @@ def test_a_failed_run_on_a_terminal_keeps_its_cause_under_the_bar(tmp_path: Path
     import pty
 
     main_fd, child_fd = pty.openpty()
-    argv = [sys.executable, "-m", "duet", *run_args(tmp_path / "r.json", "true", "exit 6")]
+    argv = [sys.executable, "-m", "duet_bench", *run_args(tmp_path / "r.json", "true", "exit 6")]
     # The report (stdout) sums the failed runs up again; the terminal's stderr is under test.
     proc = subprocess.Popen(
         argv,

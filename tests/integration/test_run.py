@@ -22,7 +22,7 @@ ISOLATIONS = [
 
 def duet(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "duet", *args],
+        [sys.executable, "-m", "duet_bench", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -240,7 +240,7 @@ def test_sides_run_as_the_invoking_user_without_capabilities(tmp_path: Path) -> 
         probe = f"id -u > {shared}/uid; grep CapEff /proc/self/status > {shared}/caps"
         env = {**os.environ, "SUDO_UID": "65534", "SUDO_GID": "65534"}
         done = subprocess.run(
-            [sys.executable, "-m", "duet", "run", "--baseline", probe, "--candidate", probe,
+            [sys.executable, "-m", "duet_bench", "run", "--baseline", probe, "--candidate", probe,
              "--runs", "2", "--iterations", "1", "--warmup", "0", "--isolation", "cgroup",
              "--out", str(tmp_path / "r.json"), "--quiet"],
             capture_output=True, text=True, timeout=120, check=False, env=env,

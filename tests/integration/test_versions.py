@@ -1,4 +1,4 @@
-"""duet.versions against real git repositories (made in tmp_path with the git binary).
+"""duet_bench.versions against real git repositories (made in tmp_path with the git binary).
 
 Every test's user checkout is watched (the ``untouched`` fixture): its files, index (content and
 mtime), HEAD, branches, tags, stash and worktree list must be the same afterwards, including
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from duet.errors import EXIT_INFRASTRUCTURE, EXIT_USAGE, Interrupted, UsageError, VersionError
-from duet.versions import MAX_FETCH_GENERATIONS, MAX_SLOTS, BuildFailed, Versions
+from duet_bench.errors import EXIT_INFRASTRUCTURE, EXIT_USAGE, Interrupted, UsageError, VersionError
+from duet_bench.versions import MAX_FETCH_GENERATIONS, MAX_SLOTS, BuildFailed, Versions
 from tests.integration.gitrepo import (
     GitRepo,
     RepoState,
@@ -366,7 +366,10 @@ def test_a_user_linked_worktree_is_left_alone(
 def test_uncommitted_changes_are_not_measured_and_a_warning_says_so(
     project: GitRepo, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="duet.versions"), Versions(project.path) as v:
+    with (
+        caplog.at_level(logging.WARNING, logger="duet_bench.versions"),
+        Versions(project.path) as v,
+    ):
         v.checkout("candidate", "HEAD")
         v.checkout("baseline", "HEAD~1")
     warnings = [r.getMessage() for r in caplog.records]
@@ -713,7 +716,7 @@ def test_a_shallow_clone_fetches_at_most_the_limit_one_by_one(
 
 _HOLDER = """
 import sys
-from duet.versions import Versions
+from duet_bench.versions import Versions
 with Versions(sys.argv[1]) as versions:
     version = versions.checkout("baseline", sys.argv[2])
     print(version.directory, flush=True)
@@ -771,7 +774,7 @@ def test_concurrent_processes_hold_their_own_slots(project: GitRepo) -> None:
 
 _CHURN = """
 import os, sys, time
-from duet.versions import Versions
+from duet_bench.versions import Versions
 repo, go, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
 print("ready", flush=True)
 while not os.path.exists(go):

@@ -62,8 +62,8 @@ def test_calibration_returns_a_positive_op_count() -> None:
 def test_one_tiny_native_duet_measures_a_2x_ratio(tmp_path: Path, fill: bool) -> None:
     if not is_root():
         pytest.skip("cgroup isolation needs root")
-    from duet.plan import BenchmarkSpec, SideSpec
-    from duet.session import SessionOptions, measure
+    from duet_bench.plan import BenchmarkSpec, SideSpec
+    from duet_bench.session import SessionOptions, measure
 
     ops = workloads.calibrate("integer", 5.0, cpu=0)
     bench = BenchmarkSpec(

@@ -1,4 +1,4 @@
-"""stats.asymmetry: the core asymmetry from the log run ratios ([duet] section 3.2)."""
+"""duet_stats.asymmetry: the core asymmetry from the log run ratios ([duet] section 3.2)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stats.asymmetry import Asymmetry, side_asymmetry
+from duet_stats.asymmetry import Asymmetry, side_asymmetry
 
 
 def test_half_the_difference_of_the_group_means_whatever_the_true_ratio() -> None:

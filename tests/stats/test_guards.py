@@ -14,16 +14,16 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from stats import MIN_ITERATIONS, duet_ratio, winsorize_run, winsorize_runs
-from stats._typing import IntervalMethod
-from stats.ratio import _t_quantile_two_sided, expanded_confidence
+from duet_stats import MIN_ITERATIONS, duet_ratio, winsorize_run, winsorize_runs
+from duet_stats._typing import IntervalMethod
+from duet_stats.ratio import _t_quantile_two_sided, expanded_confidence
 from tests.stats.synthetic import make_duet_data, make_noisy_cpu_aa
 
 THRESHOLD = 0.02
 
 
 def _regression(ratio: float, low: float | None) -> bool:
-    """duet.analysis.verdict's regression rule (stats does not import duet)."""
+    """duet_bench.analysis.verdict's regression rule (stats does not import duet_bench)."""
     assert low is not None
     return low > 1.0 and ratio >= 1.0 + THRESHOLD
 
@@ -189,9 +189,9 @@ def test_expanded_confidence_reference_values() -> None:
 def test_expanded_interval_does_not_import_scipy() -> None:
     # scipy.special takes 0.5-0.8 s to import here; expanded is every analysis's interval.
     code = (
-        "import sys, numpy as np, stats\n"
+        "import sys, numpy as np, duet_stats\n"
         "a = np.full((10, 30), 1e6); b = a * np.linspace(0.9, 1.1, 300).reshape(10, 30)\n"
-        "stats.duet_ratio(a, b, method='expanded', rng=np.random.default_rng(0))\n"
+        "duet_stats.duet_ratio(a, b, method='expanded', rng=np.random.default_rng(0))\n"
         "print(sorted(m for m in sys.modules if m.startswith('scipy')))\n"
     )
     done = subprocess.run(
@@ -204,7 +204,7 @@ def test_shuffled_interval_can_match_the_duet_interval() -> None:
     # A sync gain divides the shuffled width by the duet width: both must be the same kind of
     # interval, or the default expanded duet interval (about 30% wider at 10 runs) lowers it by
     # about a quarter.
-    from stats import shuffled_ratio
+    from duet_stats import shuffled_ratio
 
     a, b = make_duet_data(np.random.default_rng(3), 10, 20, 1.0)
     plain = shuffled_ratio(a, b, shuffles=5, reps=2000, rng=np.random.default_rng(1))

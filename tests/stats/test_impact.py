@@ -9,8 +9,8 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from stats import ImpactFactors, impact_factor, impact_factors, paired_impact_factors
-from stats.impact import _distinct
+from duet_stats import ImpactFactors, impact_factor, impact_factors, paired_impact_factors
+from duet_stats.impact import _distinct
 
 
 def rng(seed: int = 0) -> np.random.Generator:

@@ -5,21 +5,21 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import stats
+import duet_stats
 
 
 def test_all_names_are_exported() -> None:
-    for name in stats.__all__:
-        assert hasattr(stats, name), name
-    assert sorted(stats.__all__) == sorted(set(stats.__all__))
+    for name in duet_stats.__all__:
+        assert hasattr(duet_stats, name), name
+    assert sorted(duet_stats.__all__) == sorted(set(duet_stats.__all__))
 
 
 def test_import_is_numpy_only() -> None:
     # A fresh interpreter: scipy (about 1 s) and arch (about 1.8 s) must load only on demand, and
     # stats must never pull in duet.
     code = (
-        "import sys, stats; "
-        "bad = sorted({m.split('.')[0] for m in sys.modules} & {'scipy', 'arch', 'duet', "
+        "import sys, duet_stats; "
+        "bad = sorted({m.split('.')[0] for m in sys.modules} & {'scipy', 'arch', 'duet_bench', "
         "'pandas'}); print(','.join(bad))"
     )
     out = subprocess.run(

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stats import (
+from duet_stats import (
     T_QUANTILE_BELOW,
     VarianceComponents,
     ci_half_width,

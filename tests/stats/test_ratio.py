@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from stats import (
+from duet_stats import (
     MIN_BOOTSTRAP_RUNS,
     Interval,
     RatioEstimate,
@@ -23,8 +23,8 @@ from stats import (
     iteration_ratios,
     run_geomeans,
 )
-from stats._typing import IntervalMethod
-from stats.ratio import _uniform_indices
+from duet_stats._typing import IntervalMethod
+from duet_stats.ratio import _uniform_indices
 from tests.stats.synthetic import make_duet_data
 
 
@@ -431,7 +431,7 @@ def test_ragged_message_lists_run_lengths() -> None:
 def test_expanded_interval_holds_its_level_with_ten_runs() -> None:
     """The expanded percentile interval keeps 99% coverage at R = 10 where the plain
     percentile interval falls to about 96% (docs/statistics.md)."""
-    from stats.ratio import duet_ratio, expanded_confidence
+    from duet_stats.ratio import duet_ratio, expanded_confidence
 
     assert expanded_confidence(0.99, 10) > 0.999
     assert expanded_confidence(0.99, 1000) == pytest.approx(0.99, abs=2e-4)

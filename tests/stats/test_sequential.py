@@ -9,7 +9,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from stats import (
+from duet_stats import (
     MIN_BOOTSTRAP_RUNS,
     SequentialEstimate,
     ShuffledEstimate,
@@ -19,7 +19,7 @@ from stats import (
     shuffled_ratio,
     sync_gain,
 )
-from stats.sequential import _derangement
+from duet_stats.sequential import _derangement
 from tests.stats.synthetic import make_duet_data
 
 

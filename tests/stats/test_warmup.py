@@ -1,4 +1,4 @@
-"""stats.warmup: MSER warm-up detection on the run-centred median profile."""
+"""duet_stats.warmup: MSER warm-up detection on the run-centred median profile."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from stats import Warmup, detect_warmup
-from stats.warmup import STANDARD_ERRORS
+from duet_stats import Warmup, detect_warmup
+from duet_stats.warmup import STANDARD_ERRORS
 
 TOLERANCE = math.log1p(0.02) / 4  # what duet calibrate uses at a 2% threshold
 

@@ -7,19 +7,19 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-import stats
-from stats._typing import ArrayLike, FloatArray
+import duet_stats
+from duet_stats._typing import ArrayLike, FloatArray
 
 # These cases test the paper's rule itself, at every run length; the guard that leaves short
-# runs alone (stats.winsor.MIN_ITERATIONS) is tested in test_guards.py.
+# runs alone (duet_stats.winsor.MIN_ITERATIONS) is tested in test_guards.py.
 
 
 def winsorize_run(values: ArrayLike, *, fraction: float = 0.2) -> tuple[FloatArray, int]:
-    return stats.winsorize_run(values, fraction=fraction, min_iterations=3)
+    return duet_stats.winsorize_run(values, fraction=fraction, min_iterations=3)
 
 
 def winsorize_runs(values: ArrayLike, *, fraction: float = 0.2) -> tuple[FloatArray, int]:
-    return stats.winsorize_runs(values, fraction=fraction, min_iterations=3)
+    return duet_stats.winsorize_runs(values, fraction=fraction, min_iterations=3)
 
 
 TEN = [float(v) for v in range(11)]  # 0..10: no extreme stands out

@@ -24,9 +24,9 @@ from typing import Literal
 
 import pytest
 
-from duet.isolation import PARENT_NAME_RE, cgroup_mounts, pid_alive
-from duet.isolation.cgroup_v1 import probe_v1
-from duet.isolation.cgroup_v2 import find_v2_mount
+from duet_bench.isolation import PARENT_NAME_RE, cgroup_mounts, pid_alive
+from duet_bench.isolation.cgroup_v1 import probe_v1
+from duet_bench.isolation.cgroup_v2 import find_v2_mount
 
 CGROUP_ROOT = "/sys/fs/cgroup"
 TAG_VARIABLE = "DUET_TEST_TAG"
@@ -151,7 +151,7 @@ def v2_mount() -> str:
 def python() -> str:
     """An interpreter a side with a private /tmp can execute (not ours when the checkout, and so
     the virtual environment, lies under /tmp): the one duet's runner would choose."""
-    from duet.runner import worker_python_for
+    from duet_bench.runner import worker_python_for
 
     return worker_python_for(None)
 

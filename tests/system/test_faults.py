@@ -1,4 +1,4 @@
-"""Faults while measuring, end to end through ``python -m duet``: real processes, real cgroups
+"""Faults while measuring, end to end through ``python -m duet_bench``: real processes, real cgroups
 and namespaces (as root), real signals.
 
 Each test checks the promise of the reliability issue for its fault: the run (or the command)
@@ -31,12 +31,12 @@ from typing import IO, Any
 
 import pytest
 
-from duet import results
-from duet.errors import EnvironmentNotReady
-from duet.isolation import pid_alive
-from duet.isolation.cgroup_v1 import probe_v1
-from duet.isolation.cgroup_v2 import probe_v2
-from duet.lock import DEFAULT_PATH, FALLBACK_PATH, acquire, lock_path, parse_holder
+from duet_bench import results
+from duet_bench.errors import EnvironmentNotReady
+from duet_bench.isolation import pid_alive
+from duet_bench.isolation.cgroup_v1 import probe_v1
+from duet_bench.isolation.cgroup_v2 import probe_v2
+from duet_bench.lock import DEFAULT_PATH, FALLBACK_PATH, acquire, lock_path, parse_holder
 from tests.conftest import is_root
 from tests.integration.gitrepo import make_repo
 from tests.system.conftest import (
@@ -78,7 +78,7 @@ def start(
     new_session: bool = False,
 ) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "duet", *args],
+        [sys.executable, "-m", "duet_bench", *args],
         cwd=cwd,
         env=duet_env(tag),
         stdout=subprocess.PIPE,

@@ -12,9 +12,9 @@ import textwrap
 
 import pytest
 
-from duet.errors import IsolationError
-from duet.isolation import Limits, pid_alive
-from duet.isolation.affinity import UNRELIABLE, AffinityBackend
+from duet_bench.errors import IsolationError
+from duet_bench.isolation import Limits, pid_alive
+from duet_bench.isolation.affinity import UNRELIABLE, AffinityBackend
 
 pytestmark = pytest.mark.usefixtures("isolation_clean")
 
@@ -91,7 +91,7 @@ def test_limits_are_not_enforced_but_said_so(caplog: pytest.LogCaptureFixture) -
     with AffinityBackend(reason="no permission") as backend:
         assert backend.warning is not None
         assert "no permission" in backend.warning
-        with caplog.at_level(logging.WARNING, logger="duet.isolation.affinity"):
+        with caplog.at_level(logging.WARNING, logger="duet_bench.isolation.affinity"):
             backend.container("r003-baseline", cpus=[0], mems=None, limits=Limits(pids_max=5))
         assert "not enforced" in caplog.text
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from duet.errors import IsolationError
-from duet.isolation import Container, Limits, Sandbox, make_sandbox
-from duet.isolation.affinity import AffinityBackend
+from duet_bench.errors import IsolationError
+from duet_bench.isolation import Container, Limits, Sandbox, make_sandbox
+from duet_bench.isolation.affinity import AffinityBackend
 
 pytestmark = [pytest.mark.root, pytest.mark.usefixtures("isolation_clean")]
 
@@ -182,7 +182,7 @@ def test_sandbox_checks_its_arguments(tmp_path: Path) -> None:
 
 def test_namespaces_need_the_capability_not_only_uid_0(tmp_path: Path) -> None:
     """A container's root without CAP_SYS_ADMIN is uid 0 but may not unshare."""
-    from duet.isolation.sandbox import _has_sys_admin
+    from duet_bench.isolation.sandbox import _has_sys_admin
 
     status = tmp_path / "status"
     status.write_text("Name:\tx\nCapEff:\t00000000a80425fb\n")  # docker's default set

@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from duet.errors import IsolationError
-from duet.isolation import Limits, Usage, select_backend
-from duet.isolation.cgroup_v1 import probe_v1
-from duet.isolation.cgroup_v2 import find_v2_mount, probe_v2
+from duet_bench.errors import IsolationError
+from duet_bench.isolation import Limits, Usage, select_backend
+from duet_bench.isolation.cgroup_v1 import probe_v1
+from duet_bench.isolation.cgroup_v2 import find_v2_mount, probe_v2
 
 pytestmark = pytest.mark.usefixtures("isolation_clean")
 
@@ -50,7 +50,7 @@ def test_a_controller_less_unified_hierarchy_is_not_chosen() -> None:
 
 
 def test_auto_falls_back_to_affinity_loudly(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="duet.isolation"):
+    with caplog.at_level(logging.WARNING, logger="duet_bench.isolation"):
         backend = select_backend("auto", root="/nonexistent")
     with backend:
         assert backend.level == "affinity-only"
@@ -132,7 +132,7 @@ def test_limits_are_checked() -> None:
 
 
 def test_the_privilege_fix_names_duet_by_its_full_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    from duet.isolation import privilege_fix
+    from duet_bench.isolation import privilege_fix
 
     monkeypatch.setattr(sys, "argv", ["/opt/venv/bin/duet", "run", "--baseline", "a b"])
     fix = privilege_fix()

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from duet.errors import IsolationError
-from duet.isolation import Container, Limits, make_sandbox, pid_alive, read_keyed
-from duet.isolation.cgroup_v1 import CONTROLLERS, CgroupV1Backend
+from duet_bench.errors import IsolationError
+from duet_bench.isolation import Container, Limits, make_sandbox, pid_alive, read_keyed
+from duet_bench.isolation.cgroup_v1 import CONTROLLERS, CgroupV1Backend
 
 pytestmark = [pytest.mark.root, pytest.mark.cgroup, pytest.mark.usefixtures("isolation_clean")]
 

@@ -18,9 +18,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from duet.errors import IsolationError
-from duet.isolation import Container, Limits, pid_alive
-from duet.isolation.cgroup_v2 import (
+from duet_bench.errors import IsolationError
+from duet_bench.isolation import Container, Limits, pid_alive
+from duet_bench.isolation.cgroup_v2 import (
     ORCHESTRATOR_LEAF,
     CgroupV2Backend,
     kill_tree,
@@ -197,8 +197,8 @@ def test_stale_cleanup(backend: CgroupV2Backend, child_env: dict[str, str]) -> N
 HELPER = textwrap.dedent(
     """
     import json, os, subprocess, sys
-    from duet.isolation import Limits
-    from duet.isolation.cgroup_v2 import CgroupV2Backend
+    from duet_bench.isolation import Limits
+    from duet_bench.isolation.cgroup_v2 import CgroupV2Backend
 
     def own():
         with open("/proc/self/cgroup") as f:

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from duet.errors import IsolationError
-from duet.isolation import Limits
-from duet.isolation.cgroup_v2 import CgroupV2Backend, probe_v2
+from duet_bench.errors import IsolationError
+from duet_bench.isolation import Limits
+from duet_bench.isolation.cgroup_v2 import CgroupV2Backend, probe_v2
 from tests.system.conftest import TAG_VARIABLE
 
 pytestmark = [pytest.mark.root, pytest.mark.cgroup, pytest.mark.usefixtures("isolation_clean")]
@@ -149,8 +149,8 @@ def need_controllers(v2_mount: str, *names: str) -> None:
 SIBLING = textwrap.dedent(
     """
     import json, os, sys
-    from duet.isolation import Limits
-    from duet.isolation.cgroup_v2 import CgroupV2Backend
+    from duet_bench.isolation import Limits
+    from duet_bench.isolation.cgroup_v2 import CgroupV2Backend
 
     root, base = sys.argv[1], sys.argv[2]
     def subtree(path):
@@ -282,7 +282,7 @@ def test_a_run_whose_side_moved_to_another_cpu_fails_with_exit_3(
     out = tmp_path / "r.json"
     done = subprocess.run(
         [
-            sys.executable, "-m", "duet", "run", "--baseline", "true", "--candidate", move,
+            sys.executable, "-m", "duet_bench", "run", "--baseline", "true", "--candidate", move,
             "--name", "moved", "--runs", "2", "--iterations", "1", "--warmup", "0",
             "--reps", "1000", "--isolation", "cgroup", "--user", "root", "--quiet",
             "--out", str(out),

@@ -1,3 +1,0 @@
-from duet.cli import main
-
-main()

@@ -1,0 +1,3 @@
+from duet_bench.cli import main
+
+main()

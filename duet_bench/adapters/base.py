@@ -1,0 +1,67 @@
+"""What every adapter provides, and the suite entry of the configuration it reads.
+
+A suite entry (``[[suite]]`` in ``duet.toml``, ``[[tool.duet.suite]]`` in ``pyproject.toml``)
+names the adapter, where the suite is and an optional filter; every benchmark discovered in it
+becomes the duet benchmark ``<suite name>/<benchmark name>`` with the suite's settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from duet_bench.config import BenchmarkConfig
+
+
+@dataclass(frozen=True, slots=True)
+class Suite:
+    """One suite entry, validated.
+
+    ``path`` is relative to the version's directory: a test path (pytest-benchmark), a binary
+    built by the ``build`` command (Google Benchmark), a package (``./pkg``, go), a bench target
+    (cargo). ``filter`` is the harness's own selection syntax, applied at discovery.
+    ``options`` holds the adapter's own keys; ``settings`` the benchmark settings (``runs``,
+    ``iterations``, ``threshold``, ...) every discovered benchmark gets, as field names of
+    :class:`duet_bench.config.BenchmarkConfig`.
+    """
+
+    adapter: str
+    name: str
+    path: str
+    filter: str | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Checkout:
+    """The version a suite is discovered in: its directory after the build, the interpreter
+    of python suites (absolute, or None when the configuration has no python benchmark), and
+    the environment discovery runs with."""
+
+    directory: Path
+    python: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+class Adapter(Protocol):
+    """One harness.
+
+    ``discover`` lists the benchmarks of ``suite`` in ``checkout`` (the harness's own names,
+    filtered, in a stable order); it raises :class:`duet_bench.errors.ConfigError` saying what the
+    harness printed when the suite cannot be listed. ``benchmark`` says how one iteration of
+    ``name`` runs, relative to the version's directory (duet runs every side in its version's
+    directory), named ``f"{suite.name}/{name}"``. ``iteration`` is one sentence for the
+    documentation and the report: what one iteration of this adapter is.
+    """
+
+    name: str
+    iteration: str
+
+    def discover(self, suite: Suite, checkout: Checkout) -> tuple[str, ...]: ...
+
+    def benchmark(self, suite: Suite, name: str) -> BenchmarkConfig: ...

@@ -1,0 +1,134 @@
+"""Discovery at each version: the suite entries become benchmarks.
+
+After both versions are built, every suite is discovered in BASE's directory and in HEAD's
+(with HEAD's suite entries: the configuration is HEAD's for both versions). A benchmark found
+in both is measured like any configured one; one found only in HEAD is *new* and one found
+only in BASE is *missing*: both are reported with a note and no verdict, never measured
+against something else.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from duet_bench.adapters.base import Checkout, Suite
+from duet_bench.adapters.registry import get_adapter
+from duet_bench.config import DEFAULT_PYTHON, BenchmarkConfig, Config
+from duet_bench.errors import ConfigError
+from duet_bench.results import BenchmarkRecord
+
+
+@dataclass(frozen=True, slots=True)
+class Expansion:
+    """What discovery found: the benchmarks both versions have (HEAD's order), and the names
+    only one of them has."""
+
+    benchmarks: tuple[BenchmarkConfig, ...]
+    new: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+
+
+def checkout(config: Config, directory: Path) -> Checkout:
+    python = config.python or DEFAULT_PYTHON
+    return Checkout(directory=directory.resolve(), python=str(directory.resolve() / python))
+
+
+def suite_benchmark(suite: Suite, name: str) -> BenchmarkConfig:
+    """The benchmark ``name`` of ``suite``, with the suite's settings and environment."""
+    b = get_adapter(suite.adapter).benchmark(suite, name)
+    return replace(b, **dict(suite.settings), env={**suite.env, **b.env})
+
+
+def expand(config: Config, *, baseline_dir: Path, candidate_dir: Path) -> Expansion:
+    """Discover every suite of ``config`` in both versions (BASE first, then HEAD: an adapter
+    may build at discovery and pins what it built in the version's directory before the next
+    version builds)."""
+    base = checkout(config, baseline_dir)
+    head = checkout(config, candidate_dir)
+    configured = {b.name for b in config.benchmarks}
+    benchmarks: list[BenchmarkConfig] = []
+    new: list[str] = []
+    missing: list[str] = []
+    for suite in config.suites:
+        adapter = get_adapter(suite.adapter)
+        in_base = adapter.discover(suite, base)
+        in_head = adapter.discover(suite, head)
+        if not in_head and not in_base:
+            what = f" matching the filter {suite.filter!r}" if suite.filter else ""
+            raise ConfigError(
+                f"suite {suite.name!r} ({suite.adapter}, {suite.path}) has no benchmark"
+                f"{what} in either version",
+                fix="check the suite's path and filter (discovery runs in each version's "
+                "directory after its build)",
+            )
+        base_set = set(in_base)
+        for name in in_head:
+            full = f"{suite.name}/{name}"
+            if full in configured:
+                raise ConfigError(
+                    f"suite {suite.name!r} found the benchmark {full!r}, which is also the name "
+                    "of a [[benchmark]] of the configuration",
+                    fix="rename the [[benchmark]] or give the suite another name",
+                )
+            if name in base_set:
+                benchmarks.append(suite_benchmark(suite, name))
+            else:
+                new.append(full)
+        head_set = set(in_head)
+        missing += [f"{suite.name}/{n}" for n in in_base if n not in head_set]
+    return Expansion(benchmarks=tuple(benchmarks), new=tuple(new), missing=tuple(missing))
+
+
+def expand_config(
+    config: Config, *, baseline_dir: Path, candidate_dir: Path
+) -> tuple[Config, Expansion]:
+    """``config`` with the benchmarks its suites have in both versions added after its own,
+    and what discovery found."""
+    found = expand(config, baseline_dir=baseline_dir, candidate_dir=candidate_dir)
+    return replace(config, benchmarks=config.benchmarks + found.benchmarks), found
+
+
+def unmeasured(
+    found: Expansion, *, base: str, head: str, pattern: str | None, shard: tuple[int, int] | None
+) -> list[BenchmarkRecord]:
+    """The records of the benchmarks only one version has (no runs, a note, no verdict), those
+    the ``--bench`` glob and the shard select."""
+    from duet_bench.plan import select_shard
+
+    def chosen(names: tuple[str, ...]) -> list[str]:
+        picked = [n for n in names if pattern is None or matches(n, pattern)]
+        return select_shard(picked, shard)
+
+    records = [
+        BenchmarkRecord(
+            name=name,
+            runs=(),
+            note=f"new: only in the candidate ({head}), discovered by its suite; not measured",
+        )
+        for name in chosen(found.new)
+    ]
+    records += [
+        BenchmarkRecord(
+            name=name,
+            runs=(),
+            note=f"missing: only in the baseline ({base}), the candidate's suite no longer has "
+            "it; not measured",
+        )
+        for name in chosen(found.missing)
+    ]
+    return records
+
+
+def matches(name: str, pattern: str) -> bool:
+    """``--bench``'s rule (:meth:`duet_bench.config.Config.select`)."""
+    return name == pattern or fnmatch.fnmatchcase(name, pattern)
+
+
+def select_names(config: Config, found: Expansion, pattern: str | None) -> list[str]:
+    """The measured benchmarks ``--bench`` selects; none is not an error when the glob selects
+    a new or missing benchmark (which is then reported)."""
+    if pattern is not None and any(matches(n, pattern) for n in found.new + found.missing):
+        return [b.name for b in config.benchmarks if matches(b.name, pattern)]
+    return [b.name for b in config.select(pattern)]

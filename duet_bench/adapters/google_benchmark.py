@@ -1,0 +1,84 @@
+"""Google Benchmark: a C++ benchmark binary built by the configuration's ``build`` command.
+
+Discovery runs ``BINARY --benchmark_list_tests`` (with ``--benchmark_filter=FILTER`` when the
+suite has a filter) in the version's directory. One iteration is one invocation of the binary
+for one benchmark::
+
+    ./build/bench --benchmark_filter='^BM_Parse/64$' --benchmark_format=json \\
+        --benchmark_min_time=0.05
+
+and the sample is what the library reports for it: ``real_time`` per operation as the wall
+time and ``cpu_time`` per operation as the CPU time (``duet_bench/harness/duet_outputs.py``), so
+``metric = "cpu"`` (or ``auto``) compares the library's own CPU figure.
+
+``min_time`` is written as a plain number of seconds: the only form Google Benchmark 1.7
+(Debian 12) accepts, and still accepted by 1.8 and later (which also take ``0.05s``/``100x``).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from duet_bench.adapters.base import Checkout, Suite
+from duet_bench.adapters.suites import positive_seconds
+from duet_bench.adapters.tools import program_path, run_tool
+from duet_bench.config import BenchmarkConfig
+from duet_bench.errors import ConfigError
+
+#: Seconds the library runs one benchmark for in one invocation (its own iteration count is
+#: chosen to fill it), when the suite does not say: long enough for a stable mean per
+#: operation, short enough that a run of 30 invocations stays in seconds.
+DEFAULT_MIN_TIME_S = 0.05
+
+#: Characters with a meaning in the library's filter regular expressions.
+_REGEX_SPECIAL = frozenset(".^$*+?()[]{}|\\")
+
+
+def filter_for(name: str) -> str:
+    """The ``--benchmark_filter`` that selects exactly ``name``."""
+    return "^" + "".join("\\" + c if c in _REGEX_SPECIAL else c for c in name) + "$"
+
+
+class GoogleBenchmark:
+    name = "google-benchmark"
+    iteration = (
+        "one invocation of the benchmark binary for one benchmark "
+        "(--benchmark_filter=^name$, JSON output); the sample is the library's real and CPU "
+        "time per operation"
+    )
+    options: Mapping[str, Callable[[str, Any], Any]] = {"min_time": positive_seconds}
+
+    def discover(self, suite: Suite, checkout: Checkout) -> tuple[str, ...]:
+        binary = checkout.directory / suite.path
+        if not binary.is_file():
+            raise ConfigError(
+                f"suite {suite.name!r}: no benchmark binary at {suite.path} in "
+                f"{checkout.directory} (after the build)",
+                fix="the configuration's build command must build it, at that path relative "
+                "to the repository root",
+            )
+        argv = [str(binary), "--benchmark_list_tests=true"]
+        if suite.filter:
+            argv.append(f"--benchmark_filter={suite.filter}")
+        out = run_tool(argv, suite=suite, checkout=checkout, what="list the benchmarks")
+        return tuple(dict.fromkeys(line.strip() for line in out.splitlines() if line.strip()))
+
+    def benchmark(self, suite: Suite, name: str) -> BenchmarkConfig:
+        min_time = suite.options.get("min_time", DEFAULT_MIN_TIME_S)
+        argv = [
+            program_path(suite.path),
+            f"--benchmark_filter={filter_for(name)}",
+            "--benchmark_format=json",
+            f"--benchmark_min_time={min_time:g}",
+        ]
+        return BenchmarkConfig(
+            name=f"{suite.name}/{name}",
+            kind="command",
+            command=shlex.join(argv),
+            output="google-benchmark",
+        )
+
+
+ADAPTER = GoogleBenchmark()

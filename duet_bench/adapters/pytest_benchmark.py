@@ -1,0 +1,170 @@
+"""pytest-benchmark suites, measured in process under the barrier.
+
+Discovery runs the version's own interpreter over the suite's test path with
+``duet_bench/harness/duet_pytest.py --list`` and keeps the tests that request the ``benchmark``
+fixture (each parametrisation on its own), named by their pytest node id relative to the
+version's directory (``benchmarks/test_parse.py::test_parse[small]``). Each becomes a
+``python`` benchmark whose callable is the driver ``duet_pytest:run``: the worker starts
+pytest on that one test, and the test's ``benchmark(fn, *args)`` call hands ``fn`` to the
+worker's measured loop (docs/adapters.md, "pytest-benchmark").
+
+Suite options (``[suite.options]``): ``args``, extra pytest arguments (a list of strings, or
+one string of shell words) used at discovery and in every run, for what the project's
+``addopts`` would have given (``-p myplugin``, ``--import-mode=importlib``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from duet_bench.adapters.base import Checkout, Suite
+from duet_bench.config import BenchmarkConfig
+from duet_bench.errors import ConfigError
+
+#: The driver the worker imports from its own directory (see duet_bench/harness/duet_pytest.py).
+DRIVER = "duet_pytest:run"
+HARNESS = Path(__file__).resolve().parent.parent / "harness" / "duet_pytest.py"
+#: Variables the driver reads (duet_pytest.NODEID_VARIABLE, ARGS_VARIABLE).
+NODEID_VARIABLE = "DUET_PYTEST_NODEID"
+ARGS_VARIABLE = "DUET_PYTEST_ARGS"
+#: Collection of a large suite imports every test module: minutes, not hours.
+DISCOVERY_TIMEOUT_S = 600.0
+#: What duet_pytest.py --list exits with when pytest is missing / cannot collect.
+_EXIT_NO_PYTEST = 3
+_EXIT_COLLECTION = 4
+_OPTIONS = frozenset({"args"})
+_OUTPUT_TAIL_CHARS = 3000
+
+
+def _suite_args(suite: Suite) -> list[str]:
+    unknown = sorted(set(suite.options) - _OPTIONS)
+    if unknown:
+        raise ConfigError(
+            f"suite {suite.name!r}: the pytest-benchmark adapter has no option "
+            f"{', '.join(map(repr, unknown))}",
+            fix='its only option is args (extra pytest arguments), e.g. args = ["-p", "myplugin"]',
+        )
+    args = suite.options.get("args", [])
+    if isinstance(args, str):
+        try:
+            return shlex.split(args)
+        except ValueError as e:
+            raise ConfigError(
+                f"suite {suite.name!r}: args = {args!r} is not valid shell words: {e}",
+                fix='write args as a list of strings, e.g. args = ["-p", "myplugin"]',
+            ) from e
+    if not isinstance(args, list | tuple) or not all(isinstance(a, str) for a in args):
+        raise ConfigError(
+            f"suite {suite.name!r}: args must be a list of strings, got {args!r}",
+            fix='write e.g. args = ["-p", "myplugin"]',
+        )
+    return list(args)
+
+
+def _tail(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= _OUTPUT_TAIL_CHARS else "..." + text[-_OUTPUT_TAIL_CHARS:]
+
+
+class PytestBenchmarkAdapter:
+    """The ``pytest-benchmark`` adapter (see the module documentation)."""
+
+    name = "pytest-benchmark"
+    iteration = (
+        "one iteration calls the function the test passes to benchmark(...) as many times as "
+        "duet's calibration chose (once when benchmark.pedantic has a setup), inside the "
+        "running test, its fixtures set up before the first iteration and torn down after the "
+        "last"
+    )
+
+    def discover(self, suite: Suite, checkout: Checkout) -> tuple[str, ...]:
+        if checkout.python is None:
+            raise ConfigError(
+                f"suite {suite.name!r}: a pytest-benchmark suite runs in the version's python "
+                "interpreter, and none is configured",
+                fix='set python = ".venv/bin/python" (relative to the version\'s directory)',
+            )
+        argv = [checkout.python, str(HARNESS), "--list", *_suite_args(suite), suite.path]
+        if suite.filter:
+            argv += ["-k", suite.filter]
+        where = f"suite {suite.name!r} in {checkout.directory}"
+        try:
+            done = subprocess.run(
+                argv,
+                cwd=checkout.directory,
+                env={**os.environ, **checkout.env, **suite.env},
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=DISCOVERY_TIMEOUT_S,
+                check=False,
+            )
+        except FileNotFoundError as e:
+            raise ConfigError(
+                f"{where}: the interpreter {checkout.python} does not exist ({e.strerror})",
+                fix="create the version's environment in the build command, or set python",
+            ) from e
+        except OSError as e:
+            raise ConfigError(f"{where}: cannot run {checkout.python}: {e}") from e
+        except subprocess.TimeoutExpired as e:
+            raise ConfigError(
+                f"{where}: pytest did not finish collecting in {DISCOVERY_TIMEOUT_S:.0f} s",
+                fix=f"run `{checkout.python} -m pytest --collect-only {suite.path}` there to "
+                "see what hangs",
+            ) from e
+        if done.returncode == _EXIT_NO_PYTEST:
+            raise ConfigError(
+                f"{where}: {_tail(done.stderr).removeprefix('duet_pytest: ')}",
+                fix=f"install pytest in that environment ({checkout.python} -m pip install "
+                "pytest), e.g. in the build command",
+            )
+        if done.returncode != 0:
+            raise ConfigError(
+                f"{where}: pytest could not collect {suite.path} (exit code "
+                f"{done.returncode}); it printed:\n{_tail(done.stderr + done.stdout)}",
+                fix=f"run `{checkout.python} -m pytest --collect-only {suite.path}` in the "
+                "version's directory and fix what it reports",
+            )
+        return _parse_listing(done.stdout, where)
+
+    def benchmark(self, suite: Suite, name: str) -> BenchmarkConfig:
+        if not name or "::" not in name:
+            raise ConfigError(
+                f"suite {suite.name!r}: {name!r} is not a pytest node id",
+                fix="name a test as discovery does, e.g. benchmarks/test_x.py::test_y",
+            )
+        env = {**suite.env, NODEID_VARIABLE: name}
+        args = _suite_args(suite)
+        if args:
+            env[ARGS_VARIABLE] = shlex.join(args)
+        settings: dict[str, Any] = dict(suite.settings)
+        env.update(settings.pop("env", None) or {})
+        return BenchmarkConfig(
+            name=f"{suite.name}/{name}", kind="python", callable=DRIVER, env=env, **settings
+        )
+
+
+def _parse_listing(stdout: str, where: str) -> tuple[str, ...]:
+    for line in reversed(stdout.splitlines()):
+        try:
+            listing = json.loads(line)
+        except ValueError:
+            continue
+        tests = listing.get("tests") if isinstance(listing, Mapping) else None
+        if isinstance(tests, list) and all(isinstance(t, str) for t in tests):
+            return tuple(tests)
+    raise ConfigError(
+        f"{where}: the test listing printed no list of tests; it printed:\n{_tail(stdout)}",
+        fix="a conftest.py that writes to stdout at exit can hide it; run the discovery by hand: "
+        f"python {HARNESS} --list PATH",
+    )
+
+
+ADAPTER = PytestBenchmarkAdapter()

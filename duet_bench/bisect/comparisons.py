@@ -1,0 +1,309 @@
+"""One comparison of ``duet bisect``: two commits of the history, built once, measured with
+``duet_bench.session.measure`` in rounds until the verdict is decided or the cap is reached.
+
+Every round is a results file of its own in ``<out>/steps/`` (rewritten after every run by the
+session, so nothing measured is lost). A round file that is complete and was measured with the
+same suite, benchmark and run options is read back instead of measured again: a stopped bisect
+run again with the same ``--out`` continues where it stopped, and one run again with another
+``--threshold``, ``--confidence`` or ``--max-runs`` re-analyses what it has and measures only what
+is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import shutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from duet_bench import results, units
+from duet_bench.analysis import AnalysisSettings, analyze_benchmark
+from duet_bench.bisect.history import Commit
+from duet_bench.config import BenchmarkConfig, Config
+from duet_bench.errors import ResultsError
+from duet_bench.isolation import RunAs
+from duet_bench.results import BenchmarkRecord, RunRecord, SideName
+from duet_bench.session import SessionOptions, measure, raise_if_broken
+from duet_bench.settings import for_suite, resolve
+
+if TYPE_CHECKING:
+    from duet_bench.versions import Versions
+
+log = logging.getLogger(__name__)
+
+DECIDED = ("regression", "no change", "improvement")
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """CANDIDATE against BASELINE (both commits of the searched line), over every round."""
+
+    baseline: str
+    candidate: str
+    ratio: float | None
+    ci_low: float | None
+    ci_high: float | None
+    verdict: str | None
+    metric: str | None
+    runs: int
+    #: The planning's estimate of the runs in all that would decide, when inconclusive.
+    runs_needed: int | None
+    #: Round files, relative to the results directory.
+    files: tuple[str, ...]
+    #: Rounds read back from an earlier invocation instead of measured.
+    rounds_reused: int
+    note: str | None
+
+    @property
+    def decided(self) -> bool:
+        return self.verdict in DECIDED
+
+    @property
+    def slower(self) -> bool:
+        return self.verdict == "regression"
+
+    @property
+    def log_ratio(self) -> float:
+        return math.log(self.ratio) if self.ratio else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "baseline": self.baseline,
+            "candidate": self.candidate,
+            "ratio": self.ratio,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "verdict": self.verdict,
+            "metric": self.metric,
+            "runs": self.runs,
+            "runs_needed": self.runs_needed,
+            "files": list(self.files),
+            "rounds_reused": self.rounds_reused,
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class MachineOptions:
+    """How the sides run (the measuring options of ``duet compare``)."""
+
+    isolation: str = "auto"
+    cores: tuple[int, int] | None = None
+    share_network: bool = False
+    plan_seed: int = 0
+    progress: bool = True
+    run_as: RunAs | None = None
+    wait: bool = False
+
+
+class Comparer:
+    """Builds commits on first use (in one :class:`duet_bench.versions.Versions`, so a commit is
+    built once however often it is compared) and measures pairs of them."""
+
+    def __init__(
+        self,
+        *,
+        versions: Versions,
+        config: Config,
+        benchmark: BenchmarkConfig,
+        settings: AnalysisSettings,
+        overrides: Mapping[str, Any],
+        analysis_overrides: Mapping[str, Any],
+        machine: MachineOptions,
+        out_dir: Path,
+        max_runs: int,
+        rebuild: bool = False,
+        on_note: Callable[[str], None] = lambda text: None,
+    ) -> None:
+        self.versions = versions
+        self.config = config
+        self.benchmark = benchmark
+        self.settings = settings
+        self.overrides = dict(overrides)
+        self.analysis_overrides = dict(analysis_overrides)
+        self.machine = machine
+        self.out_dir = out_dir
+        self.max_runs = max_runs
+        self.rebuild = rebuild
+        self.on_note = on_note
+        resolved = resolve(self.overrides, config=config, benchmark=benchmark)
+        self.first_runs = min(resolved["runs"], max_runs)
+        self.max_failures = resolved["max_failures"]
+        # What a round file must have been measured with to be read back.
+        self.key = json.loads(
+            json.dumps(
+                {"suite": dict(config.raw), "benchmark": benchmark.name, "run": self.overrides},
+                sort_keys=True,
+                default=str,
+            )
+        )
+        self._cache: dict[tuple[str, str], Comparison] = {}
+        self._dirs: dict[str, Path] = {}
+
+    def compare(self, baseline: Commit, candidate: Commit) -> Comparison:
+        """The comparison of the pair, measured (or read back) until decided or capped."""
+        cached = self._cache.get((baseline.sha, candidate.sha))
+        if cached is not None:
+            return cached
+        record: BenchmarkRecord | None = None
+        files: list[str] = []
+        reused = 0
+        add = self.first_runs
+        while True:
+            path = self._round_path(baseline, candidate, len(files) + 1)
+            doc = self._read_round(path)
+            if doc is None:
+                doc = self._measure_round(baseline, candidate, path, add, len(files) + 1)
+            else:
+                reused += 1
+            files.append(str(path.relative_to(self.out_dir)))
+            part = doc.benchmark(self.benchmark.name)
+            record = part if record is None else _joined(record, part)
+            comparison = self._summarise(baseline, candidate, record, files, reused)
+            have, needed = comparison.runs, comparison.runs_needed
+            if comparison.decided or have >= self.max_runs:
+                break
+            if needed is not None and needed > self.max_runs:
+                break  # the planning says the cap cannot decide it: do not spend the runs
+            wanted = (needed or 2 * have) - have
+            # An even number keeps the sides' cores balanced within the round.
+            add = min(max(2, wanted + wanted % 2), self.max_runs - have)
+            planned = f" (the planning says about {needed} in all)" if needed else ""
+            self.on_note(
+                f"  {comparison.verdict or 'no verdict'} after {have} runs "
+                f"(ratio {units.ratio(comparison.ratio)}): {add} more runs{planned}"
+            )
+        self._cache[(baseline.sha, candidate.sha)] = comparison
+        return comparison
+
+    # ----------------------------------------------------------------------------------------
+
+    def _summarise(
+        self,
+        baseline: Commit,
+        candidate: Commit,
+        record: BenchmarkRecord,
+        files: list[str],
+        reused: int,
+    ) -> Comparison:
+        a = analyze_benchmark(record, self.settings)
+        return Comparison(
+            baseline=baseline.sha,
+            candidate=candidate.sha,
+            ratio=a.ratio,
+            ci_low=a.ci_low,
+            ci_high=a.ci_high,
+            verdict=a.verdict,
+            metric=a.metric if a.ratio is not None else None,
+            runs=a.runs_used,
+            runs_needed=a.runs_needed,
+            files=tuple(files),
+            rounds_reused=reused,
+            note=a.note,
+        )
+
+    def _round_path(self, baseline: Commit, candidate: Commit, round_: int) -> Path:
+        return self.out_dir / "steps" / f"{baseline.short}-{candidate.short}.r{round_}.json"
+
+    def _read_round(self, path: Path) -> results.ResultsDocument | None:
+        if not path.exists():
+            return None
+        try:
+            doc = results.load(path)
+        except ResultsError as e:
+            log.warning("%s cannot be read back (%s); measuring it again", path, e.message)
+            doc = None
+        if (
+            doc is not None
+            and doc.state.get("complete")
+            and (doc.config.get("bisect") or {}).get("key") == self.key
+            and any(b.name == self.benchmark.name for b in doc.benchmarks)
+        ):
+            self.on_note(f"  read back {path.name} (measured by an earlier duet bisect)")
+            return doc
+        # Measured with other settings, or stopped part-way: keep it beside, measure anew.
+        kept = path.with_suffix(".stale.json")
+        path.replace(kept)
+        self.on_note(f"  {path.name} was stopped or measured otherwise: kept as {kept.name}")
+        return None
+
+    def _directory(self, side: SideName, commit: Commit) -> Path:
+        if commit.sha in self._dirs:
+            return self._dirs[commit.sha]
+        version = self.versions.checkout(side, commit.sha)
+        version = self.versions.build(version, self.config.build, rebuild=self.rebuild)
+        if version.build_log is not None and version.build_log.exists():
+            # The Versions log is per side; keep one per commit.
+            shutil.copyfile(version.build_log, self.out_dir / "logs" / f"build-{commit.short}.log")
+        self._dirs[commit.sha] = version.directory
+        return version.directory
+
+    def _measure_round(
+        self, baseline: Commit, candidate: Commit, path: Path, runs: int, round_: int
+    ) -> results.ResultsDocument:
+        base_dir = self._directory("baseline", baseline)
+        head_dir = self._directory("candidate", candidate)
+        overrides = {**self.overrides, "runs": runs}
+        specs = [
+            s.spec
+            for s in for_suite(
+                self.config,
+                baseline_dir=base_dir,
+                candidate_dir=head_dir,
+                select=self.benchmark.name,
+                explicit=overrides,
+            )
+            if s.spec.name == self.benchmark.name
+        ]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        m = self.machine
+        session = SessionOptions(
+            out=path,
+            isolation=self.overrides.get("isolation", m.isolation),
+            cores=m.cores,
+            share_network=m.share_network,
+            # Another seed per round: a top-up is not the same plan again.
+            seed=m.plan_seed + round_ - 1,
+            max_failures=self.max_failures,
+            analysis=self.settings,
+            progress=m.progress,
+            run_as=m.run_as,
+            wait=m.wait,
+            config={
+                "command": "bisect",
+                "suite": dict(self.config.raw),
+                "bench": self.benchmark.name,
+                "max_failures": self.max_failures,
+                "options": {**overrides, **self.analysis_overrides},
+                "bisect": {"key": self.key, "round": round_},
+            },
+        )
+        versions = {
+            "baseline": {
+                "ref": baseline.short,
+                "commit": baseline.sha,
+                "subject": baseline.subject,
+            },
+            "candidate": {
+                "ref": candidate.short,
+                "commit": candidate.sha,
+                "subject": candidate.subject,
+            },
+        }
+        doc = measure(specs, session, versions=versions)
+        raise_if_broken(doc, self.max_failures)
+        return doc
+
+
+def _joined(first: BenchmarkRecord, more: BenchmarkRecord) -> BenchmarkRecord:
+    """One record with the runs of both rounds, numbered on."""
+    offset = len(first.runs)
+    runs: tuple[RunRecord, ...] = (
+        *first.runs,
+        *(replace(r, index=offset + i) for i, r in enumerate(more.runs)),
+    )
+    return replace(first, runs=runs, analysis=None)

@@ -1,0 +1,235 @@
+"""``duet bisect GOOD BAD``: configuration at BAD -> the first-parent line -> one Versions for
+the whole search (each commit checked out and built once) -> the search -> ``bisect.json`` and
+``report.md`` in the results directory, rewritten after every step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from duet_bench import results
+from duet_bench.bisect.comparisons import Comparer, MachineOptions
+from duet_bench.bisect.history import Commit, first_parent_line
+from duet_bench.bisect.search import (
+    MAX_CULPRITS,
+    SPREAD_SHARE,
+    SearchResult,
+    Step,
+    describe_step,
+    search,
+)
+from duet_bench.config import CONFIG_FILES, BenchmarkConfig, Config
+from duet_bench.errors import ConfigError, UsageError
+from duet_bench.settings import resolve
+
+#: ``--max-runs`` default: this many times the configured runs.
+MAX_RUNS_FACTOR = 4
+
+
+@dataclass(frozen=True, slots=True)
+class BisectOptions:
+    good: str
+    bad: str
+    out_dir: Path
+    repo: Path = Path()
+    config: str | None = None
+    benchmark: str | None = None
+    #: Runs in all one comparison may use (None: MAX_RUNS_FACTOR x the configured runs).
+    max_runs: int | None = None
+    spread_share: float = SPREAD_SHARE
+    max_culprits: int = MAX_CULPRITS
+    rebuild: bool = False
+    keep_worktrees: bool = False
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    analysis_overrides: Mapping[str, Any] = field(default_factory=dict)
+    machine: MachineOptions = field(default_factory=MachineOptions)
+
+
+@dataclass(frozen=True, slots=True)
+class Bisection:
+    """What ``bisect.json`` holds."""
+
+    good: str
+    bad: str
+    benchmark: str
+    threshold: float
+    confidence: float
+    metric: str
+    max_runs: int
+    spread_share: float
+    commits: tuple[Commit, ...]
+    result: SearchResult | None
+    #: Steps so far while running (the result holds them at the end).
+    steps: tuple[Step, ...] = ()
+    stopped: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        r = self.result
+        steps = r.steps if r is not None else self.steps
+        return {
+            "duet_bisect": 1,
+            "updated": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "good": {"ref": self.good, "commit": self.commits[0].sha},
+            "bad": {"ref": self.bad, "commit": self.commits[-1].sha},
+            "benchmark": self.benchmark,
+            "threshold": self.threshold,
+            "confidence": self.confidence,
+            "metric": self.metric,
+            "max_runs": self.max_runs,
+            "spread_share": self.spread_share,
+            "first_parent": True,
+            "commits": [
+                {"index": i, "commit": c.sha, "subject": c.subject, "merge": c.merge}
+                for i, c in enumerate(self.commits)
+            ],
+            "comparisons": len(steps),
+            "steps": [s.to_dict(self.commits) for s in steps],
+            "outcome": r.outcome if r is not None else None,
+            "message": r.message if r is not None else None,
+            "advice": r.advice if r is not None else None,
+            "culprits": [c.to_dict() for c in r.culprits] if r is not None else [],
+            "stopped": self.stopped,
+        }
+
+
+def _config_at(versions: Any, root: Path, sha: str, explicit: str | None) -> tuple[str, str]:
+    """The suite: BAD's configuration, or the ``--config`` file from disk when it lies outside
+    the repository (the rules of ``duet compare``)."""
+    from duet_bench.compare import config_source, config_text_at, read_config_from_disk
+
+    source = config_source(root, explicit)
+    if source is not None and source.on_disk:
+        return read_config_from_disk(source)
+    found = config_text_at(versions, sha, None if source is None else source.path)
+    if found is None:
+        names = source.path if source is not None else " or ".join(CONFIG_FILES)
+        raise ConfigError(
+            f"BAD ({sha[:12]}) has no duet configuration ({names})",
+            fix="commit a duet.toml, or give one outside the repository with --config PATH",
+        )
+    return found
+
+
+def _one_benchmark(config: Config, name: str | None) -> BenchmarkConfig:
+    """The benchmark bisect follows: ``--benchmark``, or the suite's only one."""
+    if name is not None:
+        return config.benchmark(name)
+    if len(config.benchmarks) == 1:
+        return config.benchmarks[0]
+    raise UsageError(
+        f"the suite has {len(config.benchmarks)} benchmarks; bisect follows one",
+        fix="name it with --benchmark NAME, one of: "
+        + ", ".join(b.name for b in config.benchmarks),
+    )
+
+
+def bisect(
+    options: BisectOptions, *, on_note: Callable[[str], None] = lambda text: None
+) -> Bisection:
+    """Search GOOD..BAD and write ``bisect.json`` and ``report.md``; return the bisection.
+
+    Raises what ``duet compare`` raises (UnknownRef, ConfigError, VersionError, BenchmarkFailed)
+    and UsageError for a GOOD that is not an ancestor of BAD or a suite of several benchmarks
+    without ``--benchmark``. ``bisect.json`` says where a stopped search stopped.
+    """
+    from duet_bench.compare import repo_root
+    from duet_bench.config import load_config
+    from duet_bench.versions import Versions
+
+    out = options.out_dir
+    root = repo_root(options.repo)
+    with Versions(
+        root, keep=options.keep_worktrees, log_dir=out / "logs", run_as=options.machine.run_as
+    ) as versions:
+        good = versions.resolve(options.good)
+        bad = versions.resolve(options.bad)
+        commits = first_parent_line(root, good, bad, good_ref=options.good, bad_ref=options.bad)
+        path, text = _config_at(versions, root, bad, options.config)
+        on_note(f"configuration: {path} at BAD ({options.bad}, {bad[:12]})")
+        config = load_config(Path(path), text=text)
+        bench = _one_benchmark(config, options.benchmark)
+        resolved = resolve(
+            {**options.overrides, **options.analysis_overrides}, config=config, benchmark=bench
+        )
+        settings = resolved.analysis()
+        runs = resolved["runs"]
+        max_runs = options.max_runs or MAX_RUNS_FACTOR * runs
+        if max_runs < runs:
+            raise UsageError(
+                f"--max-runs {max_runs} is below the runs of one comparison ({runs})",
+                fix=f"give --max-runs {runs} or more, or fewer --runs",
+            )
+        n = len(commits) - 1
+        on_note(
+            f"{n} commits after GOOD on BAD's first-parent line; benchmark {bench.name}; "
+            f"about {_log2(n) + 2} comparisons if one commit did it"
+        )
+        state = Bisection(
+            good=options.good,
+            bad=options.bad,
+            benchmark=bench.name,
+            threshold=settings.threshold,
+            confidence=settings.confidence,
+            metric=settings.metric,
+            max_runs=max_runs,
+            spread_share=options.spread_share,
+            commits=tuple(commits),
+            result=None,
+        )
+        comparer = Comparer(
+            versions=versions,
+            config=config,
+            benchmark=bench,
+            settings=settings,
+            overrides=options.overrides,
+            analysis_overrides=options.analysis_overrides,
+            machine=options.machine,
+            out_dir=out,
+            max_runs=max_runs,
+            rebuild=options.rebuild,
+            on_note=on_note,
+        )
+        steps: list[Step] = []
+
+        def on_step(step: Step, commits: Sequence[Commit]) -> None:
+            steps.append(step)
+            on_note(describe_step(step, commits))
+            save(replace(state, steps=tuple(steps)), out)
+
+        (out / "logs").mkdir(parents=True, exist_ok=True)
+        save(state, out)
+        try:
+            result = search(
+                commits,
+                comparer.compare,
+                spread_share=options.spread_share,
+                max_culprits=options.max_culprits,
+                max_runs=max_runs,
+                on_step=on_step,
+            )
+        except BaseException as e:
+            reason = getattr(e, "message", None) or type(e).__name__
+            with contextlib.suppress(OSError):
+                save(replace(state, steps=tuple(steps), stopped=reason), out)
+            raise
+        state = replace(state, result=result, steps=result.steps)
+        save(state, out)
+        return state
+
+
+def _log2(n: int) -> int:
+    return max(0, (n - 1).bit_length())
+
+
+def save(state: Bisection, out: Path) -> None:
+    import json
+
+    from duet_bench.bisect.render import render
+
+    results.write_atomic(out / "bisect.json", json.dumps(state.to_dict(), indent=2) + "\n")
+    results.write_atomic(out / "report.md", render(state, "markdown"))

@@ -1,0 +1,229 @@
+"""The calibration as a sequence of named steps (:func:`calibrate`), and the choice between
+wall and CPU time (:func:`calibrate_metrics`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+from duet_bench import units
+from duet_bench.analysis import AnalysisSettings, rng_for
+from duet_bench.calibrate import decide, steps
+from duet_bench.calibrate.data import AAData, aa_data, has_metric
+from duet_bench.calibrate.model import Calibration
+from duet_bench.metrics import METRIC_NAMES, Metric, not_cpu_bound
+from duet_bench.results import BenchmarkRecord
+
+__all__ = ["calibrate", "calibrate_metrics"]
+
+
+def calibrate(
+    data: AAData,
+    settings: AnalysisSettings = AnalysisSettings(),  # noqa: B008 (frozen: safe to share)
+    *,
+    sequential: AAData | None = None,
+) -> Calibration:
+    """Calibrate from an A/A duet (and optionally a sequential A/A of the same benchmark).
+
+    Parameters
+    ----------
+    data : AAData
+        The A/A duet: the same version on both sides, sides alternating between cores.
+    settings : AnalysisSettings
+        As for ``duet analyze``; the threshold is the change the recommendation must detect
+        (``settings.metric`` is not read: ``data`` is of one metric already).
+    sequential : AAData, optional
+        The same A/A measured with the sequential method, for the accuracy gain.
+
+    Returns
+    -------
+    Calibration
+
+    Raises
+    ------
+    ValueError
+        If ``data`` was not measured with the duet method, or the threshold is 0.
+    """
+    if data.method != "duet":
+        raise ValueError("the calibration's main measurement must use the duet method")
+    if not settings.threshold > 0:
+        raise ValueError(
+            f"a calibration needs a threshold above 0 (the change to detect), got "
+            f"{settings.threshold}"
+        )
+    rng = rng_for(data.name, settings.seed)
+    # Warm-up first: everything else is computed on the steady part of each run.
+    steady = steps.steady_part(data, settings.threshold)
+    interval = steps.aa_interval(data.name, steady, settings, rng)
+    shuffled_width, gain = steps.sync_gain(steady, interval, settings, rng)
+    impact, impact_warnings = steps.impact(steady, rng)
+    comps, side_comps = steps.components(steady, winsorize=settings.winsorize)
+    times = steps.timing(data, steady.skip)
+    asym, asym_warnings = steps.side_asymmetry(
+        interval.estimate.run_ratios, data.baseline_cpus, settings, rng
+    )
+    skew, skew_warnings = steps.start_skew(data, steady.skip, times.mean_iteration_ns)
+    seq = (
+        decide.sequential(sequential, steady.warmup, interval, settings, rng)
+        if sequential is not None
+        else None
+    )
+    comparison = seq.comparison if seq is not None else None
+    method = decide.choose_method(comparison, gain, interval.width, steady.runs)
+    plan = decide.plan(method.pays, (comps, side_comps, times), seq, steady.warmup, settings)
+    est = interval.estimate
+    return Calibration(
+        benchmark=data.name,
+        runs=steady.runs,
+        iterations=steady.iterations,
+        warmup_measured=data.warmup,
+        analysed_from=steady.skip,
+        failed_runs=data.failed_runs,
+        confidence=settings.confidence,
+        threshold=settings.threshold,
+        ratio=est.ratio,
+        ci_low=est.ci_low,
+        ci_high=est.ci_high,
+        ci_width=interval.width,
+        contains_one=interval.contains_one,
+        aa_verdict=interval.verdict,
+        winsorized=est.winsorized,
+        shuffled_width=shuffled_width,
+        sync_gain=gain,
+        impact_factor=impact,
+        components=comps,
+        side_components=side_comps,
+        plan_components=plan.components,
+        mean_iteration_ns=times.mean_iteration_ns,
+        startup_ns=times.startup_ns,
+        startup_iterations=times.startup_iterations,
+        warmup=steady.warmup,
+        side_asymmetry=asym,
+        start_skew_ns=skew,
+        sequential=comparison,
+        method_pays=method.pays,
+        method_reason=method.reason,
+        recommended=plan.recommended,
+        width_by_runs=plan.width_by_runs,
+        warnings=(
+            *steady.warnings,
+            *interval.warnings,
+            *impact_warnings,
+            *asym_warnings,
+            *skew_warnings,
+            *plan.warnings,
+            *decide.data_warnings(data, interval, steady.runs),
+        ),
+    )
+
+
+def _deciding_width(cal: Calibration) -> float | None:
+    """The A/A width of the method a calibration recommends (what a user would get)."""
+    if cal.method_pays == "sequential" and cal.sequential is not None:
+        return cal.sequential.relative_width
+    return cal.ci_width
+
+
+def _choose_metric(
+    calibrations: Mapping[Metric, Calibration],
+    busy_share: Mapping[str, float],
+    forced: Metric | None,
+) -> tuple[Metric, str]:
+    """The metric whose recommended method gives the narrower A/A interval, when both sides
+    are CPU-bound (the rule of ``metric = "auto"``), or the one asked for; and why."""
+    wall = calibrations["wall"]
+    cpu = calibrations.get("cpu")
+    idle = not_cpu_bound(busy_share)
+    if forced is not None and (forced == "wall" or cpu is not None):
+        return forced, f"{METRIC_NAMES[forced]}, as asked (--metric {forced})"
+    if cpu is None:
+        return "wall", "wall time: no per-iteration CPU time was recorded"
+    if idle:
+        return "wall", (
+            "wall time: the benchmark is not CPU-bound (the "
+            + " and ".join(f"{side} {units.share(busy_share[side])}" for side in idle)
+            + " of the iteration on a CPU or waiting for one), so CPU time would miss sleeping "
+            "and I/O"
+        )
+    if not busy_share:
+        return "wall", "wall time: whether the sides are CPU-bound is unknown"
+    w_wall, w_cpu = _deciding_width(wall), _deciding_width(cpu)
+    if w_cpu is not None and (w_wall is None or w_cpu <= w_wall):
+        return "cpu", (
+            f"CPU time: both sides CPU-bound, and its A/A interval ({steps.pct(w_cpu)} wide "
+            f"with {cpu.method_pays}) is narrower than wall time's"
+            + (f" ({steps.pct(w_wall)} with {wall.method_pays})" if w_wall is not None else "")
+        )
+    return "wall", (
+        f"wall time: its A/A interval ({steps.pct(w_wall or 0)} wide with "
+        f"{wall.method_pays}) is narrower than CPU time's ({steps.pct(w_cpu or 0)} with "
+        f"{cpu.method_pays}) on this machine"
+    )
+
+
+def calibrate_metrics(
+    record: BenchmarkRecord,
+    sequential: BenchmarkRecord | None = None,
+    settings: AnalysisSettings = AnalysisSettings(),  # noqa: B008 (frozen: safe to share)
+    *,
+    busy_share: Mapping[str, float] | None = None,
+) -> Calibration:
+    """Calibrate on wall time and on CPU time, and keep the metric that measures better here.
+
+    CPU time is a candidate only when it was recorded and both sides are CPU-bound
+    (``busy_share``: per side, the median share of an iteration on a CPU or in its run queue,
+    as :func:`duet_bench.analysis.analyze_benchmark` computes it; the rule of ``metric = "auto"``):
+    for code that sleeps or waits, CPU time would not see what wall time sees. Between the
+    candidates, the narrower A/A interval of the method each recommends wins. Every width is
+    kept in ``widths_by_metric``. ``settings.metric`` other than ``auto`` forces a metric
+    (wall time when CPU time was not recorded).
+
+    Raises
+    ------
+    ValueError
+        If ``settings.metric`` is ``wall-runq`` (derived in the analysis, not calibrated), or
+        as :func:`aa_data` and :func:`calibrate` do.
+    """
+    if settings.metric not in ("auto", "wall", "cpu"):
+        raise ValueError(
+            f"a calibration compares wall time and CPU time; metric {settings.metric!r} is not "
+            "calibrated: use auto, wall or cpu"
+        )
+    calibrations: dict[Metric, Calibration] = {}
+    for metric in ("wall", "cpu"):
+        metric_t: Metric = metric
+        if not has_metric(record, metric_t):
+            continue
+        seq = (
+            aa_data(sequential, metric_t)
+            if sequential is not None and has_metric(sequential, metric_t)
+            else None
+        )
+        calibrations[metric_t] = calibrate(aa_data(record, metric_t), settings, sequential=seq)
+    forced = None if settings.metric == "auto" else settings.metric
+    chosen, reason = _choose_metric(calibrations, busy_share or {}, forced)
+    wall, best = calibrations["wall"], calibrations[chosen]
+    warnings = best.warnings
+    if chosen == "cpu" and wall.contains_one is False and best.contains_one is not False:
+        warnings = (
+            *warnings,
+            f"wall time's A/A interval excludes 1 ([{wall.ci_low:.4g}, {wall.ci_high:.4g}]) "
+            "while CPU time's does not: something delays one side more than the other "
+            "(another process, a slower core); CPU time removes the waiting, not its effect "
+            "on caches",
+        )
+    rec = best.recommended
+    return replace(
+        best,
+        metric=chosen,
+        metric_reason=reason,
+        widths_by_metric={
+            m: {
+                "duet": c.ci_width,
+                "sequential": c.sequential.relative_width if c.sequential is not None else None,
+            }
+            for m, c in calibrations.items()
+        },
+        recommended=replace(rec, metric=chosen) if rec is not None else None,
+        warnings=warnings,
+    )

@@ -1,0 +1,296 @@
+"""What a calibration tells, as frozen records: :class:`Calibration` and its parts.
+
+:meth:`Calibration.to_dict` is the JSON output of ``duet calibrate``; ``docs/calibration.md``
+explains every figure. The numbers inside come from ``stats`` (:class:`duet_stats.warmup.Warmup`,
+:class:`duet_stats.asymmetry.Asymmetry`); these records add what the duet side knows (the CPUs, the
+verdict, the warnings) and the JSON form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from duet_bench.calibrate.plan import Components, Method, Recommendation
+from duet_bench.metrics import Metric
+from duet_stats import FloatArray
+from duet_stats.asymmetry import Asymmetry
+from duet_stats.warmup import Warmup
+
+__all__ = [
+    "Calibration",
+    "ImpactEntry",
+    "SequentialComparison",
+    "SideAsymmetry",
+    "StartSkew",
+    "warmup_dict",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ImpactEntry:
+    """Impact factor of one series ([KBT] Figure 2), plain and on run-mean-centred data."""
+
+    plain: float | None
+    transformed: float | None
+    additive: bool | None
+    missing: str | None = None
+    #: The runs it was computed on (a random subset when the runs outnumber the iterations).
+    runs_used: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "plain": self.plain,
+            "transformed": self.transformed,
+            "additive_model_fits": self.additive,
+            "missing": self.missing,
+            "runs_used": self.runs_used,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SideAsymmetry:
+    """Does the core matter? :func:`duet_stats.asymmetry.side_asymmetry` with the CPU numbers.
+
+    In an A/A run with the baseline on CPU a, the run's ratio is ``T(b)/T(a)``; with the sides
+    swapped it is ``T(a)/T(b)``. Half the difference of the two groups' mean log ratios is the
+    log of ``estimate.ratio = T(b)/T(a)``: how much slower the same code runs on ``cpu_b``.
+
+    Attributes
+    ----------
+    cpu_a, cpu_b : int
+        The two CPUs the baseline sat on, ``cpu_a < cpu_b``.
+    estimate : duet_stats.asymmetry.Asymmetry
+        The ratio ``T(cpu_b)/T(cpu_a)``, its stratified bootstrap interval, the runs in each
+        group, the share of the run-to-run variance it explains and the residual bias it
+        leaves with this side assignment.
+    """
+
+    cpu_a: int
+    cpu_b: int
+    estimate: Asymmetry
+
+    @classmethod
+    def of_runs(
+        cls,
+        log_run_ratios: FloatArray,
+        cpus: Sequence[int | None],
+        *,
+        confidence: float,
+        reps: int,
+        rng: np.random.Generator,
+    ) -> SideAsymmetry | None:
+        """Estimate it from the runs' log ratios and, per run, the CPU the baseline sat on;
+        None unless the baseline sat on exactly two CPUs, all of them known, both used."""
+        from duet_stats.asymmetry import side_asymmetry
+
+        known = sorted({c for c in cpus if c is not None})
+        if len(known) != 2 or any(c is None for c in cpus):
+            return None
+        cpu_a, cpu_b = known
+        est = side_asymmetry(
+            log_run_ratios, [c == cpu_a for c in cpus], confidence=confidence, reps=reps, rng=rng
+        )
+        return None if est is None else cls(cpu_a=cpu_a, cpu_b=cpu_b, estimate=est)
+
+    def to_dict(self) -> dict[str, Any]:
+        e = self.estimate
+        return {
+            "cpu_a": self.cpu_a,
+            "cpu_b": self.cpu_b,
+            "ratio": e.ratio,
+            "ci_low": e.ci_low,
+            "ci_high": e.ci_high,
+            "runs_a": e.runs_a,
+            "runs_b": e.runs_b,
+            "significant": e.significant,
+            "share_of_run_variance": e.share_of_run_variance,
+            "residual_bias": e.residual_bias,
+        }
+
+
+def warmup_dict(warmup: Warmup) -> dict[str, Any]:
+    """The JSON form of a :class:`duet_stats.warmup.Warmup`."""
+    return {
+        "iterations": warmup.iterations,
+        "slowdown": warmup.slowdown,
+        "trending": warmup.trending,
+        "profile": list(warmup.profile),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class StartSkew:
+    """How far apart the two sides start an iteration after leaving the barrier (ns)."""
+
+    median: float
+    p99: float
+    max: float
+    count: int
+    relative_p99: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "median": self.median,
+            "p99": self.p99,
+            "max": self.max,
+            "count": self.count,
+            "p99_of_iteration": self.relative_p99,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SequentialComparison:
+    """The same A/A measured with the sequential method ([duet] section 4.1)."""
+
+    relative_width: float
+    ratio: float
+    ci_low: float
+    ci_high: float
+    accuracy_gain: float | None
+    runs: int
+    iterations: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "relative_width": self.relative_width,
+            "ratio": self.ratio,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "accuracy_gain": self.accuracy_gain,
+            "runs": self.runs,
+            "iterations": self.iterations,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """Everything an A/A calibration tells; :meth:`to_dict` is the JSON output of
+    ``duet calibrate`` (``docs/calibration.md`` explains every figure).
+
+    Attributes
+    ----------
+    runs, iterations : int
+        The successful runs and the measured iterations per run that were analysed.
+    warmup_measured : int
+        Warm-up iterations recorded per run.
+    analysed_from : int
+        Measured iterations left out of every run because the detected warm-up was longer
+        than the recorded one.
+    ratio, ci_low, ci_high, ci_width : float
+        The A/A duet ratio, its interval and the interval's relative width.
+    contains_one, aa_verdict
+        Whether the interval contains 1 (it must), and the verdict the A/A itself would get.
+    shuffled_width, sync_gain : float or None
+        Width with runs paired at random across the sides, and its ratio to ``ci_width``.
+    impact_factor : mapping
+        ``baseline``, ``candidate`` and ``log_ratio`` :class:`ImpactEntry`.
+    components, side_components, plan_components : Components or None
+        Of the log ratios; of the two sides' log times summed (each side alone); and the
+        ones the recommendation used.
+    mean_iteration_ns, startup_ns, startup_iterations
+        The wall time of an iteration, and a run's start-up cost in ns and in iterations.
+    warmup, side_asymmetry, start_skew_ns, sequential
+        See :class:`Warmup`, :class:`SideAsymmetry`, :class:`StartSkew`,
+        :class:`SequentialComparison`.
+    method_pays, method_reason
+        Which method gives the narrower interval here, and why, in a sentence.
+    recommended : Recommendation or None
+    width_by_runs : mapping of int to float
+        The relative width formula 5 predicts at the recommended iterations, per runs.
+    warnings : tuple of str
+        What a performance engineer must know before trusting a verdict from this machine.
+    """
+
+    benchmark: str
+    runs: int
+    iterations: int
+    warmup_measured: int
+    analysed_from: int
+    failed_runs: int
+    confidence: float
+    threshold: float
+    ratio: float
+    ci_low: float | None
+    ci_high: float | None
+    ci_width: float | None
+    contains_one: bool | None
+    aa_verdict: str | None
+    winsorized: int
+    shuffled_width: float | None
+    sync_gain: float | None
+    impact_factor: Mapping[str, ImpactEntry]
+    components: Components | None
+    side_components: Components | None
+    plan_components: Components | None
+    mean_iteration_ns: float
+    startup_ns: float | None
+    startup_iterations: float | None
+    warmup: Warmup | None
+    side_asymmetry: SideAsymmetry | None
+    start_skew_ns: StartSkew | None
+    sequential: SequentialComparison | None
+    method_pays: Method
+    method_reason: str
+    recommended: Recommendation | None
+    width_by_runs: Mapping[int, float]
+    warnings: tuple[str, ...] = field(default=())
+    #: The metric these figures are of, why it was chosen, and the A/A interval width of every
+    #: metric and method measured (``{"wall": {"duet": w, "sequential": w}, "cpu": ...}``).
+    metric: Metric = "wall"
+    metric_reason: str | None = None
+    widths_by_metric: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
+
+    @property
+    def optimal_iterations(self) -> int | None:
+        return self.recommended.optimal_iterations if self.recommended is not None else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "benchmark": self.benchmark,
+            "runs": self.runs,
+            "iterations": self.iterations,
+            "warmup_measured": self.warmup_measured,
+            "analysed_from": self.analysed_from,
+            "failed_runs": self.failed_runs,
+            "confidence": self.confidence,
+            "threshold": self.threshold,
+            "ratio": self.ratio,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "ci_width": self.ci_width,
+            "contains_one": self.contains_one,
+            "aa_verdict": self.aa_verdict,
+            "winsorized": self.winsorized,
+            "shuffled_width": self.shuffled_width,
+            "sync_gain": self.sync_gain,
+            "impact_factor": {k: v.to_dict() for k, v in self.impact_factor.items()},
+            "variance_components": self.components.to_dict() if self.components else None,
+            "side_variance_components": (
+                self.side_components.to_dict() if self.side_components else None
+            ),
+            "plan_variance_components": (
+                self.plan_components.to_dict() if self.plan_components else None
+            ),
+            "mean_iteration_ns": self.mean_iteration_ns,
+            "startup_ns": self.startup_ns,
+            "startup_iterations": self.startup_iterations,
+            "optimal_iterations": self.optimal_iterations,
+            "warmup": warmup_dict(self.warmup) if self.warmup else None,
+            "side_asymmetry": self.side_asymmetry.to_dict() if self.side_asymmetry else None,
+            "start_skew_ns": self.start_skew_ns.to_dict() if self.start_skew_ns else None,
+            "sequential": self.sequential.to_dict() if self.sequential else None,
+            "accuracy_gain": self.sequential.accuracy_gain if self.sequential else None,
+            "method": {"pays": self.method_pays, "reason": self.method_reason},
+            "metric": {
+                "chosen": self.metric,
+                "reason": self.metric_reason,
+                "widths": {k: dict(v) for k, v in self.widths_by_metric.items()},
+            },
+            "recommended": self.recommended.to_dict() if self.recommended else None,
+            "width_by_runs": {str(k): v for k, v in self.width_by_runs.items()},
+            "warnings": list(self.warnings),
+        }

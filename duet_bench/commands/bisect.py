@@ -1,0 +1,138 @@
+"""``duet bisect GOOD BAD``: find the commit that made a benchmark slower."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from duet_bench.cli import (
+    ANALYSIS_KEYS,
+    analysis_options,
+    explicit_settings,
+    install_signal_handlers,
+    reports_errors,
+    run_options,
+)
+
+#: Exit code of a search that stopped undecided (the machine could not tell; see the advice).
+EXIT_UNDECIDED = 3
+
+
+@click.command()
+@click.argument("good")
+@click.argument("bad", default="HEAD")
+@click.option(
+    "--benchmark",
+    "--bench",
+    "benchmark",
+    metavar="NAME",
+    help="The benchmark to follow (needed when the suite has several).",
+)
+@click.option(
+    "--config",
+    metavar="PATH",
+    help="Configuration file (default duet.toml, then pyproject.toml, at BAD). A path inside "
+    "the repository is read at BAD's commit; one outside it is read from disk.",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default="duet-bisect",
+    show_default=True,
+    help="Directory for bisect.json, report.md, steps/ (every comparison's results files) and "
+    "logs/. Run again with the same --out to resume: what was measured is read back.",
+)
+@click.option(
+    "--max-runs",
+    type=click.IntRange(2),
+    help="Runs in all one comparison may take when it is inconclusive (more runs as the "
+    "planning asks, up to this). Default: 4 x --runs.",
+)
+@click.option(
+    "--spread-share",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=0.75,
+    show_default=True,
+    help="A commit is named alone when it carries at least this share of GOOD..BAD's change "
+    "(log ratio); below it the search goes on for the commits that carry the rest.",
+)
+@click.option(
+    "--rebuild", is_flag=True, help="Build again even when a built worktree could be reused."
+)
+@click.option("--keep-worktrees", is_flag=True, help="Keep the worktrees (for debugging a build).")
+@click.option(
+    "--repo",
+    type=click.Path(file_okay=False, exists=True),
+    default=".",
+    show_default=True,
+    help="A path inside the git checkout.",
+)
+@run_options
+@analysis_options
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "json"]),
+    default="text",
+    show_default=True,
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar (the step lines stay).")
+@click.pass_context
+@reports_errors
+def bisect(ctx: click.Context, /, **o: Any) -> None:
+    """Find the commit between GOOD and BAD that made a benchmark slower: every step is a duet
+    comparison (a commit against GOOD, both built in worktrees, run at the same time), an
+    inconclusive one gets more runs, and the commit found is confirmed against its parent.
+
+    \b
+    GOOD is the older commit where the benchmark was fast, BAD (default HEAD) a later one
+    where it is slow; GOOD must be on BAD's first-parent line (a merge is one step).
+    A slowdown carried by several commits is reported as spread, naming them.
+    Exit codes: 0 BAD is not slower than GOOD, 1 the slowdown was located (one commit or
+    spread), 2 usage or configuration error (GOOD not an ancestor of BAD, no such benchmark
+    or ref), 3 a build or benchmark failed, the machine refused, or the search stopped
+    undecided (bisect.json says what would decide it; run again with the same --out).
+    """
+    from duet_bench.bisect import BisectOptions
+    from duet_bench.bisect import bisect as run_bisect
+    from duet_bench.bisect.comparisons import MachineOptions
+    from duet_bench.bisect.render import render
+    from duet_bench.isolation import RunAs
+
+    explicit = explicit_settings(ctx)
+    analysis = {k: v for k, v in explicit.items() if k in ANALYSIS_KEYS}
+    overrides = {k: v for k, v in explicit.items() if k not in ANALYSIS_KEYS}
+    options = BisectOptions(
+        good=o["good"],
+        bad=o["bad"],
+        out_dir=Path(o["out"]),
+        repo=Path(o["repo"]),
+        config=o["config"],
+        benchmark=o["benchmark"],
+        max_runs=o["max_runs"],
+        spread_share=o["spread_share"],
+        rebuild=o["rebuild"],
+        keep_worktrees=o["keep_worktrees"],
+        overrides=overrides,
+        analysis_overrides=analysis,
+        machine=MachineOptions(
+            isolation=o["isolation"],
+            cores=o["cores"],
+            share_network=o["share_network"],
+            plan_seed=o["plan_seed"],
+            progress=not o["quiet"],
+            run_as=RunAs.from_environment(o["user"], os.environ),
+            wait=o["wait"],
+        ),
+    )
+    install_signal_handlers()
+    state = run_bisect(options, on_note=lambda text: click.echo(f"duet: {text}", err=True))
+    click.echo(render(state, o["fmt"]), nl=False)
+    click.echo(f"results: {Path(o['out']) / 'bisect.json'}", err=True)
+    sys.stdout.flush()
+    outcome = state.result.outcome if state.result is not None else "undecided"
+    sys.exit({"not slower": 0, "single": 1, "spread": 1}.get(outcome, EXIT_UNDECIDED))

@@ -1,0 +1,384 @@
+"""``duet calibrate``: an A/A duet that tells what this machine can detect and how to spend CI
+minutes on it (``method.md`` section 6; the figures are explained in ``docs/calibration.md``).
+
+The same version runs on both sides, the sides swapping cores across runs; the measurement
+goes through :func:`duet_bench.session.measure` like any other, and
+:func:`duet_bench.calibrate.calibrate` turns it into figures and a recommendation.
+``--compare-sequential`` measures the same A/A a second time with the sequential method, in the same
+session and results file.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from duet_bench.cli import (
+    analysis_options,
+    analysis_settings,
+    install_signal_handlers,
+    machine_options,
+    reports_errors,
+    session_options,
+)
+
+if TYPE_CHECKING:
+    from duet_bench.analysis import AnalysisSettings
+    from duet_bench.calibrate import Calibration
+    from duet_bench.plan import BenchmarkSpec
+    from duet_bench.results import ResultsDocument
+
+#: The suffix of the sequential copy of the benchmark in the results file.
+SEQUENTIAL_SUFFIX = " [sequential]"
+
+
+@click.command()
+@click.option(
+    "--benchmark",
+    metavar="NAME",
+    help="A benchmark of the configuration file, measured in the working tree as it is (build "
+    "it first). With --results: the table --write sets.",
+)
+@click.option("--command", metavar="CMD", help="A shell command, run every iteration.")
+@click.option(
+    "--native", is_flag=True, help="--command is a native program using the barrier client."
+)
+@click.option(
+    "--python", "python", metavar="INTERP", help="A python interpreter (with --callable)."
+)
+@click.option("--callable", "callable_", metavar="MODULE:FUNCTION", help="With --python.")
+@click.option("--setup", metavar="MODULE:FUNCTION", help="With --python: called once per run.")
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, exists=True),
+    help="Working directory (and, with --python, python path) of both sides.",
+)
+@click.option(
+    "--results",
+    "from_results",
+    type=click.Path(),
+    help="Calibrate from an A/A results file written earlier (no measuring).",
+)
+@click.option("--config", "config_path", metavar="PATH", help="Configuration file (--benchmark).")
+@click.option(
+    "--runs",
+    type=click.IntRange(2),
+    default=20,
+    show_default=True,
+    help="Runs of the A/A (a calibration needs more than a comparison).",
+)
+@click.option(
+    "--iterations", type=click.IntRange(1), default=30, show_default=True, help="Per run."
+)
+@click.option(
+    "--warmup",
+    type=click.IntRange(0),
+    default=0,
+    show_default=True,
+    help="Warm-up iterations per run; the calibration finds where the series stops trending "
+    "itself and leaves those iterations out.",
+)
+@click.option(
+    "--compare-sequential",
+    is_flag=True,
+    help="Measure the same A/A with the sequential method too and report the accuracy gain.",
+)
+@machine_options
+@analysis_options
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    default="duet-results/calibration.json",
+    show_default=True,
+    help="Results file of the A/A measurement (raw samples).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+)
+@click.option(
+    "--plot",
+    "plot_dir",
+    type=click.Path(file_okay=False),
+    help="Write the plots (samples by run, interval width against runs) as PNG and SVG here.",
+)
+@click.option(
+    "--write",
+    is_flag=True,
+    help="Put the recommended runs, iterations and warmup into the configuration file "
+    "(comments kept): the benchmark's table with --benchmark, else the suite defaults.",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@reports_errors
+def calibrate(**o: Any) -> None:
+    """Measure an A/A duet (the same version on both sides) and tell what this machine detects.
+
+    Reports the A/A ratio and its interval (which must contain 1), the interval width, the
+    sync gain (what running the sides together buys here), Kalibera's impact factor, variance
+    components, the warm-up, the side asymmetry (does the core matter?), the barrier's start
+    skew, which method pays on this machine, and the runs, iterations and warm-up that detect
+    --threshold at --confidence, with the machine time they cost.
+
+    \b
+    Examples:
+      duet calibrate --command 'python -c "sum(range(10**6))"'
+      duet calibrate --benchmark parse --compare-sequential --write
+      duet calibrate --python .venv/bin/python --callable mypkg.bench:parse --plot plots/
+    """
+    from duet_bench.calibrate import aa_data, calibrate_metrics
+
+    settings = _check_options(o)
+    if o["from_results"]:
+        from duet_bench.commands import load_results
+
+        doc = load_results(o["from_results"])
+        out = Path(o["from_results"])
+    else:
+        spec = _spec(o)
+        doc = _measure(spec, o, settings)
+        out = Path(o["out"])
+    main_record, seq_record = _records(doc)
+    from duet_bench.analysis import analyze_benchmark
+    from duet_bench.report.rows import interference_line
+
+    analysis = analyze_benchmark(main_record, settings)
+    try:
+        cal = calibrate_metrics(main_record, seq_record, settings, busy_share=analysis.busy_share)
+        data = aa_data(main_record, cal.metric)
+    except ValueError as e:
+        from duet_bench.errors import BenchmarkFailed
+
+        raise BenchmarkFailed(str(e), fix=f"the run failures are in {out}") from e
+    env = doc.environment
+    context = {
+        "results": str(out),
+        "isolation": env.get("isolation"),
+        "machine": env.get("machine_kind"),
+        "load_average_before": env.get("load_average"),
+        "load_average_after": env.get("load_average_after"),
+        "command": main_record.versions.get("baseline"),
+        "interference": interference_line(analysis.to_dict()),
+    }
+    config_target = _config_target(o) if (o["write"] or o["benchmark"]) else None
+    written: str | None = None
+    if o["write"]:
+        written = _write(cal, config_target, o)
+    from duet_bench.report.calibration import finite, render_text
+    from duet_bench.report.calibration_plots import write_plots
+
+    plots: list[Path] = []
+    if o["plot_dir"]:
+        plots = write_plots(data, cal, Path(o["plot_dir"]))
+    if o["fmt"] == "json":
+        payload = {**cal.to_dict(), "context": context}
+        payload["plots"] = [str(p) for p in plots]
+        payload["written"] = written
+        click.echo(json.dumps(finite(payload), indent=1, ensure_ascii=False))
+    else:
+        click.echo(
+            render_text(cal, context, config_target=config_target, written=written, plots=plots),
+            nl=False,
+        )
+    click.echo(f"results: {out}", err=True)
+
+
+def _check_options(o: dict[str, Any]) -> AnalysisSettings:
+    """The analysis settings, after refusing combinations of options that cannot work."""
+    from duet_bench.errors import UsageError
+
+    sources = [k for k in ("benchmark", "command", "python") if o[k]]
+    if o["from_results"]:
+        # No measuring: --benchmark then only names the configuration table for --write.
+        if o["command"] or o["python"]:
+            raise UsageError(
+                "--results calibrates from a file: it cannot be combined with --command or "
+                "--python (they say what to measure)",
+                fix="drop --command/--python, or drop --results to measure anew",
+            )
+    elif len(sources) != 1:
+        raise UsageError(
+            "give exactly one of --benchmark NAME, --command CMD, --python INTERP --callable "
+            "MODULE:FUNCTION (or --results FILE to calibrate from an earlier A/A)"
+            + (f" (got {', '.join('--' + s for s in sources)})" if sources else ""),
+            fix="e.g. duet calibrate --command 'sleep 0.01'",
+        )
+    if o["python"] and not o["callable_"]:
+        raise UsageError(
+            "--python needs --callable MODULE:FUNCTION", fix="e.g. --callable mypkg.bench:run"
+        )
+    if o["callable_"] and not o["python"]:
+        raise UsageError("--callable needs --python INTERP", fix="e.g. --python .venv/bin/python")
+    settings: AnalysisSettings = analysis_settings(o)
+    if settings.threshold <= 0:
+        raise UsageError("--threshold must be above 0 for a calibration (the change to detect)")
+    if settings.metric == "wall-runq":
+        # The calibration compares the metrics a worker records per iteration on both sides;
+        # wall time less run-queue delay is derived in the analysis, not calibrated.
+        raise UsageError(
+            "duet calibrate compares wall time and CPU time; --metric wall-runq is not calibrated",
+            fix="use --metric auto (the default), wall or cpu",
+        )
+    return settings
+
+
+# --------------------------------------------------------------------------------------------
+# What to measure, and measuring it
+
+
+def _spec(o: dict[str, Any]) -> BenchmarkSpec:
+    """The A/A spec, through the one spec builder (:mod:`duet_bench.settings`). A calibration's
+    runs, iterations and warm-up are its own options (it needs more than a comparison), so they
+    win over the configuration whether given or not; the timeout only when given."""
+    from duet_bench import settings
+    from duet_bench.plan import SideSpec
+
+    explicit = {
+        **{k: o[k] for k in ("runs", "iterations", "warmup")},
+        "method": "duet",
+        **({"timeout_s": o["timeout"]} if _given("timeout") else {}),
+    }
+    if o["benchmark"]:
+        from duet_bench.config import load_config
+
+        config = load_config(Path(o["config_path"]) if o["config_path"] else None)
+        b = config.benchmark(o["benchmark"])  # a ConfigError naming the closest name
+        root = config.path.resolve().parent
+        # A/A: the baseline's side on both sides (the same directory, so the same version).
+        (planned,) = [
+            p
+            for p in settings.for_suite(
+                config,
+                baseline_dir=root,
+                candidate_dir=root,
+                select=b.name,
+                explicit=explicit,
+            )
+            if p.spec.name == b.name
+        ]
+        return replace(planned.spec, candidate=planned.spec.baseline)
+    if o["python"]:
+        cwd = o["directory"]
+        side = SideSpec(
+            kind="python",
+            interpreter=o["python"],
+            callable=o["callable_"],
+            setup=o["setup"],
+            sys_path=(str(Path(cwd).resolve()),) if cwd else (),
+            cwd=cwd,
+        )
+        name = o["callable_"]
+    else:
+        side = SideSpec(
+            kind="native" if o["native"] else "command", command=o["command"], cwd=o["directory"]
+        )
+        # Whole: the name is stored; the reports shorten it for display.
+        name = " ".join(o["command"].split())
+    resolved = settings.resolve({**explicit, "timeout_s": o["timeout"]})
+    return settings.build(name, side, side, resolved).spec
+
+
+def _given(name: str) -> bool:
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context()
+    return ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
+
+
+def _measure(spec: BenchmarkSpec, o: dict[str, Any], settings: Any) -> ResultsDocument:
+
+    from duet_bench.session import measure, raise_if_broken
+
+    benchmarks = [spec]
+    if o["compare_sequential"]:
+        benchmarks.append(replace(spec, name=spec.name + SEQUENTIAL_SUFFIX, method="sequential"))
+    options = session_options(o, settings, "calibrate")
+    click.echo(
+        f"duet: calibrating {spec.name!r}: A/A, {spec.runs} runs x ({spec.warmup} warm-up + "
+        f"{spec.iterations}) iterations"
+        + (", then the same sequentially" if o["compare_sequential"] else ""),
+        err=True,
+    )
+    install_signal_handlers()
+    doc = measure(benchmarks, options)
+    raise_if_broken(doc, o["max_failures"])
+    return doc
+
+
+def _records(doc: ResultsDocument) -> tuple[Any, Any]:
+    """The A/A duet record and, when present, its sequential copy."""
+    from duet_bench.errors import ResultsError
+
+    duets = [b for b in doc.benchmarks if b.method == "duet"]
+    if not duets:
+        raise ResultsError(
+            "the results hold no benchmark measured with the duet method",
+            fix="calibrate from an A/A written by `duet calibrate` or `duet run` (same command "
+            "on both sides)",
+        )
+    main = duets[0]
+    seq = next(
+        (b for b in doc.benchmarks if b.method == "sequential" and b.name.startswith(main.name)),
+        None,
+    )
+    if main.versions.get("baseline") != main.versions.get("candidate"):
+        import logging
+
+        logging.getLogger(__name__).warning(
+            "%s: the two sides ran different things (%s vs %s): this is not an A/A",
+            main.name,
+            main.versions.get("baseline"),
+            main.versions.get("candidate"),
+        )
+    return main, seq
+
+
+# --------------------------------------------------------------------------------------------
+# The configuration
+
+
+def _config_target(o: dict[str, Any]) -> tuple[Path, str, str | None] | None:
+    """``(file, form, benchmark name or None)`` of the configuration the lines belong in."""
+    from duet_bench.config import find_config
+
+    path = Path(o["config_path"]) if o["config_path"] else find_config(Path.cwd())
+    if path is None:
+        return None
+    form = "pyproject" if path.name == "pyproject.toml" else "duet"
+    return path, form, o["benchmark"] or None
+
+
+def _write(
+    cal: Calibration, target: tuple[Path, str, str | None] | None, o: dict[str, Any]
+) -> str | None:
+    from duet_bench.config import RECOMMENDATION_KEYS, WORD_RECOMMENDATIONS
+    from duet_bench.config.writer import write_recommendation
+    from duet_bench.errors import ConfigError
+
+    rec = cal.recommended
+    if rec is None:
+        raise ConfigError(
+            "there is no recommendation to write (too little data for variance components)",
+            fix="calibrate with more --runs and --iterations",
+        )
+    if target is None:
+        raise ConfigError(
+            "--write found no configuration file (duet.toml, or [tool.duet] in pyproject.toml)",
+            fix="create duet.toml, or name the file with --config PATH",
+        )
+    path, _form, benchmark = target
+    values: dict[str, int | str] = {
+        k: (str(v) if k in WORD_RECOMMENDATIONS else int(v))
+        for k, v in rec.values().items()
+        if k in RECOMMENDATION_KEYS
+    }
+    write_recommendation(path, benchmark=benchmark, values=values)
+    where = f"benchmark {benchmark!r}" if benchmark else "the suite defaults"
+    return f"{path} ({where})"

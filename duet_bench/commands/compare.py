@@ -1,0 +1,124 @@
+"""``duet compare BASE HEAD``: check out, build and measure two git versions; report."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from duet_bench.cli import (
+    FAIL_ON,
+    FAIL_ON_HELP,
+    analysis_options,
+    explicit_settings,
+    finish,
+    install_signal_handlers,
+    reports_errors,
+    run_options,
+)
+
+
+@click.command()
+@click.argument("base")
+@click.argument("head", default="HEAD")
+@click.option(
+    "--config",
+    metavar="PATH",
+    help="Configuration file (default duet.toml, then pyproject.toml, at HEAD). A path "
+    "inside the repository is read at HEAD's commit; one outside it is read from disk.",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default="duet-results",
+    show_default=True,
+    help="Directory for results.json, report.md, junit.xml, metrics.txt and plots/.",
+)
+@click.option(
+    "--bench", metavar="PATTERN", help="Only the benchmarks whose name matches this glob."
+)
+@click.option("--shard", metavar="I/N", help="Measure shard I of N of the suite (see duet merge).")
+@click.option(
+    "--rebuild", is_flag=True, help="Build again even when a built worktree could be reused."
+)
+@click.option("--keep-worktrees", is_flag=True, help="Keep the worktrees (for debugging a build).")
+@click.option(
+    "--repo",
+    type=click.Path(file_okay=False, exists=True),
+    default=".",
+    show_default=True,
+    help="A path inside the git checkout.",
+)
+@click.option("--no-plots", is_flag=True, help="Skip the plots (faster).")
+@click.option(
+    "--allow-missing",
+    is_flag=True,
+    help="A benchmark that BASE's configuration lacks (added by this change) is reported as "
+    "not measured instead of failing the command with exit 3.",
+)
+@run_options
+@analysis_options
+@click.option("--fail-on", type=FAIL_ON, default="regression", show_default=True, help=FAIL_ON_HELP)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "json"]),
+    default="text",
+    show_default=True,
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.pass_context
+@reports_errors
+def compare(ctx: click.Context, /, **o: Any) -> None:
+    """Measure HEAD against BASE: check both out into worktrees, build each, run the suite of
+    HEAD's configuration with both versions at the same time, and report.
+
+    \b
+    BASE and HEAD are any git refs: branches, tags, shas, HEAD~1, origin/main.
+    Exit codes: 0 no regression, 1 regression (see --fail-on), 2 usage or configuration
+    error (a ref that names no commit included), 3 a build failed, a benchmark failed or is
+    missing in BASE (see --allow-missing), or the machine refused.
+    """
+    from duet_bench.compare import CompareOptions
+    from duet_bench.compare import compare as run_compare
+    from duet_bench.isolation import RunAs
+    from duet_bench.plan import parse_shard
+
+    explicit = explicit_settings(ctx)
+    options = CompareOptions(
+        base=o["base"],
+        head=o["head"],
+        out_dir=Path(o["out"]),
+        repo=Path(o["repo"]),
+        config=o["config"],
+        bench=o["bench"],
+        shard=parse_shard(o["shard"]) if o["shard"] else None,
+        rebuild=o["rebuild"],
+        keep_worktrees=o["keep_worktrees"],
+        explicit=explicit,
+        cores=o["cores"],
+        share_network=o["share_network"],
+        plan_seed=o["plan_seed"],
+        progress=not o["quiet"],
+        plots=not o["no_plots"],
+        run_as=RunAs.from_environment(o["user"], os.environ),
+        wait=o["wait"],
+    )
+    install_signal_handlers()
+    doc = run_compare(options, on_note=lambda text: click.echo(f"duet: {text}", err=True))
+    max_failures = doc.config.get("max_failures", o["max_failures"])
+    missing = [] if o["allow_missing"] else doc.config.get("missing_in_baseline") or []
+    finish(
+        doc,
+        str(Path(o["out"]) / "results.json"),
+        o["fmt"],
+        o["fail_on"],
+        max_failures,
+        missing=[str(name) for name in missing],
+    )
+    if o["fmt"] == "text":
+        click.echo(f"report: {Path(o['out']) / 'report.md'}", err=True)
+    sys.stdout.flush()

@@ -1,0 +1,107 @@
+"""``duet doctor``: what this machine allows and what will disturb measurements."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, cast
+
+import click
+
+from duet_bench.cli import color_for, reports_errors
+from duet_bench.report.layout import wrap
+
+#: Seconds between the two /proc/stat readings that measure steal and busy time *now*.
+SAMPLE_S = 0.5
+_LABEL = 13
+
+
+@click.command()
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="json: every fact, the isolation level, the pair and the findings "
+    "({severity, what, why, fix}).",
+)
+@click.option(
+    "--require",
+    type=click.Choice(["cgroup", "cgroup-v2", "none"]),
+    default="none",
+    show_default=True,
+    help="Exit 3 unless this isolation level is available (cgroup: v1 or v2). For CI jobs that "
+    "must not measure without cgroups.",
+)
+@reports_errors
+def doctor(fmt: str, require: str) -> None:
+    """Report what isolation this machine allows and what will disturb measurements.
+
+    Checks cgroups (version, controllers, privileges), the core pair duet would use (SMT
+    siblings, VM), frequency governor, turbo/boost, intel_pstate/amd_pstate, clocksource, swap,
+    load, steal time, temperatures and other duets running, and prints for each problem what
+    it does to a measurement and the exact command that fixes it.
+
+    Exit codes: 0, or 3 when --require names a level that is not available.
+    """
+    from duet_bench.doctor import Requirement, diagnose
+    from duet_bench.errors import EXIT_INFRASTRUCTURE
+
+    requirement = cast("Requirement", require)  # click.Choice has checked it
+    diagnosis = diagnose(sample_s=SAMPLE_S)
+    satisfied = diagnosis.satisfies(requirement)
+    if fmt == "json":
+        payload = diagnosis.to_dict()
+        payload["require"] = {"level": require, "satisfied": satisfied}
+        click.echo(json.dumps(payload, indent=1, ensure_ascii=False))
+    else:
+        click.echo(render_text(diagnosis.to_dict(), color=color_for(sys.stdout)), nl=False)
+    if not satisfied:
+        click.secho(
+            f"duet: error: --require {require}: this machine gives duet {diagnosis.isolation} "
+            "isolation",
+            fg="red" if color_for(sys.stderr) else None,
+            err=True,
+        )
+        fixes = [p.fix for p in diagnosis.probes.values() if not p.ok and p.fix]
+        if fixes:
+            click.echo(f"  fix: {fixes[0]}", err=True)
+        sys.exit(EXIT_INFRASTRUCTURE)
+
+
+def render_text(d: dict[str, Any], *, color: bool = False) -> str:
+    """The human report: facts one per aligned line, then the findings, most severe first."""
+
+    def style(text: str, **kw: Any) -> str:
+        return click.style(text, **kw) if color else text
+
+    lines = ["duet doctor: what this machine allows and what will disturb measurements", ""]
+    level = d["isolation"]
+    lines.append(
+        f"{'isolation':<{_LABEL}}"
+        + style(level, fg="green" if level != "affinity-only" else "yellow", bold=True)
+        + " (what `duet run` gets)"
+    )
+    for check in d["checks"]:
+        if check["topic"] == "isolation":
+            continue  # the level is the first line
+        lines.append(wrap(f"{check['topic']:<{_LABEL}}{check['summary']}", _LABEL))
+    findings = d["findings"]
+    if not findings:
+        lines += ["", style("No problems found.", fg="green")]
+        return "\n".join(lines) + "\n"
+    counts = {
+        s: sum(1 for f in findings if f["severity"] == s) for s in ("error", "warning", "notice")
+    }
+    summary = ", ".join(f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items() if n)
+    lines += ["", f"Findings ({summary}):"]
+    colours = {"error": "red", "warning": "yellow", "notice": "cyan"}
+    pad = 10
+    for f in findings:
+        head = style(f"{f['severity']:<{pad}}", fg=colours[f["severity"]], bold=True)
+        lines.append("")
+        lines.append(head + wrap(f["what"], pad, first=pad))
+        lines.append(" " * pad + wrap(f"why: {f['why']}", pad + 5, first=pad))
+        lines.append(" " * pad + wrap(f"fix: {f['fix']}", pad + 5, first=pad))
+    return "\n".join(lines) + "\n"

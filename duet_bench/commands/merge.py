@@ -1,0 +1,43 @@
+"""``duet merge SHARD.json... --out M.json``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from duet_bench.cli import FAIL_ON, FAIL_ON_HELP, fails_on, reports_errors
+from duet_bench.errors import EXIT_REGRESSION
+
+
+@click.command()
+@click.argument("shards", nargs=-1, required=True, type=click.Path())
+@click.option(
+    "--out", type=click.Path(dir_okay=False), required=True, help="The merged results file."
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "json"]),
+    default="text",
+    show_default=True,
+)
+@click.option("--fail-on", type=FAIL_ON, default="regression", show_default=True, help=FAIL_ON_HELP)
+@reports_errors
+def merge(shards: tuple[str, ...], out: str, fmt: str, fail_on: str) -> None:
+    """Merge the results of a suite split with `duet compare --shard i/n` into one document.
+
+    Refuses, naming the difference: a results file that `duet compare` did not write (two
+    `duet run` files are not shards of a suite); shards that differ in commits, configuration,
+    command-line options, --bench/--shard N, machine kind, isolation or duet version; the same
+    shard twice, and a benchmark that appears in two shards.
+    """
+    from duet_bench.merge import merge_files
+    from duet_bench.report import render
+
+    doc = merge_files([Path(s) for s in shards], Path(out))
+    click.echo(render(doc, fmt), nl=False)  # type: ignore[arg-type]
+    click.echo(f"merged {len(shards)} shards into {out}", err=True)
+    if fails_on(doc, fail_on):
+        sys.exit(EXIT_REGRESSION)

@@ -1,0 +1,121 @@
+"""``duet report RESULTS.json --format ... [--plot DIR] [--output FILE]``."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+from duet_bench.cli import (
+    analysis_options,
+    color_for,
+    explicit_analysis_options,
+    reanalyze,
+    reports_errors,
+)
+
+_FORMATS = ("text", "markdown", "json", "junit", "openmetrics", "html")
+
+
+@click.command()
+@click.argument("results", type=click.Path(path_type=str))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(_FORMATS),
+    default="text",
+    show_default=True,
+    help="text for a terminal, markdown for a PR comment, junit and openmetrics for CI "
+    "widgets, html for a standalone page with the plots, json for the whole document.",
+)
+@click.option(
+    "--plot",
+    "plot_dir",
+    metavar="DIR",
+    type=click.Path(file_okay=False, path_type=str),
+    help="Also write the plots (PNG and SVG) into DIR.",
+)
+@click.option(
+    "--output",
+    "-o",
+    metavar="FILE",
+    type=click.Path(dir_okay=False, path_type=str),
+    help="Write the report to FILE instead of standard output.",
+)
+@analysis_options
+@click.pass_context
+@reports_errors
+def report(ctx: click.Context, /, **o: Any) -> None:
+    """Report on RESULTS in another format, without measuring again.
+
+    \b
+    Uses the analysis stored in RESULTS; a benchmark without one is analysed from its raw
+    samples. Giving any analysis option (--confidence, --threshold, ...) re-analyses every
+    benchmark with it, and with the other settings it was measured with. The html format
+    inlines the plots.
+    Exit codes: 0 report written (whatever the verdicts; see duet analyze --fail-on),
+    2 usage error, 3 unreadable results or an output that cannot be written.
+    """
+    from duet_bench import files
+    from duet_bench.commands import load_results
+    from duet_bench.errors import EnvironmentNotReady
+    from duet_bench.report import render
+
+    explicit = explicit_analysis_options(ctx)
+    doc = reanalyze(load_results(o["results"]), explicit, only_missing=not explicit)
+
+    fmt: str = o["fmt"]
+    plots: dict[str, str] | None = None
+    if o["plot_dir"] or fmt == "html":
+        plots = _plots(doc, o["plot_dir"], required=bool(o["plot_dir"]))
+    to_terminal = o["output"] is None and color_for(sys.stdout)
+    text = render(doc, fmt, color=fmt == "text" and to_terminal, plots=plots)  # type: ignore[arg-type]
+    if o["output"] is None:
+        click.echo(text, nl=False)
+        return
+    out = Path(o["output"])
+    try:
+        files.write_atomic(out, text)
+    except OSError as e:
+        raise EnvironmentNotReady(
+            f"{out}: could not write the report ({e.strerror or e})",
+            fix="choose another --output, or free disk space",
+        ) from e
+    click.echo(f"report: {out}", err=True)
+
+
+def _plots(doc: Any, plot_dir: str | None, *, required: bool) -> dict[str, str] | None:
+    """Write the plots (into ``plot_dir``, or a temporary directory just for the html page)
+    and return them as caption -> SVG text. Without matplotlib: an error when the plots were
+    asked for, a warning when only the html page would have shown them."""
+    from duet_bench.errors import EnvironmentNotReady
+
+    try:
+        from duet_bench.report.plots import svg_plots, write_plots
+    except ImportError as e:  # pragma: no cover - matplotlib is a dependency
+        if required:
+            raise EnvironmentNotReady(
+                f"cannot draw plots: {e}", fix="pip install matplotlib"
+            ) from e
+        click.echo(f"duet: warning: html report without plots: {e}", err=True)
+        return None
+
+    def draw(directory: Path) -> dict[str, str]:
+        try:
+            written = write_plots(doc, directory)
+        except OSError as err:
+            raise EnvironmentNotReady(
+                f"{directory}: could not write the plots ({err.strerror or err})",
+                fix="choose another --plot directory, or free disk space",
+            ) from err
+        return svg_plots(doc, written)
+
+    if plot_dir:
+        svgs = draw(Path(plot_dir))
+        click.echo(f"plots: {plot_dir} ({2 * len(svgs)} files)", err=True)
+        return svgs
+    with tempfile.TemporaryDirectory(prefix="duet-plots-") as tmp:
+        return draw(Path(tmp))

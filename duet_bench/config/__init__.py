@@ -1,0 +1,79 @@
+"""The configuration: ``duet.toml``, or ``[tool.duet]`` in ``pyproject.toml`` (the same keys).
+
+First arrow of the pipeline: a TOML file becomes a validated :class:`Config`, which
+:mod:`duet_bench.settings` merges with the built-in defaults and the command-line options into the
+:class:`duet_bench.plan.BenchmarkSpec` and analysis settings of each benchmark. Every key is known:
+a wrong key, type or value is refused with a :class:`~duet_bench.errors.ConfigError` naming the file
+(and line when it can be found), the table, the key and the fix, because a silently ignored
+typo (``iteration = 100``) would measure something else than the user asked for, and nobody
+reads a benchmark's settings twice.
+
+One job per module:
+
+* :mod:`duet_bench.config.model`: the records (:class:`Defaults`, :class:`BenchmarkConfig`,
+  :class:`Config`) and the range rules they share with the validation;
+* :mod:`duet_bench.config.values`: the parsers of the values (integer, number, size, choice, ...);
+* :mod:`duet_bench.config.load`: finding the file (:func:`choose_config`, :func:`find_config`),
+  reading and parsing it (:func:`load_config`);
+* :mod:`duet_bench.config.validate`: every key known, every value checked (the ``_Validator``);
+* :mod:`duet_bench.config.scan`: locating statements in the text, for the line numbers of messages;
+* :mod:`duet_bench.config.writer`: editing the file in place for ``duet calibrate --write``
+  (:func:`~duet_bench.config.writer.write_recommendation`, on tomlkit), imported from there only, so
+  that the command line does not import tomlkit to start.
+
+Everything is imported from here: ``from duet_bench.config import load_config``.
+"""
+
+from __future__ import annotations
+
+from duet_bench.config.load import (
+    CONFIG_FILES,
+    MINIMAL_EXAMPLE,
+    choose_config,
+    find_config,
+    has_duet_table,
+    load_config,
+)
+from duet_bench.config.model import (
+    DEFAULT_PYTHON,
+    ISOLATIONS,
+    METHODS,
+    RECOMMENDATION_KEYS,
+    WORD_RECOMMENDATIONS,
+    BenchmarkConfig,
+    Config,
+    Defaults,
+    Form,
+    Isolation,
+)
+from duet_bench.config.validate import (
+    _BENCHMARK_KEYS as _BENCHMARK_KEYS,
+)
+from duet_bench.config.validate import (
+    _GLOBAL_KEYS as _GLOBAL_KEYS,
+)
+from duet_bench.config.values import (
+    _DOCS as _DOCS,
+)
+
+# Besides __all__, the private names used outside the package (``_DOCS`` by the install test,
+# the key tables by the fuzz tests) are re-exported ("as" imports above), so every
+# ``from duet_bench.config import X`` of the single-module days keeps working.
+__all__ = [
+    "CONFIG_FILES",
+    "DEFAULT_PYTHON",
+    "ISOLATIONS",
+    "METHODS",
+    "MINIMAL_EXAMPLE",
+    "RECOMMENDATION_KEYS",
+    "WORD_RECOMMENDATIONS",
+    "BenchmarkConfig",
+    "Config",
+    "Defaults",
+    "Form",
+    "Isolation",
+    "choose_config",
+    "find_config",
+    "has_duet_table",
+    "load_config",
+]

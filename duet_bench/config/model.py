@@ -1,0 +1,202 @@
+"""The configuration as data: the suite's :class:`Defaults`, each :class:`BenchmarkConfig` and
+the validated :class:`Config`.
+
+Each record checks its values on construction with the same range rules the file validation
+uses (:func:`_range_problem`), so a configuration built in code is held to the file's rules.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal, TypeAlias
+
+from duet_bench.adapters.base import Suite
+from duet_bench.errors import ConfigError
+from duet_bench.metrics import DEFAULT_METRIC, METRIC_CHOICES, MetricChoice
+from duet_bench.plan import Kind, Method
+from duet_bench.settings import (
+    BENCHMARK_KEYS,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_ISOLATION,
+    DEFAULT_ITERATIONS,
+    DEFAULT_MAX_FAILURES,
+    DEFAULT_METHOD,
+    DEFAULT_RUNS,
+    DEFAULT_THRESHOLD,
+    DEFAULT_TIMEOUT_S,
+    DEFAULT_WARMUP,
+    runs_problem,
+)
+
+#: The interpreter of python benchmarks, relative to each version's directory, when the
+#: configuration does not say (the layout ``python -m venv .venv`` gives).
+DEFAULT_PYTHON = ".venv/bin/python"
+
+
+#: The keys ``duet calibrate --write`` sets.
+RECOMMENDATION_KEYS = ("runs", "iterations", "warmup", "method", "metric")
+
+
+#: The recommended settings whose values are words; the others are integers.
+WORD_RECOMMENDATIONS = ("method", "metric")
+
+
+Isolation: TypeAlias = Literal["auto", "cgroup", "affinity"]
+
+
+Form: TypeAlias = Literal["duet", "pyproject"]
+
+
+ISOLATIONS: tuple[Isolation, ...] = ("auto", "cgroup", "affinity")
+
+
+METHODS: tuple[Method, ...] = ("duet", "sequential")
+
+
+def _range_problem(name: str, value: Any) -> str | None:
+    """Why ``value`` is out of range for the setting ``name`` (a field name), or None.
+
+    One place for the rules, shared by the file validation (which adds the file, table and
+    key) and the dataclasses' own checks (which guard programmatic construction).
+    """
+    if name == "runs":
+        return runs_problem(value)
+    if name == "iterations" and value < 1:
+        return f"must be at least 1, got {value}"
+    if name in ("warmup", "max_failures") and value < 0:
+        return f"must be 0 or more, got {value}"
+    if name == "confidence" and not 0 < value < 1:
+        return f"must be strictly between 0 and 1, got {value}"
+    if name == "threshold" and not (value >= 0 and math.isfinite(value)):
+        return f"must be a finite number, 0 or more, got {value}"
+    if name == "timeout_s" and not (value > 0 and math.isfinite(value)):
+        return f"must be a positive, finite number of seconds, got {value}"
+    if name == "memory_limit_bytes" and value is not None and value <= 0:
+        return f"must be a positive size, got {value}"
+    if name == "isolation" and value not in ISOLATIONS:
+        return f"must be one of {', '.join(ISOLATIONS)}, got {value!r}"
+    if name == "method" and value not in METHODS:
+        return f"must be one of {', '.join(METHODS)}, got {value!r}"
+    if name == "metric" and value not in METRIC_CHOICES:
+        return f"must be one of {', '.join(METRIC_CHOICES)}, got {value!r}"
+    return None
+
+
+def _check_fields(record: object, names: Sequence[str]) -> None:
+    for name in names:
+        value = getattr(record, name)
+        if value is not None:
+            problem = _range_problem(name, value)
+            if problem:
+                raise ValueError(f"{type(record).__name__}.{name} {problem}")
+
+
+@dataclass(frozen=True, slots=True)
+class Defaults:
+    """The suite-wide settings; every benchmark uses them unless it overrides one."""
+
+    runs: int = DEFAULT_RUNS
+    iterations: int = DEFAULT_ITERATIONS
+    warmup: int = DEFAULT_WARMUP
+    confidence: float = DEFAULT_CONFIDENCE
+    threshold: float = DEFAULT_THRESHOLD
+    isolation: Isolation = DEFAULT_ISOLATION
+    memory_limit_bytes: int | None = None
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    method: Method = DEFAULT_METHOD
+    max_failures: int = DEFAULT_MAX_FAILURES
+    metric: MetricChoice = DEFAULT_METRIC
+
+    def __post_init__(self) -> None:
+        _check_fields(self, [f.name for f in fields(self)])
+
+
+@dataclass(frozen=True, slots=True)
+class BenchmarkConfig:
+    """One benchmark as configured; the overrides are None where the suite default applies.
+
+    ``command`` holds the shell command of a ``command`` benchmark or the program line of a
+    ``native`` one (both run through the shell in the version's directory); ``callable`` and
+    ``setup`` are ``module:function`` names of a ``python`` benchmark.
+    """
+
+    name: str
+    kind: Kind
+    command: str | None = None
+    callable: str | None = None
+    setup: str | None = None
+    runs: int | None = None
+    iterations: int | None = None
+    warmup: int | None = None
+    timeout_s: float | None = None
+    memory_limit_bytes: int | None = None
+    threshold: float | None = None
+    confidence: float | None = None
+    method: Method | None = None
+    metric: MetricChoice | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    #: Suite adapters: the harness output the sample is read from (``duet_bench/adapters/``).
+    output: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind in ("command", "native") and not self.command:
+            raise ValueError(f"benchmark {self.name!r}: a {self.kind} benchmark needs a command")
+        if self.kind == "python" and not self.callable:
+            raise ValueError(f"benchmark {self.name!r}: a python benchmark needs a callable")
+        _check_fields(self, BENCHMARK_KEYS)
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """A validated configuration.
+
+    ``python`` is the interpreter of python benchmarks relative to each version's directory
+    (:data:`DEFAULT_PYTHON` when a python benchmark exists and the file does not say, else
+    None). ``raw`` is the parsed duet table itself, JSON-ready, for the results file.
+    ``given`` names the fields of ``defaults`` the file sets (the others are built-in
+    defaults), so that a message can say where a value came from.
+    """
+
+    path: Path
+    defaults: Defaults
+    build: str | None
+    python: str | None
+    benchmarks: tuple[BenchmarkConfig, ...]
+    raw: Mapping[str, Any]
+    #: ``[[suite]]`` entries, expanded into benchmarks at each version (``duet_bench/adapters/``).
+    suites: tuple[Suite, ...] = ()
+    given: frozenset[str] = frozenset()
+
+    def benchmark(self, name: str) -> BenchmarkConfig:
+        """The benchmark called ``name``; a :class:`ConfigError` naming the closest one if none."""
+        for b in self.benchmarks:
+            if b.name == name:
+                return b
+        names = [b.name for b in self.benchmarks]
+        close = difflib.get_close_matches(name, names, n=1)
+        raise ConfigError(
+            f"{self.path}: no benchmark named {name!r}; the benchmarks are: {', '.join(names)}",
+            fix=f"did you mean {close[0]!r}?" if close else "use one of those names",
+        )
+
+    def select(self, pattern: str | None) -> tuple[BenchmarkConfig, ...]:
+        """The benchmarks whose name matches the glob ``pattern`` (all of them for None), in
+        the order of the file. A name equal to the pattern always matches, so a name holding
+        glob characters (``parse[fast]``) can still be selected exactly."""
+        if pattern is None:
+            return self.benchmarks
+        chosen = tuple(
+            b for b in self.benchmarks if b.name == pattern or fnmatch.fnmatchcase(b.name, pattern)
+        )
+        if not chosen:
+            names = ", ".join(b.name for b in self.benchmarks)
+            raise ConfigError(
+                f"{self.path}: no benchmark matches {pattern!r}; the benchmarks are: {names}",
+                fix="give a name or a glob on the names (quoted for the shell), e.g. 'parse*'",
+            )
+        return chosen

@@ -1,0 +1,322 @@
+"""Validating the parsed configuration: every key known, every value checked.
+
+:class:`_Validator` turns the parsed table into a :class:`~duet_bench.config.model.Config` or a
+:class:`~duet_bench.errors.ConfigError` naming the file, the line when it can be found, the table,
+the key and the fix, because a silently ignored typo would measure something else than asked for.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from duet_bench.config.model import (
+    DEFAULT_PYTHON,
+    ISOLATIONS,
+    METHODS,
+    BenchmarkConfig,
+    Config,
+    Defaults,
+    Form,
+)
+from duet_bench.config.scan import _Region, _regions, _scan, _ScanError, _suite_path, _target_region
+from duet_bench.config.values import (
+    _DOCS,
+    _EXAMPLES,
+    _callable_name,
+    _choice,
+    _env,
+    _in_range,
+    _indent,
+    _integer,
+    _Invalid,
+    _name,
+    _number,
+    _show,
+    _size,
+    _string,
+    _type_name,
+)
+from duet_bench.errors import ConfigError
+from duet_bench.metrics import METRIC_CHOICES
+from duet_bench.plan import Kind
+
+#: Keys of the suite table, each with its parser and the field it fills.
+_GLOBAL_KEYS: dict[str, tuple[Callable[[str, Any], Any], str]] = {
+    "runs": (lambda k, v: _in_range(k, "runs", _integer(k, v)), "runs"),
+    "iterations": (lambda k, v: _in_range(k, "iterations", _integer(k, v)), "iterations"),
+    "warmup": (lambda k, v: _in_range(k, "warmup", _integer(k, v)), "warmup"),
+    "confidence": (lambda k, v: _in_range(k, "confidence", _number(k, v)), "confidence"),
+    "threshold": (lambda k, v: _in_range(k, "threshold", _number(k, v)), "threshold"),
+    "isolation": (lambda k, v: _choice(k, v, ISOLATIONS), "isolation"),
+    "memory_limit": (_size, "memory_limit_bytes"),
+    "timeout": (lambda k, v: _in_range(k, "timeout_s", _number(k, v)), "timeout_s"),
+    "method": (lambda k, v: _choice(k, v, METHODS), "method"),
+    "metric": (lambda k, v: _choice(k, v, METRIC_CHOICES), "metric"),
+    "max_failures": (lambda k, v: _in_range(k, "max_failures", _integer(k, v)), "max_failures"),
+    "build": (_string, "build"),
+    "python": (_string, "python"),
+    "benchmark": (lambda k, v: v, "benchmark"),  # validated table by table
+    "suite": (lambda k, v: v, "suite"),  # validated by duet_bench.adapters.suites
+}
+
+
+#: Keys of a ``[[benchmark]]`` table.
+_BENCHMARK_KEYS: dict[str, tuple[Callable[[str, Any], Any], str]] = {
+    "name": (_name, "name"),
+    "command": (_string, "command"),
+    "python": (_callable_name, "callable"),
+    "native": (_string, "native"),
+    "setup": (_callable_name, "setup"),
+    **{
+        k: _GLOBAL_KEYS[k]
+        for k in (
+            "runs",
+            "iterations",
+            "warmup",
+            "timeout",
+            "memory_limit",
+            "threshold",
+            "confidence",
+            "method",
+            "metric",
+        )
+    },
+    "env": (_env, "env"),
+}
+
+
+_KINDS: tuple[Kind, ...] = ("command", "python", "native")
+
+
+class _Validator:
+    """Turns the parsed table into a :class:`Config`, raising :class:`ConfigError` with the
+    file, the line when it can be found, the table and the key."""
+
+    def __init__(self, path: Path, form: Form, text: str) -> None:
+        self.path = path
+        self.form = form
+        self.text = text
+        self._scanned: list[_Region] | None = None
+        self._scan_failed = False
+
+    # -- messages
+
+    def _table_label(self, index: int | None, table: Mapping[str, Any] | None) -> str:
+        prefix = "" if self.form == "duet" else "tool.duet."
+        if index is None:
+            return "" if self.form == "duet" else "[tool.duet]"
+        name = table.get("name") if table is not None else None
+        label = f"{prefix}benchmark[{index + 1}]"
+        return f"{label} {name!r}" if isinstance(name, str) else label
+
+    def _line(self, index: int | None, key: str | None) -> int | None:
+        """The line of ``key`` in the suite table (index None) or in the index-th benchmark
+        table, or of that table's header; None when the file does not say (inline tables)."""
+        if self._scanned is None and not self._scan_failed:
+            try:
+                self._scanned = _regions(_scan(self.text))
+            except _ScanError:
+                # Only the line number is lost: the message still names the table and key.
+                self._scan_failed = True
+        if self._scanned is None:
+            return None
+        region = _target_region(self._scanned, self.form, index)
+        if region is None:
+            # Benchmarks written inline (benchmark = [{...}]): the line of that key.
+            return self._line(None, "benchmark") if index is not None else None
+        if key is not None:
+            for s in region.stmts:
+                if s.kind == "keyval" and s.path[:1] == (key,):
+                    return s.line
+            if index is None:
+                # A key written as a table of its own: [benchmark] instead of [[benchmark]].
+                table = (*_suite_path(self.form), key)
+                for r in self._scanned:
+                    if r.header is not None and r.path[: len(table)] == table:
+                        return r.header.line
+                return None
+        header = region.header
+        return header.line if header is not None else None
+
+    def error(
+        self,
+        problem: str,
+        fix: str | None,
+        *,
+        index: int | None = None,
+        table: Mapping[str, Any] | None = None,
+        key: str | None = None,
+    ) -> ConfigError:
+        line = self._line(index, key)
+        where = f"{self.path}:{line}" if line else f"{self.path}"
+        label = self._table_label(index, table)
+        subject = f"{key} " if key is not None else ""
+        parts = [where, label] if label else [where]
+        return ConfigError(f"{': '.join(parts)}: {subject}{problem}", fix=fix)
+
+    def _unknown(
+        self,
+        key: str,
+        known: Mapping[str, Any],
+        other: Mapping[str, Any],
+        *,
+        index: int | None,
+        table: Mapping[str, Any] | None,
+    ) -> ConfigError:
+        if key == "tool" and index is None and self.form == "duet":
+            return self.error(
+                "is not a known key",
+                "in duet.toml the settings are top-level keys and the benchmarks [[benchmark]] "
+                "tables: drop the 'tool.duet.' prefix (or move them to pyproject.toml)",
+                key=key,
+            )
+        close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+        elsewhere = difflib.get_close_matches(key, list(other), n=1, cutoff=0.6)
+        if key in other or (elsewhere and not close):
+            hint = "" if key in other else f"did you mean {elsewhere[0]!r}? "
+            key_here = key if key in other else elsewhere[0]
+            if index is None:
+                where = "[[benchmark]]" if self.form == "duet" else "[[tool.duet.benchmark]]"
+                fix = f"{key_here} belongs in a {where} table (it is a setting of one benchmark)"
+            elif self.form == "duet":
+                fix = (
+                    f"{key_here} is a setting of the whole suite: move it above the first "
+                    "[[benchmark]] line (every key after a [[benchmark]] line belongs to that "
+                    "benchmark)"
+                )
+            else:
+                fix = f"{key_here} is a setting of the whole suite: move it into [tool.duet]"
+            problem = "is not a key of this table" if key in other else "is not a known key"
+            return self.error(problem, hint + fix, index=index, table=table, key=key)
+        names = ", ".join(k for k in known)
+        fix = f"did you mean {close[0]!r}? " if close else "remove it; "
+        return self.error(
+            "is not a known key",
+            f"{fix}the keys here are: {names} ({_DOCS})",
+            index=index,
+            table=table,
+            key=key,
+        )
+
+    # -- the tables
+
+    def config(self, table: Mapping[str, Any]) -> Config:
+        values: dict[str, Any] = {}
+        for key, value in table.items():
+            if key not in _GLOBAL_KEYS:
+                raise self._unknown(key, _GLOBAL_KEYS, _BENCHMARK_KEYS, index=None, table=None)
+            parse, target = _GLOBAL_KEYS[key]
+            try:
+                values[target] = parse(key, value)
+            except _Invalid as e:
+                raise self.error(e.problem, e.fix, key=key) from None
+        from duet_bench.adapters.suites import parse_suites
+
+        suites = parse_suites(table.get("suite"), self.path, self.form, self.text, _BENCHMARK_KEYS)
+        values.pop("suite", None)
+        benchmarks = self._benchmarks(table.get("benchmark"), optional=bool(suites))
+        python = values.pop("python", None)
+        if python is None and any(b.kind == "python" for b in benchmarks):
+            python = DEFAULT_PYTHON
+        build = values.pop("build", None)
+        values.pop("benchmark", None)
+        return Config(
+            path=self.path,
+            defaults=Defaults(**values),
+            build=build,
+            python=python,
+            benchmarks=benchmarks,
+            raw=copy.deepcopy(dict(table)),
+            suites=suites,
+            given=frozenset(values),
+        )
+
+    def _benchmarks(self, value: Any, optional: bool = False) -> tuple[BenchmarkConfig, ...]:
+        header = "[[benchmark]]" if self.form == "duet" else "[[tool.duet.benchmark]]"
+        example = f'{header}\nname = "startup"\ncommand = "./app --version"'
+        if value is None and optional:
+            return ()
+        if value is None:
+            raise self.error(
+                "defines no benchmark",
+                f"add one:\n\n{_indent(example)}\n\n  ({_DOCS})",
+            )
+        if not isinstance(value, list):
+            raise self.error(
+                f"must be an array of tables ({header}), got {_type_name(value)}",
+                f"start every benchmark with {header} (double brackets)",
+                key="benchmark",
+            )
+        if not value:
+            raise self.error("is empty", f"add a benchmark:\n\n{_indent(example)}", key="benchmark")
+        out: list[BenchmarkConfig] = []
+        seen: dict[str, int] = {}
+        for index, item in enumerate(value):
+            b = self._benchmark(index, item)
+            if b.name in seen:
+                raise self.error(
+                    f"{_show(b.name)} is already the name of benchmark[{seen[b.name] + 1}]",
+                    "give every benchmark its own name (they identify results across runs)",
+                    index=index,
+                    table=item,
+                    key="name",
+                )
+            seen[b.name] = index
+            out.append(b)
+        return tuple(out)
+
+    def _benchmark(self, index: int, item: Any) -> BenchmarkConfig:
+        if not isinstance(item, dict):
+            raise self.error(
+                f"must be a table, got {_show(item)} ({_type_name(item)})",
+                'write each benchmark as a table: { name = "x", command = "..." } or a '
+                "[[benchmark]] section",
+                index=index,
+            )
+        values: dict[str, Any] = {}
+        for key, raw in item.items():
+            if key not in _BENCHMARK_KEYS:
+                raise self._unknown(key, _BENCHMARK_KEYS, _GLOBAL_KEYS, index=index, table=item)
+            parse, target = _BENCHMARK_KEYS[key]
+            try:
+                values[target] = parse(key, raw)
+            except _Invalid as e:
+                raise self.error(e.problem, e.fix, index=index, table=item, key=key) from None
+        if "name" not in values:
+            raise self.error(
+                "has no name",
+                f"add name = {_EXAMPLES['name']} (names identify results and select "
+                "benchmarks with --bench)",
+                index=index,
+                table=item,
+            )
+        kinds = [k for k in _KINDS if k in item]
+        if len(kinds) != 1:
+            problem = (
+                "says neither command, python nor native"
+                if not kinds
+                else f"has both {' and '.join(kinds)}"
+            )
+            raise self.error(
+                f'{problem}: a benchmark is exactly one of command = "shell command", '
+                'python = "module:function" or native = "program using the barrier client"',
+                "keep exactly one of them (make two benchmarks to measure two things)",
+                index=index,
+                table=item,
+            )
+        kind = kinds[0]
+        if "setup" in values and kind != "python":
+            raise self.error(
+                f"is only for python benchmarks, and this is a {kind} benchmark",
+                "remove setup (a command can prepare its input itself)",
+                index=index,
+                table=item,
+                key="setup",
+            )
+        if kind == "native":
+            values["command"] = values.pop("native")
+        return BenchmarkConfig(kind=kind, **values)

@@ -1,0 +1,201 @@
+"""``duet demo``: the bundled example end to end.
+
+Two versions of a small C program (``duet_bench/examples/demo/work.c``), the second doing 5 % more
+work, measured as a ``command`` benchmark twice: on the machine as it is, and with one busy
+process beside it (what a CI agent or a second job does to a 2-CPU runner). The demo prints what
+it expected next to what it measured.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from duet_bench import files, units
+from duet_bench.errors import EnvironmentNotReady
+from duet_bench.isolation import Request
+from duet_bench.metrics import METRIC_NAMES
+from duet_bench.plan import BenchmarkSpec, SideSpec
+from duet_bench.report import render
+from duet_bench.report.text import table
+from duet_bench.results import ResultsDocument
+from duet_bench.session import SessionOptions, measure
+
+SOURCE = Path(__file__).parent / "examples" / "demo" / "work.c"
+
+
+def build(directory: Path) -> tuple[Path, Path]:
+    """Compile the two versions of the demo program into ``directory``."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        raise EnvironmentNotReady(
+            "the demo compiles a small C program and no C compiler was found",
+            fix="install one: sudo apt-get install gcc",
+        )
+    directory.mkdir(parents=True, exist_ok=True)
+    binaries = []
+    for version in (1, 2):
+        target = directory / f"work-v{version}"
+        done = subprocess.run(
+            [cc, "-O2", f"-DVERSION={version}", "-o", str(target), str(SOURCE)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise EnvironmentNotReady(
+                f"compiling the demo program failed:\n{done.stderr.strip()[-2000:]}",
+                fix="check that the C compiler works: cc --version",
+            )
+        binaries.append(target)
+    return binaries[0], binaries[1]
+
+
+#: The candidate does this much more work: what the demo expects to find.
+EXPECTED_RATIO = 1.05
+#: How far from 1.05 a measured ratio may be and still count as found.
+EXPECTED_TOLERANCE = 0.01
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """One measurement of the demo: a name and whether a busy process runs beside it."""
+
+    name: str
+    busy: bool
+
+
+CONDITIONS = (
+    Condition("the machine as it is", busy=False),
+    Condition("one busy process beside it", busy=True),
+)
+
+
+@contextlib.contextmanager
+def busy_process(enabled: bool) -> Iterator[None]:
+    """One process that spins on no CPU in particular, as a CI agent or a second job would:
+    on a 2-CPU machine it must take turns with a measured side."""
+    if not enabled:
+        yield
+        return
+    spinner = subprocess.Popen(
+        [sys.executable, "-c", "while True: pass"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        yield
+    finally:
+        spinner.kill()
+        spinner.wait()
+
+
+def run_demo(
+    out: str,
+    *,
+    runs: int = 8,
+    isolation: Request = "auto",
+    progress: bool = True,
+    conditions: tuple[Condition, ...] = CONDITIONS,
+) -> tuple[list[tuple[Condition, ResultsDocument]], Path]:
+    """Build the two versions and measure them under each condition; each condition's results
+    and report go to its own directory under ``out``."""
+    out_dir = Path(out)
+    v1, v2 = build(out_dir / "build")
+    bench = BenchmarkSpec(
+        name="demo-xorshift",
+        baseline=SideSpec(kind="command", command=str(v1.resolve())),
+        candidate=SideSpec(kind="command", command=str(v2.resolve())),
+        runs=runs,
+        iterations=12,
+        warmup=2,
+        timeout_s=30.0,
+    )
+    measured = []
+    for condition in conditions:
+        where = out_dir / ("busy" if condition.busy else "quiet")
+        options = SessionOptions(
+            out=where / "results.json",
+            isolation=isolation,
+            progress=progress,
+            config={"command": "demo", "condition": condition.name},
+        )
+        with busy_process(condition.busy):
+            doc = measure([bench], options)
+        try:
+            files.write_atomic(where / "report.md", render(doc, "markdown"))
+        except OSError as e:
+            raise EnvironmentNotReady(
+                f"{where / 'report.md'}: could not write the demo's report ({e.strerror or e})",
+                fix="free disk space or make the directory writable, then run the demo again",
+            ) from e
+        measured.append((condition, doc))
+    return measured, out_dir
+
+
+def expected_against_measured(measured: list[tuple[Condition, ResultsDocument]]) -> str:
+    """The demo's conclusion: per condition, the deciding metric and the other beside it,
+    against the known 5% (and a line explaining each miss)."""
+    header = ["condition", "metric", "ratio [CI]", "verdict", "expected 1.05: regression"]
+    body: list[list[str]] = []
+    misses: list[str] = []
+    for condition, doc in measured:
+        a = doc.benchmarks[0].analysis or {}
+        metrics = a.get("metrics") or {}
+        deciding = str(a.get("metric", "wall"))
+        for key in (deciding, *(k for k in METRIC_NAMES if k != deciding)):
+            m = metrics.get(key)
+            if not isinstance(m, dict) or "ratio" not in m:
+                continue
+            ratio, lo, hi = m.get("ratio"), m.get("ci_low"), m.get("ci_high")
+            verdict = m.get("verdict") or "no verdict"
+            # The loop is 5% longer, not the whole process (start-up is the same on both
+            # sides): a ratio within a point of 1.05, called a regression, is what to find.
+            found = (
+                verdict == "regression"
+                and isinstance(ratio, float)
+                and abs(ratio - EXPECTED_RATIO) <= EXPECTED_TOLERANCE
+            )
+            if key == deciding:
+                outcome = "detected" if found else "MISSED"
+                if not found:
+                    misses.append(_miss(condition, a, verdict))
+            else:
+                outcome = "(not deciding)"
+            body.append(
+                [
+                    condition.name if key == deciding else "",
+                    METRIC_NAMES.get(key, key),
+                    f"{units.ratio(ratio)} {units.interval(lo, hi)}",
+                    verdict,
+                    outcome,
+                ]
+            )
+    lines = table(header, body, right=set())
+    return "\n".join([*lines, *misses]) + "\n"
+
+
+def _miss(condition: Condition, a: Mapping[str, Any], verdict: str) -> str:
+    interference = a.get("interference")
+    share = interference.get("share") if isinstance(interference, dict) else None
+    ratio = a.get("ratio")
+    shown = units.ratio(ratio) if isinstance(ratio, float) else "no ratio"
+    why = f"  {condition.name}: the deciding metric said {verdict} at {shown}"
+    if a.get("metric") == "wall" and isinstance(share, float) and share > 0.05:
+        why += (
+            f"; other processes delayed a side in {units.share(share)} of iterations and only "
+            "wall time was usable"
+        )
+    else:
+        why += (
+            ": the machine was noisier than the demo's 8 runs can resolve; `duet doctor` "
+            "names what disturbs it, and more --runs narrow the interval"
+        )
+    return why

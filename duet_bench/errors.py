@@ -1,0 +1,84 @@
+"""The errors duet raises. Library code raises these; only ``duet_bench.cli`` turns them into
+messages and exit codes (0 no regression, 1 regression found, 2 usage error, 3 environment or
+infrastructure failure)."""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_REGRESSION = 1
+EXIT_USAGE = 2
+EXIT_INFRASTRUCTURE = 3
+
+
+class DuetError(Exception):
+    """Base of every error duet reports to a user.
+
+    The message says what happened and why; ``fix`` says what to do about it.
+    """
+
+    exit_code = EXIT_INFRASTRUCTURE
+
+    def __init__(self, message: str, *, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fix = fix
+
+    def __str__(self) -> str:
+        if self.fix:
+            return f"{self.message}\n  fix: {self.fix}"
+        return self.message
+
+
+class UsageError(DuetError):
+    """Wrong arguments or options (exit 2)."""
+
+    exit_code = EXIT_USAGE
+
+
+class ConfigError(DuetError):
+    """A configuration file or value that cannot be used (exit 2)."""
+
+    exit_code = EXIT_USAGE
+
+
+class ResultsError(DuetError):
+    """A results document that cannot be read or is not valid (exit 3)."""
+
+
+class EnvironmentNotReady(DuetError):
+    """The machine does not allow what was asked (cgroups, cores, privileges) (exit 3)."""
+
+
+class IsolationError(EnvironmentNotReady):
+    """Setting up, using or removing a container failed (exit 3)."""
+
+
+class BarrierError(DuetError):
+    """The shared-memory barrier failed: timeout, abort or a corrupt file (exit 3)."""
+
+
+class BenchmarkFailed(DuetError):
+    """A benchmark ended with no successful run, or with more failed runs than allowed (exit 3)."""
+
+
+class VersionError(DuetError):
+    """A git ref that cannot be resolved, or a build that failed (exit 3)."""
+
+
+class UnknownRef(VersionError):
+    """A git ref that names no commit, here or on the remote (exit 2): the user's argument is
+    wrong, the machine is fine. A fetch that fails or a clone too shallow stay exit 3."""
+
+    exit_code = EXIT_USAGE
+
+
+class Interrupted(DuetError):
+    """The orchestrator received SIGINT or SIGTERM; ``exit_code`` is 128 + the signal number."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        name = signal.Signals(signum).name
+        super().__init__(f"interrupted by {name}", fix=None)
+        self.signum = signum
+        self.exit_code = 128 + signum

@@ -1,0 +1,198 @@
+"""Per-side sandbox: a private temporary directory and, where privileges allow, a private mount
+and network namespace.
+
+Two versions of a program that write ``/tmp/cache.db`` or bind ``127.0.0.1:8080`` cannot run
+side by side on one machine; the duet paper had to drop such benchmarks. With a sandbox each
+side gets its own ``/tmp`` (a bind mount of a fresh directory, visible only in that side's mount
+namespace) and its own loopback interface (a fresh network namespace), so both sides can use the
+same fixed names and ports (BenchExec paper, section 5.2).
+
+Everything that runs in the child (``Sandbox.child_setup``) is prepared in the parent: the child
+runs between ``fork`` and ``exec`` of a possibly multi-threaded orchestrator, where importing a
+module or taking a lock another thread held could deadlock.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import os
+import shutil
+import socket
+import struct
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from duet_bench.errors import IsolationError
+
+__all__ = ["Sandbox", "make_sandbox", "namespaces_available"]
+
+# <sched.h> and <sys/mount.h>; os.unshare and os.CLONE_* appeared only in Python 3.12.
+CLONE_NEWNS = 0x00020000
+CLONE_NEWNET = 0x40000000
+MS_BIND = 0x1000
+MS_REC = 0x4000
+MS_PRIVATE = 0x40000
+# <linux/sockios.h> and <net/if.h>
+SIOCGIFFLAGS = 0x8913
+SIOCSIFFLAGS = 0x8914
+IFF_UP = 0x1
+# struct ifreq: a 16-byte interface name, then a 24-byte union whose first member we use is
+# `short ifr_flags` (40 bytes on every Linux ABI).
+_IFREQ = struct.Struct("16sh22x")
+
+
+#: CAP_SYS_ADMIN's bit in /proc/<pid>/status's CapEff (linux/capability.h).
+CAP_SYS_ADMIN = 21
+
+
+def _has_sys_admin(status: str = "/proc/self/status") -> bool:
+    try:
+        with open(status, encoding="ascii") as f:
+            for line in f:
+                if line.startswith("CapEff:"):
+                    return bool(int(line.split()[1], 16) >> CAP_SYS_ADMIN & 1)
+    except (OSError, ValueError, IndexError):
+        return False
+    return False
+
+
+def namespaces_available() -> bool:
+    """Whether this process may create mount and network namespaces: root *with*
+    CAP_SYS_ADMIN. A container's root without it (docker's default, a rootless container) is
+    uid 0 but is refused by the kernel, so the sides would fail to start.
+
+    Unprivileged users could use a user namespace, but then the benchmark would run as a mapped
+    "root" that sees files owned by nobody, which changes its behaviour; duet does not do that.
+    """
+    return os.geteuid() == 0 and _has_sys_admin()
+
+
+@dataclass(frozen=True, slots=True)
+class Sandbox:
+    """The sandbox of one side of one run.
+
+    ``tmpdir`` is a fresh directory on the host. With ``mount_namespace`` it is bind-mounted onto
+    ``/tmp`` inside the side's own mount namespace (the side sees it as ``/tmp``, nobody else
+    sees its files there); without, the side only gets ``TMPDIR`` pointing at it. With
+    ``network_namespace`` the side gets its own network namespace whose only interface is a
+    loopback that is brought up before the program starts.
+    """
+
+    tmpdir: str
+    mount_namespace: bool
+    network_namespace: bool
+
+    def __post_init__(self) -> None:
+        if not os.path.isabs(self.tmpdir):
+            raise ValueError(f"tmpdir must be an absolute path, got {self.tmpdir!r}")
+        if (self.mount_namespace or self.network_namespace) and not namespaces_available():
+            raise IsolationError(
+                "a sandbox with a mount or network namespace needs root",
+                fix="run duet as root (sudo duet ...), or let make_sandbox() decide",
+            )
+
+    @property
+    def tmp_in_child(self) -> str:
+        """The path of the side's temporary directory as the side sees it."""
+        return "/tmp" if self.mount_namespace else self.tmpdir
+
+    def env_overrides(self) -> dict[str, str]:
+        """Variables to add to the side's environment (tools that honour TMPDIR use it even
+        without a mount namespace)."""
+        return {"TMPDIR": self.tmp_in_child}
+
+    def child_setup(self) -> Callable[[], None]:
+        """Return the function the child calls before ``exec`` to enter the sandbox.
+
+        Raises ``OSError`` (in the child) when a step fails; the caller turns that into an
+        ``IsolationError`` in the parent.
+        """
+        flags = (CLONE_NEWNS if self.mount_namespace else 0) | (
+            CLONE_NEWNET if self.network_namespace else 0
+        )
+        if not flags:
+            return _nothing
+        libc = ctypes.CDLL(None, use_errno=True)
+        unshare = libc.unshare
+        unshare.argtypes = [ctypes.c_int]
+        unshare.restype = ctypes.c_int
+        mount = libc.mount
+        mount.argtypes = [
+            ctypes.c_char_p,
+            ctypes.c_char_p,
+            ctypes.c_char_p,
+            ctypes.c_ulong,
+            ctypes.c_void_p,
+        ]
+        mount.restype = ctypes.c_int
+        tmpdir = os.fsencode(self.tmpdir)
+        want_mounts = self.mount_namespace
+        want_net = self.network_namespace
+
+        def check(result: int, what: str) -> None:
+            if result != 0:
+                err = ctypes.get_errno()
+                raise OSError(err, f"{what}: {os.strerror(err)}")
+
+        def setup() -> None:
+            check(unshare(flags), "unshare(CLONE_NEWNS|CLONE_NEWNET)")
+            if want_mounts:
+                # A new mount namespace starts as a copy whose mounts may still be "shared"
+                # with the host (systemd makes / shared); without this, our bind mount on /tmp
+                # would propagate back to the host and to the other side.
+                check(mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
+                check(mount(tmpdir, b"/tmp", None, MS_BIND | MS_REC, None), "bind mount on /tmp")
+            if want_net:
+                _loopback_up()
+
+        return setup
+
+    def remove(self) -> None:
+        """Delete the temporary directory and everything the side left in it."""
+        shutil.rmtree(self.tmpdir, ignore_errors=True)
+
+
+def _nothing() -> None:
+    return None
+
+
+def _loopback_up() -> None:
+    # A fresh network namespace has a loopback interface that is *down*: binding 127.0.0.1
+    # works but nothing can connect. `ip link set lo up` is this ioctl; we do it ourselves so no
+    # iproute2 binary is needed (and no exec that could lose the namespace setup).
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        request = bytearray(_IFREQ.pack(b"lo", 0))
+        fcntl.ioctl(sock.fileno(), SIOCGIFFLAGS, request)
+        _, flags = _IFREQ.unpack(bytes(request))
+        fcntl.ioctl(sock.fileno(), SIOCSIFFLAGS, _IFREQ.pack(b"lo", flags | IFF_UP))
+
+
+def make_sandbox(base_dir: str, side: str, *, share_network: bool) -> Sandbox:
+    """Create the sandbox of one side: a fresh private directory under ``base_dir``, and mount
+    and network namespaces when we are root.
+
+    ``share_network`` keeps the host's network (for benchmarks that must reach outside or talk
+    to the other side); the temporary directory stays private either way.
+    """
+    if not side or os.sep in side:
+        raise ValueError(f"side must be a plain name, got {side!r}")
+    try:
+        os.makedirs(base_dir, exist_ok=True)
+        tmpdir = tempfile.mkdtemp(prefix=f"{side}-", dir=base_dir)
+        # The side may run as another user than the orchestrator; /tmp semantics (world
+        # writable, sticky) keep programs that expect a normal /tmp working.
+        os.chmod(tmpdir, 0o1777)
+    except OSError as e:
+        raise IsolationError(
+            f"cannot create the temporary directory of side {side!r} under {base_dir}: "
+            f"{e.strerror or e}",
+            fix=f"make {base_dir} writable or choose another work directory",
+        ) from e
+    namespaces = namespaces_available()
+    return Sandbox(
+        tmpdir=os.path.abspath(tmpdir),
+        mount_namespace=namespaces,
+        network_namespace=namespaces and not share_network,
+    )

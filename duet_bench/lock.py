@@ -1,0 +1,340 @@
+"""One machine-wide lock for measuring: two duets on the same cores destroy each other's
+measurements, so only one invocation measures at a time.
+
+The lock is an ``flock`` on a file, held for the whole measurement
+(:func:`duet_bench.session.measure` takes it). The file is, first match wins:
+
+1. ``$DUET_LOCK`` when the variable is set and not empty. A test suite points it at a file of
+   its own so that it never contends with a real duet on the machine (nor with another test
+   run); so can a user who deliberately runs two duets on disjoint cores of a big machine.
+2. ``/run/lock/duet.lock`` when it exists or ``/run/lock`` is writable (a tmpfs, empty after a
+   reboot; world-writable on Debian and Ubuntu, so root and users share one lock).
+3. ``/var/tmp/duet.lock`` otherwise.
+
+The holder writes its pid, start time and command line into the file, so that a second
+invocation can say who it is waiting for. The kernel releases an ``flock`` when its holder dies,
+even by SIGKILL: a crashed duet never blocks the next one. Its text stays behind, stale, and is
+overwritten by the next holder; a reader therefore trusts the text only while the pid it names
+is alive.
+
+The file is opened without following symlinks, and must be a regular file: ``/run/lock`` is
+writable by every user, and root must not be tricked into writing through a planted link.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import logging
+import os
+import shlex
+import stat
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import TracebackType
+
+from duet_bench.errors import EnvironmentNotReady
+
+__all__ = [
+    "DEFAULT_PATH",
+    "ENV_VARIABLE",
+    "FALLBACK_PATH",
+    "Holder",
+    "MeasureLock",
+    "acquire",
+    "lock_path",
+    "parse_holder",
+    "read_holder",
+]
+
+log = logging.getLogger(__name__)
+
+ENV_VARIABLE = "DUET_LOCK"
+DEFAULT_PATH = "/run/lock/duet.lock"
+FALLBACK_PATH = "/var/tmp/duet.lock"
+#: The holder text is a single JSON line; anything longer was not written by duet.
+_MAX_HOLDER_BYTES = 4096
+_COMMAND_CHARS = 120
+#: How long a refused invocation re-reads the holder text when it names no live process: the
+#: new holder takes the lock a moment before it writes its text.
+_SETTLE_S = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Holder:
+    """Who holds the lock, as the holder wrote it."""
+
+    pid: int
+    #: Unix time at which the holder took the lock.
+    started: float
+    command: str
+
+    def describe(self, now: float | None = None) -> str:
+        """``another duet (pid 1234, `duet run ...`, running for 3m12s)``."""
+        elapsed = (time.time() if now is None else now) - self.started
+        return (
+            f"another duet (pid {self.pid}, `{self.command}`, "
+            f"running for {_duration(max(0.0, elapsed))})"
+        )
+
+
+def _duration(seconds: float) -> str:
+    total = int(seconds)
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m{secs:02d}s"
+    if minutes:
+        return f"{minutes}m{secs:02d}s"
+    return f"{secs}s"
+
+
+def lock_path(environ: Mapping[str, str] | None = None) -> str:
+    """The lock file this invocation uses (see the module documentation)."""
+    env = os.environ if environ is None else environ
+    explicit = env.get(ENV_VARIABLE, "")
+    if explicit:
+        return os.path.abspath(explicit)
+    directory = os.path.dirname(DEFAULT_PATH)
+    if os.path.lexists(DEFAULT_PATH) or os.access(directory, os.W_OK | os.X_OK):
+        return DEFAULT_PATH
+    return FALLBACK_PATH
+
+
+def parse_holder(data: bytes) -> Holder | None:
+    """The holder written in a lock file, or None when ``data`` is empty or not what duet
+    writes (the file is world-writable: never trust it further than that)."""
+    if not data.strip() or len(data) > _MAX_HOLDER_BYTES:
+        return None
+    try:
+        item = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if not isinstance(item, dict):
+        return None
+    pid, started, command = item.get("pid"), item.get("started"), item.get("command")
+    if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
+        return None
+    if isinstance(started, bool) or not isinstance(started, int | float):
+        return None
+    if not isinstance(command, str) or started != started or abs(started) > 1e12:
+        return None
+    printable = "".join(c if c.isprintable() else "?" for c in command)
+    return Holder(pid=pid, started=float(started), command=_shorten(printable))
+
+
+def read_holder(path: str) -> Holder | None:
+    """The holder named in the lock file at ``path`` (possibly stale), or None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        return parse_holder(os.pread(fd, _MAX_HOLDER_BYTES + 1, 0))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= _COMMAND_CHARS else text[: _COMMAND_CHARS - 3] + "..."
+
+
+def _command_line(argv: list[str]) -> str:
+    """This invocation's command line as a user would type it."""
+    if not argv:
+        return "python"
+    program = argv[0]
+    if os.path.basename(program) == "duet" or program.endswith(os.path.join("duet", "__main__.py")):
+        words = ["duet", *argv[1:]]
+    else:
+        words = [os.path.basename(program) or "python", *argv[1:]]
+    return _shorten(shlex.join(words))
+
+
+@dataclass(slots=True)
+class _Held:
+    """The lock as this process holds it (shared by nested acquisitions)."""
+
+    path: str
+    fd: int
+    pid: int
+    depth: int
+    holder: Holder
+
+
+_guard = threading.Lock()
+_held: dict[str, _Held] = {}
+
+
+class MeasureLock:
+    """This process's hold on the measuring lock. ``release`` (or the end of a ``with`` block)
+    gives it back; it is idempotent. Nested acquisitions in one process share the lock."""
+
+    def __init__(self, held: _Held) -> None:
+        self._held: _Held | None = held
+
+    @property
+    def path(self) -> str:
+        assert self._held is not None, "released"
+        return self._held.path
+
+    @property
+    def holder(self) -> Holder:
+        assert self._held is not None, "released"
+        return self._held.holder
+
+    def release(self) -> None:
+        held, self._held = self._held, None
+        if held is None:
+            return
+        with _guard:
+            held.depth -= 1
+            if held.depth > 0:
+                return
+            if _held.get(held.path) is held:
+                del _held[held.path]
+        if held.pid != os.getpid():
+            return  # a forked child's copy: the parent still holds the lock
+        # Clear our text before unlocking: text left behind is then only ever a crash's.
+        with contextlib.suppress(OSError):
+            os.ftruncate(held.fd, 0)
+        os.close(held.fd)  # closing the last descriptor releases the flock
+
+    def __enter__(self) -> MeasureLock:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+
+def acquire(
+    *, wait: bool = False, path: str | None = None, command: str | None = None
+) -> MeasureLock:
+    """Take the machine-wide measuring lock.
+
+    When another process holds it: without ``wait``, raise :class:`EnvironmentNotReady` naming
+    that process; with ``wait``, log once that we wait and block until it is released. The
+    wait can be interrupted by a signal handler that raises (``duet_bench.cli`` turns SIGINT,
+    SIGTERM and SIGHUP into :class:`duet_bench.errors.Interrupted`). ``command`` describes this
+    invocation in the lock file (default: our command line).
+    """
+    target = lock_path() if path is None else path
+    with _guard:
+        held = _held.get(target)
+        if held is not None and held.pid == os.getpid():
+            held.depth += 1
+            return MeasureLock(held)
+    fd = _open(target)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            other = _settled_holder(fd)
+            who = other.describe() if other is not None else "another duet"
+            if not wait:
+                raise EnvironmentNotReady(
+                    f"{who} is measuring on this machine: two duets on the same cores destroy "
+                    "each other's measurements",
+                    fix=f"wait for it, or pass --wait to queue behind it (lock file {target})",
+                ) from None
+            log.warning("%s is measuring on this machine; waiting for it to finish (--wait)", who)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        holder = Holder(
+            pid=os.getpid(),
+            started=time.time(),
+            command=_shorten(command) if command is not None else _command_line(sys.argv),
+        )
+        _write_holder(fd, holder)
+    except BaseException:
+        os.close(fd)
+        raise
+    held = _Held(path=target, fd=fd, pid=os.getpid(), depth=1, holder=holder)
+    with _guard:
+        _held[target] = held
+    log.debug("took the measuring lock %s", target)
+    return MeasureLock(held)
+
+
+def _open(path: str) -> int:
+    """Open (creating it if needed) the lock file; never through a symlink, never anything but
+    a regular file. Read-only when we may not write it: ``flock`` works on any descriptor, we
+    just cannot leave our description then."""
+    base = os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+    fd = -1
+    try:
+        for _ in range(5):
+            try:
+                fd = os.open(path, os.O_RDWR | base)
+            except FileNotFoundError:
+                try:
+                    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | base, 0o666)
+                except FileExistsError:
+                    continue  # another duet created it in between: open that one
+                # Every user's duet must be able to take and describe the lock, whatever our
+                # umask; the content is never trusted (parse_holder).
+                with contextlib.suppress(OSError):
+                    os.fchmod(fd, 0o666)
+            except PermissionError:
+                fd = os.open(path, os.O_RDONLY | base)
+            break
+        else:
+            raise FileNotFoundError(errno.ENOENT, "created and removed again repeatedly", path)
+        mode = os.fstat(fd).st_mode
+    except OSError as e:
+        if fd >= 0:
+            os.close(fd)
+        symlink = e.errno == errno.ELOOP
+        raise EnvironmentNotReady(
+            f"cannot open the measuring lock {path}: "
+            + ("it is a symbolic link" if symlink else (e.strerror or str(e))),
+            fix=f"remove {path} if it is not a file duet made, or set {ENV_VARIABLE} to a file "
+            "you may write (every duet on this machine must use the same one)",
+        ) from None
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise EnvironmentNotReady(
+            f"cannot use the measuring lock {path}: it is not a regular file",
+            fix=f"remove it, or set {ENV_VARIABLE} to a file you may write",
+        )
+    return fd
+
+
+def _write_holder(fd: int, holder: Holder) -> None:
+    text = json.dumps({"pid": holder.pid, "started": holder.started, "command": holder.command})
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, text.encode() + b"\n", 0)
+    except OSError as e:
+        # A read-only descriptor (a lock file of another user) or a full disk: the lock is
+        # held all the same, only a refused invocation cannot name us.
+        log.debug("could not describe ourselves in the lock file: %s", e)
+
+
+def _settled_holder(fd: int) -> Holder | None:
+    """The holder's description, once it names a live process. A holder that just took the
+    lock has not written it yet (the old text of a crashed duet may still be there)."""
+    from duet_bench.machine import pid_alive
+
+    deadline = time.monotonic() + _SETTLE_S
+    while True:
+        try:
+            holder = parse_holder(os.pread(fd, _MAX_HOLDER_BYTES + 1, 0))
+        except OSError:
+            holder = None
+        if holder is not None and pid_alive(holder.pid):
+            return holder
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.02)

@@ -1,0 +1,205 @@
+"""The plan: what is measured, in which runs, and which side sits on which core in each run.
+
+Pure logic, no processes. The two vCPUs of a cloud VM are not equal (measured-here.md: CPU 1 ran
+1-2.5 % slower than CPU 0, and fixed sides gave false positives in 3 of 12 A/A comparisons), so
+in every benchmark the sides swap cores in a randomized, *balanced* order: each side sits on
+each core in half of the runs (one extra run either way when R is odd).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
+
+from duet_bench.errors import UsageError
+from duet_bench.results import SideName
+from duet_bench.settings import (
+    DEFAULT_ITERATIONS,
+    DEFAULT_METHOD,
+    DEFAULT_RUNS,
+    DEFAULT_TIMEOUT_S,
+    DEFAULT_WARMUP,
+    runs_problem,
+)
+
+Kind: TypeAlias = Literal["command", "python", "native"]
+Method: TypeAlias = Literal["duet", "sequential"]
+KINDS: tuple[Kind, ...] = ("command", "python", "native")
+
+DEFAULT_PIDS_MAX = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class SideSpec:
+    """What one side executes.
+
+    ``command`` kind: ``command`` is a shell command run every iteration.
+    ``python`` kind: ``interpreter`` runs the worker, which calls ``callable`` (``module:function``)
+    with optional ``setup``; ``sys_path`` is prepended to the module search path.
+    ``native`` kind: ``command`` starts the user's program, which links a barrier client and
+    runs its own iteration loop.
+    ``output`` (suite adapters, ``command`` kind): the harness output format the worker reads
+    each iteration's sample from (``duet_bench/harness/duet_outputs.py``), None for the process
+    time.
+    """
+
+    kind: Kind
+    command: str | None = None
+    interpreter: str | None = None
+    callable: str | None = None
+    setup: str | None = None
+    sys_path: tuple[str, ...] = ()
+    cwd: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    output: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind in ("command", "native") and not self.command:
+            raise UsageError(f"a {self.kind} benchmark needs a command")
+        if self.kind == "python" and not (self.interpreter and self.callable):
+            raise UsageError("a python benchmark needs an interpreter and a callable")
+        if self.callable is not None and ":" not in self.callable:
+            raise UsageError(
+                f"callable {self.callable!r} is not of the form module:function",
+                fix="write it as package.module:function",
+            )
+
+    def describe(self) -> dict[str, object]:
+        out: dict[str, object] = {"kind": self.kind}
+        for key in ("command", "interpreter", "callable", "setup", "cwd", "output"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class BenchmarkSpec:
+    """One benchmark with its settings (:func:`duet_bench.settings.build` makes them from the
+    defaults, the configuration and the options)."""
+
+    name: str
+    baseline: SideSpec
+    candidate: SideSpec
+    runs: int = DEFAULT_RUNS
+    iterations: int = DEFAULT_ITERATIONS
+    warmup: int = DEFAULT_WARMUP
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    memory_limit_bytes: int | None = None
+    pids_max: int | None = DEFAULT_PIDS_MAX
+    method: Method = DEFAULT_METHOD
+
+    def __post_init__(self) -> None:
+        if not self.name or any(c in self.name for c in "\n\r\0"):
+            raise UsageError(f"benchmark name {self.name!r} is empty or has control characters")
+        # Programmatic construction only: the options and the configuration are checked
+        # before, with messages that name where the value came from.
+        problem = runs_problem(self.runs)
+        if problem:
+            raise UsageError(f"benchmark {self.name!r}: runs {problem}", fix="use 10 runs or more")
+        if self.iterations < 1:
+            raise UsageError(f"benchmark {self.name!r}: iterations must be at least 1")
+        if self.warmup < 0:
+            raise UsageError(f"benchmark {self.name!r}: warmup must be 0 or more")
+        if not self.timeout_s > 0:
+            raise UsageError(f"benchmark {self.name!r}: timeout_s must be positive")
+        if self.baseline.kind != self.candidate.kind:
+            raise UsageError("both sides of a benchmark must be of the same kind")
+
+    @property
+    def kind(self) -> Kind:
+        return self.baseline.kind
+
+    def settings(self) -> dict[str, object]:
+        return {
+            "runs": self.runs,
+            "iterations": self.iterations,
+            "warmup": self.warmup,
+            "timeout_s": self.timeout_s,
+            "memory_limit_bytes": self.memory_limit_bytes,
+            "pids_max": self.pids_max,
+            "method": self.method,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    """One run: the CPU of each side and, for the sequential method, which side goes first."""
+
+    index: int
+    cpus: Mapping[SideName, int]
+    order: tuple[SideName, SideName] | None = None
+
+    @property
+    def swapped(self) -> bool:
+        return self.cpus["baseline"] > self.cpus["candidate"]
+
+
+def balanced_swaps(runs: int, rng: random.Random) -> list[bool]:
+    """``runs`` booleans, half of them True (the odd one drawn at random), in random order."""
+    half = runs // 2
+    swaps = [False] * half + [True] * half
+    if runs % 2:
+        swaps.append(rng.random() < 0.5)
+    rng.shuffle(swaps)
+    return swaps
+
+
+def plan_runs(
+    spec: BenchmarkSpec, pair: Sequence[int], *, seed: int, method: Method | None = None
+) -> tuple[RunPlan, ...]:
+    """The runs of one benchmark on the core ``pair``.
+
+    Duet: the sides sit on the two CPUs of the pair and swap, balanced, across runs. Sequential
+    (randomized multiple interleaved trials, Abedi and Brecht): both sides run on the same
+    CPU one after the other, in a random order per run, and the CPU alternates (balanced) too.
+    The seed makes the plan reproducible; it is recorded with the results.
+    """
+    if len(pair) != 2 or pair[0] == pair[1]:
+        raise UsageError(f"a core pair needs two different CPUs, got {list(pair)}")
+    rng = random.Random(f"{seed}:{spec.name}")
+    swaps = balanced_swaps(spec.runs, rng)
+    first, second = pair
+    plans = []
+    for index, swap in enumerate(swaps):
+        if (method or spec.method) == "duet":
+            cpus: dict[SideName, int] = {
+                "baseline": second if swap else first,
+                "candidate": first if swap else second,
+            }
+            plans.append(RunPlan(index=index, cpus=cpus))
+        else:
+            cpu = second if swap else first
+            order: tuple[SideName, SideName] = (
+                ("candidate", "baseline") if rng.random() < 0.5 else ("baseline", "candidate")
+            )
+            plans.append(
+                RunPlan(index=index, cpus={"baseline": cpu, "candidate": cpu}, order=order)
+            )
+    return tuple(plans)
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"2/4"`` -> ``(2, 4)``: the second of four shards (1-based, as CI matrices count)."""
+    index, _, count = text.partition("/")
+    if not (index.strip().isdigit() and count.strip().isdigit()):
+        raise UsageError(f"--shard {text!r} is not of the form i/n", fix="e.g. --shard 1/4")
+    i, n = int(index), int(count)
+    if not 1 <= i <= n:
+        raise UsageError(
+            f"--shard {text!r}: i must be between 1 and n", fix=f"use 1/{n} .. {n}/{n}"
+        )
+    return i, n
+
+
+def select_shard(names: Sequence[str], shard: tuple[int, int] | None) -> list[str]:
+    """The names shard ``i`` of ``n`` measures: every n-th name of the sorted suite, starting at
+    the i-th. Deterministic, independent of the order in the configuration, and balanced to
+    within one benchmark; the union of all shards is the suite, and no name is in two."""
+    ordered = sorted(names)
+    if shard is None:
+        return ordered
+    i, n = shard
+    return ordered[i - 1 :: n]

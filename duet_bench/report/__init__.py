@@ -1,0 +1,53 @@
+"""Reports over an analysed results document: one module per format.
+
+Only this package and the CLI print; every renderer is a pure function ``document -> str``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal, TypeAlias
+
+from duet_bench.results import ResultsDocument
+
+Format: TypeAlias = Literal["text", "markdown", "json", "junit", "openmetrics", "html"]
+FORMATS: tuple[Format, ...] = ("text", "markdown", "json", "junit", "openmetrics", "html")
+
+
+def render(
+    doc: ResultsDocument,
+    fmt: Format,
+    *,
+    color: bool = False,
+    plots: Mapping[str, str] | None = None,
+) -> str:
+    """Render an analysed document in ``fmt``.
+
+    ``color`` is for ``text`` (a terminal); ``plots`` (caption -> SVG document) for ``html``,
+    which inlines them.
+    """
+    if fmt == "text":
+        from duet_bench.report.text import render_text
+
+        return render_text(doc, color=color)
+    if fmt == "markdown":
+        from duet_bench.report.markdown import render_markdown
+
+        return render_markdown(doc)
+    if fmt == "junit":
+        from duet_bench.report.junit import render_junit
+
+        return render_junit(doc)
+    if fmt == "openmetrics":
+        from duet_bench.report.openmetrics import render_openmetrics
+
+        return render_openmetrics(doc)
+    if fmt == "html":
+        from duet_bench.report.html import render_html
+
+        return render_html(doc, plots=plots)
+    if fmt != "json":
+        raise ValueError(f"unknown report format {fmt!r}; one of {', '.join(FORMATS)}")
+    from duet_bench.results import dumps
+
+    return dumps(doc)

@@ -1,0 +1,132 @@
+"""The OpenMetrics text report: what GitLab's merge-request metrics widget shows.
+
+GitLab reads ``artifacts:reports:metrics`` as OpenMetrics text and compares each sample line's
+value, *as a string*, with the target branch's. Values are written at full precision (the
+shortest text that reads back as the same float): with 3 significant digits a narrow interval
+read ``1.05 [1.05, 1.05]``, which says nothing, and a ratio is a new measurement in every
+pipeline anyway. ``duet_metric_ratio`` has the ratio of every metric analysed (label
+``metric``: wall, cpu, wall-runq), ``duet_interfered_iterations_ratio`` the share of iterations
+another process delayed.
+
+One family per quantity, every benchmark a sample labelled ``benchmark="..."``; the interval
+bounds also carry ``confidence`` so the level stands next to every interval. A null number
+(no interval, no successful run) is left out rather than written as NaN. Label values are
+escaped per the OpenMetrics spec (backslash, double quote, newline); other control characters,
+which line-based readers would take for line breaks, become U+FFFD.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from duet_bench.metrics import METRICS
+from duet_bench.report.rows import VERDICTS
+from duet_bench.results import ResultsDocument
+
+_LABEL_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n"})
+# C0/C1 controls except newline (escaped above), line/paragraph separators, lone surrogates.
+_UNSAFE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def label_value(text: object) -> str:
+    """An OpenMetrics label value (without the quotes)."""
+    return _UNSAFE.sub("\ufffd", str(text)).translate(_LABEL_ESCAPES)
+
+
+@dataclass(frozen=True, slots=True)
+class _Family:
+    name: str
+    help: str
+    unit: str | None = None
+
+
+_RATIO = _Family("duet_ratio", "Geometric-mean ratio of iteration times, candidate/baseline.")
+_CI_LOW = _Family("duet_ci_low", "Lower bound of the bootstrap confidence interval of duet_ratio.")
+_CI_HIGH = _Family(
+    "duet_ci_high", "Upper bound of the bootstrap confidence interval of duet_ratio."
+)
+_BASE = _Family("duet_baseline_median_seconds", "Median iteration time of the baseline.", "seconds")
+_CAND = _Family(
+    "duet_candidate_median_seconds", "Median iteration time of the candidate.", "seconds"
+)
+_VERDICT = _Family(
+    "duet_verdict",
+    "1 for the verdict of the benchmark: regression, improvement, no change or inconclusive.",
+)
+_METRIC_RATIO = _Family(
+    "duet_metric_ratio",
+    "duet_ratio of each metric analysed (wall, cpu, wall-runq); duet_ratio is the deciding one.",
+)
+_INTERFERED = _Family(
+    "duet_interfered_iterations_ratio",
+    "Share of iterations in which a side waited for a CPU for more than 1% of the iteration.",
+)
+_FAMILIES = (_RATIO, _CI_LOW, _CI_HIGH, _BASE, _CAND, _VERDICT, _METRIC_RATIO, _INTERFERED)
+
+
+def _number(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
+        return None
+    return float(x)
+
+
+def _seconds(side: Any) -> float | None:
+    if not isinstance(side, Mapping):
+        return None
+    ns = _number(side.get("median_ns"))
+    return None if ns is None else ns / 1e9
+
+
+def _labels(**labels: str) -> str:
+    return "{" + ",".join(f'{k}="{label_value(v)}"' for k, v in labels.items()) + "}"
+
+
+def render_openmetrics(doc: ResultsDocument) -> str:
+    """The analysed document as OpenMetrics text, ending with ``# EOF``."""
+    samples: dict[str, list[str]] = {f.name: [] for f in _FAMILIES}
+
+    def add(family: _Family, value: float | None, **labels: str) -> None:
+        if value is None:
+            return
+        # Full precision (repr is the shortest text that reads back as the same float): three
+        # significant digits printed an interval as 1.05 [1.05, 1.05].
+        samples[family.name].append(f"{family.name}{_labels(**labels)} {value!r}")
+
+    for b in doc.benchmarks:
+        a: Mapping[str, Any] = b.analysis or {}
+        add(_RATIO, _number(a.get("ratio")), benchmark=b.name)
+        confidence = _number(a.get("confidence"))
+        level = {"confidence": f"{confidence:g}"} if confidence is not None else {}
+        add(_CI_LOW, _number(a.get("ci_low")), benchmark=b.name, **level)
+        add(_CI_HIGH, _number(a.get("ci_high")), benchmark=b.name, **level)
+        add(_BASE, _seconds(a.get("baseline")), benchmark=b.name)
+        add(_CAND, _seconds(a.get("candidate")), benchmark=b.name)
+        metrics = a.get("metrics")
+        for key in METRICS:
+            m = metrics.get(key) if isinstance(metrics, Mapping) else None
+            if isinstance(m, Mapping):
+                add(_METRIC_RATIO, _number(m.get("ratio")), benchmark=b.name, metric=key)
+        interference = a.get("interference")
+        if isinstance(interference, Mapping):
+            add(_INTERFERED, _number(interference.get("share")), benchmark=b.name)
+        verdict = a.get("verdict")
+        if verdict in VERDICTS:  # an enum label: a hand-edited value is left out
+            samples[_VERDICT.name].append(
+                f"{_VERDICT.name}{_labels(benchmark=b.name, verdict=verdict)} 1"
+            )
+
+    out: list[str] = []
+    for f in _FAMILIES:
+        if not samples[f.name]:
+            continue
+        out.append(f"# TYPE {f.name} gauge")
+        if f.unit:
+            out.append(f"# UNIT {f.name} {f.unit}")
+        out.append(f"# HELP {f.name} {f.help}")
+        out += samples[f.name]
+    out.append("# EOF")
+    return "\n".join(out) + "\n"

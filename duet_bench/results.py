@@ -1,0 +1,581 @@
+"""The results document ``duet-results/2``: raw samples, environment, configuration, analysis.
+
+Every producer (``duet run``, ``duet compare``, ``duet merge``) writes this document and every
+consumer (``duet analyze``, ``duet report``, ``duet comment``) reads it. It is rewritten
+atomically after every run, so a crash never loses what was measured. The schema history is in
+``docs/results-schema.md``; bump :data:`SCHEMA` only with an entry there.
+
+Validation is strict where a typo would silently change a result (unknown keys in runs and
+sides, non-integer or non-positive samples) and lenient where the content is descriptive
+(``environment``, ``config``, ``analysis``, ``versions`` are free-form JSON objects).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal, TypeAlias
+
+from duet_bench import files
+from duet_bench.errors import ResultsError
+
+SCHEMA = "duet-results/2"
+SCHEMA_FAMILY = "duet-results"
+SCHEMA_VERSION = 2
+#: Versions this duet reads. A version 1 file has no per-iteration CPU time or run-queue delay:
+#: it is analysed on wall time, and the analysis says what is missing.
+READABLE_VERSIONS = (1, 2)
+
+SideName: TypeAlias = Literal["baseline", "candidate"]
+SIDES: tuple[SideName, SideName] = ("baseline", "candidate")
+
+#: ``ok`` runs are analysed; every other status is a failed run with a ``reason``.
+RUN_STATUSES = ("ok", "failed", "timeout", "out-of-memory", "pids-limit", "interrupted")
+METHODS = ("duet", "sequential")
+
+JSONObject: TypeAlias = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SideRecord:
+    """What one side recorded in one run (method.md section 7).
+
+    Every optional number is ``None`` when it was not measured; ``missing`` then says why.
+    """
+
+    #: Wall time of every measured iteration (from leaving the barrier to the end of the work).
+    iterations_ns: tuple[int, ...]
+    warmup_ns: tuple[int, ...] = ()
+    iteration_start_ns: tuple[int, ...] | None = None
+    #: Per measured iteration: CPU time of the measured code (docs/measurement.md says what each
+    #: kind includes), time spent runnable but waiting for a CPU, involuntary context switches.
+    iteration_cpu_ns: tuple[int, ...] | None = None
+    iteration_runq_ns: tuple[int, ...] | None = None
+    iteration_nivcsw: tuple[int, ...] | None = None
+    cores: tuple[int, ...] | None = None
+    cpu_ns: int | None = None
+    cpu_user_ns: int | None = None
+    cpu_system_ns: int | None = None
+    peak_memory_bytes: int | None = None
+    wall_ns: int | None = None
+    exit_code: int | None = None
+    status: str = "ok"
+    reason: str | None = None
+    hit_limit: str | None = None
+    stderr_tail: str | None = None
+    missing: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """One run: a fresh pair of processes, baseline and candidate."""
+
+    index: int
+    status: str
+    baseline: SideRecord
+    candidate: SideRecord
+    reason: str | None = None
+    #: For the sequential method, which side ran first; for duet runs, None.
+    order: tuple[SideName, SideName] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def side(self, name: SideName) -> SideRecord:
+        return self.baseline if name == "baseline" else self.candidate
+
+
+@dataclass(frozen=True, slots=True)
+class BenchmarkRecord:
+    """One benchmark: its runs, how it was measured and (once analysed) the analysis."""
+
+    name: str
+    runs: tuple[RunRecord, ...]
+    kind: str | None = None
+    method: str = "duet"
+    #: Per side: what was measured (``command``, ``commit``, ``interpreter``, ...).
+    versions: Mapping[str, Any] = field(default_factory=dict)
+    #: The plan: ``runs``, ``iterations``, ``warmup``, ``timeout_s``, ..., and ``analysis``: the
+    #: settings it was judged with (:func:`duet_bench.settings.record`), which ``duet analyze`` and
+    #: ``duet report`` use again unless an option says otherwise.
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    #: ``None`` until analysed; then the mapping written by :mod:`duet_bench.analysis`.
+    analysis: Mapping[str, Any] | None = None
+    #: Why a benchmark has no runs (e.g. missing in the baseline version), else None.
+    note: str | None = None
+
+    def ok_runs(self) -> tuple[RunRecord, ...]:
+        return tuple(r for r in self.runs if r.ok)
+
+
+@dataclass(frozen=True, slots=True)
+class ResultsDocument:
+    """The whole document."""
+
+    benchmarks: tuple[BenchmarkRecord, ...]
+    schema: str = SCHEMA
+    tool: Mapping[str, Any] = field(default_factory=dict)
+    created: str | None = None
+    environment: Mapping[str, Any] = field(default_factory=dict)
+    config: Mapping[str, Any] = field(default_factory=dict)
+    #: Progress: ``{"complete": bool, "stopped": reason or None, "updated": iso time}``.
+    state: Mapping[str, Any] = field(default_factory=dict)
+
+    def benchmark(self, name: str) -> BenchmarkRecord:
+        for b in self.benchmarks:
+            if b.name == name:
+                return b
+        raise KeyError(name)
+
+    def with_benchmark(self, record: BenchmarkRecord) -> ResultsDocument:
+        """A copy with ``record`` replacing the benchmark of the same name (or appended)."""
+        items = list(self.benchmarks)
+        for i, b in enumerate(items):
+            if b.name == record.name:
+                items[i] = record
+                break
+        else:
+            items.append(record)
+        return replace(self, benchmarks=tuple(items))
+
+
+# --------------------------------------------------------------------------------------------
+# Reading
+
+
+class _Reader:
+    """Validation helpers that name the offending field and the fix."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, where: str, problem: str, fix: str | None = None) -> ResultsError:
+        return ResultsError(
+            f"{self.source}: {where}: {problem}",
+            fix=fix or "correct the field, or re-create the file with duet",
+        )
+
+    def obj(self, value: Any, where: str) -> Mapping[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(where, f"expected a JSON object, got {_kind(value)}")
+        return value
+
+    def keys(
+        self, value: Mapping[str, Any], where: str, allowed: set[str], required: set[str]
+    ) -> None:
+        unknown = sorted(set(value) - allowed)
+        if unknown:
+            raise self.fail(
+                where,
+                f"unknown field {unknown[0]!r}",
+                f"remove it or rename it to one of: {', '.join(sorted(allowed))}",
+            )
+        lacking = sorted(required - set(value))
+        if lacking:
+            raise self.fail(where, f"missing required field {lacking[0]!r}")
+
+    def string(self, value: Any, where: str, *, optional: bool = False) -> str | None:
+        if value is None and optional:
+            return None
+        if not isinstance(value, str):
+            raise self.fail(where, f"expected a string, got {_kind(value)}")
+        return value
+
+    def integer(
+        self, value: Any, where: str, *, optional: bool = False, minimum: int | None = None
+    ) -> int | None:
+        if value is None and optional:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(where, f"expected an integer, got {_kind(value)}")
+        if minimum is not None and value < minimum:
+            raise self.fail(where, f"expected an integer >= {minimum}, got {value}")
+        return value
+
+    def samples(self, value: Any, where: str, *, positive: bool) -> tuple[int, ...]:
+        if not isinstance(value, list):
+            raise self.fail(where, f"expected a list of integer nanoseconds, got {_kind(value)}")
+        for i, x in enumerate(value):
+            if isinstance(x, bool) or not isinstance(x, int):
+                raise self.fail(
+                    f"{where}[{i}]",
+                    f"expected an integer number of nanoseconds, got {_kind(x)} {x!r}",
+                    "samples are integer nanoseconds; re-create the file with duet",
+                )
+            if positive and x <= 0:
+                raise self.fail(f"{where}[{i}]", f"a duration must be positive, got {x}")
+        return tuple(value)
+
+    def choice(self, value: Any, where: str, allowed: Sequence[str]) -> str:
+        s = self.string(value, where)
+        assert s is not None
+        if s not in allowed:
+            raise self.fail(where, f"{s!r} is not one of {', '.join(map(repr, allowed))}")
+        return s
+
+    def free(self, value: Any, where: str) -> Mapping[str, Any]:
+        if value is None:
+            return {}
+        return self.obj(value, where)
+
+
+_SIDE_INT_FIELDS = (
+    "cpu_ns",
+    "cpu_user_ns",
+    "cpu_system_ns",
+    "peak_memory_bytes",
+    "wall_ns",
+)
+#: Per-iteration series next to ``iterations_ns`` (schema 2): non-negative integers, one each.
+_SIDE_SERIES = ("iteration_cpu_ns", "iteration_runq_ns", "iteration_nivcsw")
+_SIDE_FIELDS = {
+    "iterations_ns",
+    "warmup_ns",
+    "iteration_start_ns",
+    *_SIDE_SERIES,
+    "cores",
+    "exit_code",
+    "status",
+    "reason",
+    "hit_limit",
+    "stderr_tail",
+    "missing",
+    *_SIDE_INT_FIELDS,
+}
+_RUN_FIELDS = {"index", "status", "reason", "order", "baseline", "candidate"}
+_BENCH_FIELDS = {"name", "runs", "kind", "method", "versions", "settings", "analysis", "note"}
+_DOC_FIELDS = {"schema", "benchmarks", "tool", "created", "environment", "config", "state"}
+
+
+def _side(rd: _Reader, raw: Any, where: str, *, ok: bool) -> SideRecord:
+    m = rd.obj(raw, where)
+    rd.keys(m, where, _SIDE_FIELDS, {"iterations_ns"})
+    iterations = rd.samples(m["iterations_ns"], f"{where}.iterations_ns", positive=True)
+    if ok and not iterations:
+        raise rd.fail(f"{where}.iterations_ns", "an 'ok' run needs at least one sample")
+    warmup = rd.samples(m.get("warmup_ns", []), f"{where}.warmup_ns", positive=True)
+    starts = None
+    if m.get("iteration_start_ns") is not None:
+        starts = rd.samples(m["iteration_start_ns"], f"{where}.iteration_start_ns", positive=False)
+    cores = None
+    if m.get("cores") is not None:
+        cores = rd.samples(m["cores"], f"{where}.cores", positive=False)
+    series: dict[str, tuple[int, ...] | None] = {}
+    for key in _SIDE_SERIES:
+        raw_series = m.get(key)
+        if raw_series is None:
+            series[key] = None
+            continue
+        values = rd.samples(raw_series, f"{where}.{key}", positive=False)
+        if any(v < 0 for v in values):
+            raise rd.fail(f"{where}.{key}", "expected non-negative integers")
+        if len(values) != len(iterations):
+            raise rd.fail(
+                f"{where}.{key}",
+                f"{len(values)} values for {len(iterations)} iterations; one per iteration",
+            )
+        series[key] = values
+    ints: dict[str, int | None] = {
+        k: rd.integer(m.get(k), f"{where}.{k}", optional=True, minimum=0) for k in _SIDE_INT_FIELDS
+    }
+    missing_raw = rd.free(m.get("missing"), f"{where}.missing")
+    missing = {str(k): str(v) for k, v in missing_raw.items()}
+    return SideRecord(
+        iterations_ns=iterations,
+        warmup_ns=warmup,
+        iteration_start_ns=starts,
+        iteration_cpu_ns=series["iteration_cpu_ns"],
+        iteration_runq_ns=series["iteration_runq_ns"],
+        iteration_nivcsw=series["iteration_nivcsw"],
+        cores=cores,
+        exit_code=rd.integer(m.get("exit_code"), f"{where}.exit_code", optional=True),
+        status=rd.string(m.get("status", "ok"), f"{where}.status") or "ok",
+        reason=rd.string(m.get("reason"), f"{where}.reason", optional=True),
+        hit_limit=rd.string(m.get("hit_limit"), f"{where}.hit_limit", optional=True),
+        stderr_tail=rd.string(m.get("stderr_tail"), f"{where}.stderr_tail", optional=True),
+        missing=missing,
+        **ints,
+    )
+
+
+def _run(rd: _Reader, raw: Any, where: str) -> RunRecord:
+    m = rd.obj(raw, where)
+    rd.keys(m, where, _RUN_FIELDS, {"index", "status", "baseline", "candidate"})
+    status = rd.choice(m["status"], f"{where}.status", RUN_STATUSES)
+    ok = status == "ok"
+    baseline = _side(rd, m["baseline"], f"{where}.baseline", ok=ok)
+    candidate = _side(rd, m["candidate"], f"{where}.candidate", ok=ok)
+    if ok and len(baseline.iterations_ns) != len(candidate.iterations_ns):
+        raise rd.fail(
+            where,
+            f"baseline has {len(baseline.iterations_ns)} samples but candidate has "
+            f"{len(candidate.iterations_ns)}; an 'ok' run pairs them one to one",
+            "mark the run as failed with a reason, or remove it",
+        )
+    order: tuple[SideName, SideName] | None = None
+    if m.get("order") is not None:
+        raw_order = m["order"]
+        if (
+            not isinstance(raw_order, list)
+            or not all(isinstance(side, str) for side in raw_order)
+            or sorted(raw_order) != sorted(SIDES)
+        ):
+            raise rd.fail(f"{where}.order", 'expected ["baseline", "candidate"] in some order')
+        order = (raw_order[0], raw_order[1])
+    return RunRecord(
+        index=rd.integer(m["index"], f"{where}.index", minimum=0) or 0,
+        status=status,
+        reason=rd.string(m.get("reason"), f"{where}.reason", optional=True),
+        order=order,
+        baseline=baseline,
+        candidate=candidate,
+    )
+
+
+def _benchmark(rd: _Reader, raw: Any, where: str) -> BenchmarkRecord:
+    m = rd.obj(raw, where)
+    rd.keys(m, where, _BENCH_FIELDS, {"name", "runs"})
+    name = rd.string(m["name"], f"{where}.name")
+    assert name is not None
+    where = f"{where} ({name!r})"
+    runs_raw = m["runs"]
+    if not isinstance(runs_raw, list):
+        raise rd.fail(f"{where}.runs", f"expected a list of runs, got {_kind(runs_raw)}")
+    runs = tuple(_run(rd, r, f"{where}.runs[{i}]") for i, r in enumerate(runs_raw))
+    analysis = m.get("analysis")
+    return BenchmarkRecord(
+        name=name,
+        runs=runs,
+        kind=rd.string(m.get("kind"), f"{where}.kind", optional=True),
+        method=rd.choice(m.get("method", "duet"), f"{where}.method", METHODS),
+        versions=rd.free(m.get("versions"), f"{where}.versions"),
+        settings=rd.free(m.get("settings"), f"{where}.settings"),
+        analysis=None if analysis is None else rd.obj(analysis, f"{where}.analysis"),
+        note=rd.string(m.get("note"), f"{where}.note", optional=True),
+    )
+
+
+def from_dict(data: Any, *, source: str = "<results>") -> ResultsDocument:
+    """Validate a parsed JSON value and build the document; raises :class:`ResultsError`."""
+    rd = _Reader(source)
+    m = rd.obj(data, "top level")
+    schema = m.get("schema")
+    if not isinstance(schema, str):
+        raise rd.fail(
+            "schema",
+            "missing or not a string; this is not a duet results document",
+            f'a duet results file starts with {{"schema": "{SCHEMA}", ...}}',
+        )
+    family, _, version = schema.partition("/")
+    if family != SCHEMA_FAMILY or not version.isdigit():
+        raise rd.fail("schema", f"{schema!r} is not a duet results schema (expected {SCHEMA!r})")
+    if int(version) > SCHEMA_VERSION:
+        raise rd.fail(
+            "schema",
+            f"written by a newer duet ({schema}); this duet reads up to {SCHEMA}",
+            "upgrade: pip install --upgrade duet-bench",
+        )
+    if int(version) not in READABLE_VERSIONS:
+        raise rd.fail("schema", f"{schema!r} is not a known version")
+    rd.keys(m, "top level", _DOC_FIELDS, {"schema", "benchmarks"})
+    raw_benchmarks = m["benchmarks"]
+    if not isinstance(raw_benchmarks, list):
+        raise rd.fail("benchmarks", f"expected a list, got {_kind(raw_benchmarks)}")
+    benchmarks = tuple(_benchmark(rd, b, f"benchmarks[{i}]") for i, b in enumerate(raw_benchmarks))
+    names = [b.name for b in benchmarks]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise rd.fail("benchmarks", f"the name {dupes[0]!r} appears more than once")
+    return ResultsDocument(
+        schema=SCHEMA,
+        benchmarks=benchmarks,
+        tool=rd.free(m.get("tool"), "tool"),
+        created=rd.string(m.get("created"), "created", optional=True),
+        environment=rd.free(m.get("environment"), "environment"),
+        config=rd.free(m.get("config"), "config"),
+        state=rd.free(m.get("state"), "state"),
+    )
+
+
+class _NonFiniteNumber(ValueError):
+    """``NaN`` or ``Infinity`` in a file: Python's json accepts them, duet never writes them."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NonFiniteNumber(name)
+
+
+def load(path: str | os.PathLike[str]) -> ResultsDocument:
+    """Read and validate a results file.
+
+    Raises
+    ------
+    ResultsError
+        The file is missing, unreadable, truncated, not JSON, from a newer schema or has a
+        wrong field; the message names the field and the fix.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ResultsError(
+            f"{p}: no such file", fix="give the path of a results.json written by duet"
+        ) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ResultsError(f"{p}: cannot read it: {e}") from None
+    if not text.strip():
+        raise ResultsError(f"{p}: the file is empty", fix="re-run the benchmark that wrote it")
+    try:
+        data = json.loads(text, parse_constant=_refuse_constant)
+    except _NonFiniteNumber as e:
+        raise ResultsError(
+            f"{p}: holds {e.args[0]}, which is not a JSON number and never written by duet",
+            fix="the file was edited or produced by another tool; re-run the benchmark",
+        ) from None
+    except RecursionError:
+        raise ResultsError(
+            f"{p}: nested too deeply to be a results document",
+            fix="give the path of a results.json written by duet",
+        ) from None
+    except ValueError as e:
+        if not isinstance(e, json.JSONDecodeError):
+            # Integers over sys.get_int_max_str_digits() digits, which duet never writes.
+            raise ResultsError(
+                f"{p}: not a results document: {e}",
+                fix="give the path of a results.json written by duet",
+            ) from None
+        truncated = e.pos >= len(text.rstrip()) - 1
+        what = "truncated" if truncated else "not valid JSON"
+        raise ResultsError(
+            f"{p}: {what} (line {e.lineno}, column {e.colno}: {e.msg})",
+            fix="the file was cut short or edited by hand; restore it from the CI artifact or "
+            "re-run the benchmark",
+        ) from None
+    return from_dict(data, source=str(p))
+
+
+# --------------------------------------------------------------------------------------------
+# Writing
+
+
+def _side_dict(s: SideRecord) -> JSONObject:
+    out: JSONObject = {
+        "status": s.status,
+        "iterations_ns": list(s.iterations_ns),
+        "warmup_ns": list(s.warmup_ns),
+    }
+    if s.iteration_start_ns is not None:
+        out["iteration_start_ns"] = list(s.iteration_start_ns)
+    for key in _SIDE_SERIES:
+        values = getattr(s, key)
+        if values is not None:
+            out[key] = list(values)
+    if s.cores is not None:
+        out["cores"] = list(s.cores)
+    for k in ("cpu_ns", "cpu_user_ns", "cpu_system_ns", "peak_memory_bytes", "wall_ns"):
+        out[k] = getattr(s, k)
+    out["exit_code"] = s.exit_code
+    for k in ("reason", "hit_limit", "stderr_tail"):
+        if getattr(s, k) is not None:
+            out[k] = getattr(s, k)
+    if s.missing:
+        out["missing"] = dict(s.missing)
+    return out
+
+
+def _run_dict(r: RunRecord) -> JSONObject:
+    out: JSONObject = {"index": r.index, "status": r.status}
+    if r.reason is not None:
+        out["reason"] = r.reason
+    if r.order is not None:
+        out["order"] = list(r.order)
+    out["baseline"] = _side_dict(r.baseline)
+    out["candidate"] = _side_dict(r.candidate)
+    return out
+
+
+def benchmark_dict(b: BenchmarkRecord) -> JSONObject:
+    out: JSONObject = {"name": b.name}
+    if b.kind is not None:
+        out["kind"] = b.kind
+    out["method"] = b.method
+    if b.versions:
+        out["versions"] = dict(b.versions)
+    if b.settings:
+        out["settings"] = dict(b.settings)
+    if b.note is not None:
+        out["note"] = b.note
+    if b.analysis is not None:
+        out["analysis"] = dict(b.analysis)
+    out["runs"] = [_run_dict(r) for r in b.runs]
+    return out
+
+
+def to_dict(doc: ResultsDocument) -> JSONObject:
+    out: JSONObject = {"schema": doc.schema}
+    if doc.tool:
+        out["tool"] = dict(doc.tool)
+    if doc.created is not None:
+        out["created"] = doc.created
+    if doc.state:
+        out["state"] = dict(doc.state)
+    if doc.config:
+        out["config"] = dict(doc.config)
+    if doc.environment:
+        out["environment"] = dict(doc.environment)
+    out["benchmarks"] = [benchmark_dict(b) for b in doc.benchmarks]
+    return out
+
+
+def dumps(doc: ResultsDocument) -> str:
+    return json.dumps(to_dict(doc), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def save(doc: ResultsDocument, path: str | os.PathLike[str]) -> None:
+    """Write ``doc`` atomically: temporary file in the same directory, fsync, rename.
+
+    If anything fails (a full disk, a signal), the previous file is left as it was and the
+    temporary file is removed.
+    """
+    write_atomic(Path(path), dumps(doc))
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` by ``text`` so that readers see the old or the new file, never a part
+    (:func:`duet_bench.files.write_atomic`), with the error worded for a results file."""
+    try:
+        files.write_atomic(path, text)
+    except OSError as e:
+        raise ResultsError(
+            f"{path}: could not write the results ({e.strerror or e}); the previous file "
+            "is unchanged",
+            fix="free disk space or choose another --out, then re-run",
+        ) from e
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def replace_name(doc: ResultsDocument, old: str, new: str) -> ResultsDocument:
+    """A copy of ``doc`` with benchmark ``old`` renamed ``new`` (order kept)."""
+    return replace(
+        doc,
+        benchmarks=tuple(replace(b, name=new) if b.name == old else b for b in doc.benchmarks),
+    )

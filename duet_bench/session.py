@@ -1,0 +1,377 @@
+"""One invocation that measures: isolation, the core pair, the environment, every benchmark's
+runs, and the results file rewritten after every run.
+
+``duet run``, ``duet compare``, ``duet calibrate`` and ``duet demo`` all measure through
+:func:`measure`. Whatever stops it (a finished suite, a failure, SIGINT or SIGTERM), the results
+file is valid afterwards and says where it stopped, and nothing is left behind: no process,
+cgroup, barrier file or work directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from duet_bench import __version__, results
+from duet_bench.analysis import AnalysisSettings, analyze_benchmark, running_estimate
+from duet_bench.errors import BenchmarkFailed
+from duet_bench.isolation import Request, RunAs, select_backend
+from duet_bench.lock import acquire as acquire_lock
+from duet_bench.plan import BenchmarkSpec, plan_runs
+from duet_bench.progress import Progress
+from duet_bench.results import BenchmarkRecord, ResultsDocument, RunRecord
+from duet_bench.runner import (
+    RunnerContext,
+    calibrate_inner_loops,
+    install_harness,
+    measure_benchmark,
+    worker_python_for,
+)
+from duet_bench.settings import DEFAULT_MAX_FAILURES
+from duet_bench.settings import record as record_settings
+from duet_bench.units import short_name
+
+log = logging.getLogger(__name__)
+
+#: Work directories live here, not under /tmp: a side's sandbox replaces /tmp.
+WORK_ROOT = "/var/tmp"
+BARRIER_DIR = "/dev/shm"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionOptions:
+    out: Path
+    isolation: Request = "auto"
+    cores: tuple[int, int] | None = None
+    share_network: bool = False
+    seed: int = 0
+    max_failures: int | None = DEFAULT_MAX_FAILURES
+    analysis: AnalysisSettings = field(default_factory=AnalysisSettings)
+    #: Per benchmark name, the settings it is judged with (:mod:`duet_bench.settings`); ``analysis``
+    #: for the others.
+    per_benchmark: Mapping[str, AnalysisSettings] = field(default_factory=dict)
+    progress: bool = True
+    #: The user the sides run as (root drops to it); None: as ourselves.
+    run_as: RunAs | None = None
+    #: Recorded as the document's ``config`` (the exact commands and options).
+    config: Mapping[str, Any] = field(default_factory=dict)
+    #: When another duet is measuring on this machine: queue behind it instead of refusing.
+    wait: bool = False
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _warn(message: str) -> None:
+    log.warning("%s", message)
+
+
+def _load_average_now() -> list[float] | None:
+    from duet_bench.environment import load_average
+
+    with contextlib.suppress(OSError, ValueError):
+        return list(load_average())
+    return None
+
+
+def remove_stale_files(directory: str) -> list[str]:
+    """Remove ``duet-<pid>-*`` entries (barrier files, work directories) in ``directory`` whose
+    invocation is no longer running; return what was removed."""
+    from duet_bench.isolation import pid_alive
+
+    removed = []
+    with contextlib.suppress(FileNotFoundError):
+        for name in os.listdir(directory):
+            parts = name.split("-")
+            stale = name.startswith("duet-") and len(parts) >= 3 and parts[1].isdigit()
+            if not stale or pid_alive(int(parts[1])):
+                continue
+            path = os.path.join(directory, name)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+            removed.append(path)
+    return removed
+
+
+def measure(
+    benchmarks: Sequence[BenchmarkSpec],
+    options: SessionOptions,
+    *,
+    versions: Mapping[str, Any] | None = None,
+    on_note: Callable[[str], None] | None = None,
+) -> ResultsDocument:
+    """Measure every benchmark, writing ``options.out`` after every run; return the analysed
+    document. Failed runs are recorded, not raised: :func:`broken_benchmarks` tells the caller
+    which benchmarks failed beyond ``max_failures`` once it has written its reports."""
+    from duet_bench.environment import capture_environment
+    from duet_bench.topology import choose_pair, read_topology
+
+    total = sum(b.runs for b in benchmarks)
+    progress = Progress(total, label="duet", enabled=options.progress)
+    # Not progress: what we removed is said even with --quiet.
+    note = on_note or (progress.note if options.progress else _warn)
+    # One duet measures at a time on this machine, from the first cgroup to the last run.
+    lock = acquire_lock(wait=options.wait)
+    try:
+        backend = select_backend(options.isolation)
+    except BaseException:
+        lock.release()
+        raise
+    try:
+        leftovers = (
+            backend.cleanup_stale()
+            + remove_stale_files(BARRIER_DIR)
+            + remove_stale_files(WORK_ROOT)
+        )
+        if leftovers:
+            note(
+                "removed what an earlier duet that did not finish left behind: "
+                + ", ".join(leftovers[:5])
+                + (f" and {len(leftovers) - 5} more" if len(leftovers) > 5 else "")
+            )
+        topology = read_topology()
+        pair = choose_pair(topology, override=options.cores)
+        if pair.orchestrator_cpus:
+            # Keep ourselves off the measured cores when the machine has a third CPU.
+            os.sched_setaffinity(0, set(pair.orchestrator_cpus))
+        for text in pair.notes:
+            log.info("%s", text)
+        environment = dict(
+            capture_environment(topology=topology, pair=pair, isolation=backend.level)
+        )
+        environment["run_as"] = options.run_as.describe() if options.run_as else None
+        doc = ResultsDocument(
+            benchmarks=(),
+            tool={"name": "duet-bench", "version": __version__},
+            created=_now(),
+            environment=environment,
+            config={**options.config, **({"versions": dict(versions)} if versions else {})},
+            state={"complete": False, "stopped": None, "updated": _now()},
+        )
+        results.save(doc, options.out)
+        workdir = Path(tempfile.mkdtemp(prefix=f"duet-{os.getpid()}-", dir=WORK_ROOT))
+        os.chmod(workdir, 0o755)
+        ctx = RunnerContext(
+            backend=backend,
+            workdir=workdir,
+            share_network=options.share_network,
+            run_as=options.run_as,
+            worker=install_harness(workdir),
+            worker_python=worker_python_for(options.run_as),
+            on_iterations=progress.advance if options.progress else None,
+        )
+        where = "before the first run"
+        # The document as last written, runs of the benchmark in progress included: what a
+        # failure or an interruption keeps.
+        latest = [doc]
+        try:
+            for bench in benchmarks:
+                where = f"while measuring {bench.name!r}"
+                doc = _measure_one(bench, doc, ctx, pair.cpus, options, progress, latest)
+            where = ""
+        except BaseException as e:
+            reason = getattr(e, "message", None) or type(e).__name__
+            doc = replace(
+                latest[0],
+                state={
+                    "complete": False,
+                    "stopped": f"{reason} {where}".strip(),
+                    "updated": _now(),
+                },
+            )
+            results.save(doc, options.out)
+            raise
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        environment["load_average_after"] = _load_average_now()
+        doc = replace(
+            doc,
+            environment=environment,
+            state={"complete": True, "stopped": None, "updated": _now()},
+        )
+        results.save(doc, options.out)
+    finally:
+        try:
+            backend.close()
+        finally:
+            lock.release()
+    return doc
+
+
+def _measure_one(
+    bench: BenchmarkSpec,
+    doc: ResultsDocument,
+    ctx: RunnerContext,
+    pair: tuple[int, int],
+    options: SessionOptions,
+    progress: Progress,
+    latest: list[ResultsDocument],
+) -> ResultsDocument:
+    plans = plan_runs(bench, pair, seed=options.seed)
+    inner_loops = calibrate_inner_loops(bench, ctx, cpu=plans[0].cpus["baseline"])
+    analysis_settings = options.per_benchmark.get(bench.name, options.analysis)
+    settings = {
+        **bench.settings(),
+        "seed": options.seed,
+        "inner_loops": inner_loops,
+        # What duet analyze and duet report analyse with again, unless told otherwise.
+        "analysis": record_settings(analysis_settings),
+    }
+    record = BenchmarkRecord(
+        name=bench.name,
+        runs=(),
+        kind=bench.kind,
+        method=bench.method,
+        versions={"baseline": bench.baseline.describe(), "candidate": bench.candidate.describe()},
+        settings=settings,
+    )
+    recorder = _Recorder(doc.with_benchmark(record), record, options.out, latest)
+
+    def on_run(run: RunRecord) -> None:
+        recorder.add(run)
+        title = f"{short_name(bench.name)} run {run.index + 1}/{bench.runs}"
+        if run.ok:
+            so_far = running_estimate(recorder.record, analysis_settings.metric)
+            progress.step(f"{title} ok" + (f" · {so_far}" if so_far else ""))
+            return
+        # The cause, once: the side's exit status and the end of its stderr.
+        details = failure_details(run)
+        progress.step(f"{title} FAILED", details=details)
+        if not options.progress:
+            _warn("\n".join([f"{title} failed:", *details]))
+
+    def on_stop(why: str) -> None:
+        recorder.record = replace(recorder.record, note=why.removeprefix(f"{bench.name}: "))
+        recorder.save()
+        if options.progress:
+            progress.note(f"duet: {why}")
+        else:
+            _warn(why)  # logged as "duet: WARNING: ..."
+
+    measure_benchmark(
+        bench,
+        plans,
+        ctx,
+        on_run=on_run,
+        max_failures=options.max_failures,
+        inner_loops=inner_loops,
+        on_stop=on_stop,
+    )
+    analysis = analyze_benchmark(recorder.record, analysis_settings).to_dict()
+    recorder.record = replace(recorder.record, analysis=analysis)
+    recorder.save()
+    return recorder.doc
+
+
+#: How many lines of a failed side's stderr are shown on the terminal (all of its tail is in the
+#: results file).
+STDERR_LINES_SHOWN = 5
+
+
+def failure_details(run: RunRecord) -> list[str]:
+    """What a failed run shows on the terminal: its cause, then the last lines of the failing
+    side's stderr (without the worker's own line, which repeats the cause)."""
+    out = [f"  {run.reason or run.status}"]
+    side_name = (run.reason or "").partition(": ")[0]
+    if side_name not in ("baseline", "candidate"):
+        return out
+    tail = run.side(side_name).stderr_tail  # type: ignore[arg-type]  # checked just above
+    lines = [
+        line
+        for line in (tail or "").splitlines()
+        if line.strip() and not line.startswith("duet_worker: ")
+    ]
+    if lines:
+        shown = lines[-STDERR_LINES_SHOWN:]
+        count = "line" if len(shown) == 1 else f"{len(shown)} lines"
+        out.append(f"  {side_name} stderr (last {count}):")
+        out += [f"    {line}" for line in shown]
+    else:
+        out.append(f"  {side_name} stderr: empty")
+    return out
+
+
+class _Recorder:
+    """Holds the growing document and writes it after every run: nothing measured is lost."""
+
+    def __init__(
+        self,
+        doc: ResultsDocument,
+        record: BenchmarkRecord,
+        out: Path,
+        latest: list[ResultsDocument],
+    ) -> None:
+        self.doc, self.record, self.out, self.latest = doc, record, out, latest
+
+    def add(self, run: RunRecord) -> None:
+        self.record = replace(self.record, runs=(*self.record.runs, run))
+        self.save()
+
+    def save(self) -> None:
+        self.doc = replace(
+            self.doc.with_benchmark(self.record),
+            state={"complete": False, "stopped": None, "updated": _now()},
+        )
+        self.latest[0] = self.doc
+        results.save(self.doc, self.out)
+
+
+def broken_benchmarks(doc: ResultsDocument, max_failures: int | None) -> list[str]:
+    """One sentence per benchmark that had no successful run or more failed runs than allowed."""
+    broken = []
+    for b in doc.benchmarks:
+        if not b.runs:
+            continue  # not measured on purpose (e.g. missing in one version): reported by its note
+        failed = sum(1 for r in b.runs if not r.ok)
+        if not b.ok_runs():
+            first = b.note or next((r.reason for r in b.runs if r.reason), "no run")
+            broken.append(f"{b.name}: no successful run ({first})")
+        elif max_failures is not None and failed > max_failures:
+            broken.append(
+                f"{b.name}: {failed} failed runs (more than --max-failures {max_failures})"
+            )
+    return broken
+
+
+def raise_if_broken(
+    doc: ResultsDocument, max_failures: int | None, *, missing: Sequence[str] = ()
+) -> None:
+    """Raise :class:`BenchmarkFailed` (exit 3) when :func:`broken_benchmarks` finds any, or
+    when ``missing`` names benchmarks that one version does not have (``duet compare``)."""
+    broken = broken_benchmarks(doc, max_failures)
+    if broken:
+        statuses = {r.status for b in doc.benchmarks for r in b.runs if not r.ok}
+        limits = {
+            "timeout": "--timeout (seconds per iteration)",
+            "out-of-memory": "--memory-limit",
+        }
+        raise_ = [limits[s] for s in sorted(statuses) if s in limits]
+        fix = (
+            "each failed run's cause and the end of its stderr are above (all of it in the "
+            "results file: stderr_tail of each side); "
+        )
+        if raise_ and statuses <= limits.keys():
+            fix += f"if the benchmark is right, raise {' or '.join(raise_)}"
+        else:
+            fix += "fix the benchmark (run its command by hand in its directory to see it fail)"
+            fix += f", or raise {' or '.join(raise_)}" if raise_ else ""
+        raise BenchmarkFailed("; ".join(broken), fix=fix)
+    if missing:
+        raise BenchmarkFailed(
+            f"{', '.join(missing)}: missing in the baseline's configuration, so not measured "
+            "(the other benchmarks were measured and reported)",
+            fix="a benchmark added by this change has nothing to compare against: pass "
+            "--allow-missing to accept that (the verdicts of the others decide the exit code)",
+        )

@@ -1,0 +1,315 @@
+"""Worktree slots: one detached git worktree per commit under a cache directory, locked while used.
+
+A slot is ``<cache>/<sha>`` (or ``<sha>.1``, ``<sha>.2``, ... when other duet processes hold
+the first ones), its lock file ``<name>.lock`` and its stamp directory ``<name>.stamp`` (the
+build's stamp and log, :mod:`duet_bench.versions.builds`). A slot whose worktree is already at the
+commit with unmodified tracked files is reused (kept by an earlier run with ``keep``);
+anything else there (a crash's leftovers, an edited worktree) is replaced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import logging
+import os
+import shutil
+import stat
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from duet_bench.errors import UsageError, VersionError
+from duet_bench.isolation import RunAs
+from duet_bench.versions.git import GitFailed, Repository
+
+log = logging.getLogger(__name__)
+
+#: How many worktrees of one commit may exist at once (concurrent duet runs of one repository).
+MAX_SLOTS = 16
+#: In the cache directory: held while this process adds, removes or prunes worktrees.
+ADMIN_LOCK = ".worktrees.lock"
+
+
+@dataclass(slots=True)
+class Slot:
+    """A worktree this process holds (mutable: the builds done in it are added)."""
+
+    commit: str
+    directory: Path
+    stamp_dir: Path
+    lock_path: Path
+    lock_fd: int
+    reused: bool
+    #: sha256 of the commands built here by this process (a second side at the same commit
+    #: does not build again, even with ``rebuild``).
+    built_here: set[str] = field(default_factory=set)
+
+
+class Slots:
+    """The worktree slots of one repository under one cache directory.
+
+    ``requested`` is the cache directory (None: the default, see :func:`default_cache_dir`);
+    it must be outside the checkout. With ``run_as`` the directories created and the
+    checked-out worktrees belong to that user.
+    """
+
+    def __init__(self, repo: Repository, requested: Path | None, run_as: RunAs | None) -> None:
+        self._repo = repo
+        self.run_as = run_as
+        self.cache_dir = self._choose_cache_dir(requested)
+
+    def _choose_cache_dir(self, requested: Path | None) -> Path:
+        if requested is None:
+            requested = default_cache_dir(self._repo.common_dir, self.run_as)
+        cache = Path(requested).expanduser().resolve()
+        for inside in (self._repo.root, self._repo.common_dir):
+            if inside is not None and (cache == inside or inside in cache.parents):
+                raise UsageError(
+                    f"the worktree cache {cache} is inside the checkout {inside}; a worktree "
+                    "there would show in `git status` of the user's checkout",
+                    fix="set XDG_CACHE_HOME to a directory outside the repository",
+                )
+        try:
+            _make_dirs(cache, self.run_as)
+        except OSError as e:
+            raise VersionError(
+                f"cannot create the worktree cache {cache}: {e.strerror or e}",
+                fix="set XDG_CACHE_HOME to a writable directory outside the checkout",
+            ) from None
+        return cache
+
+    def acquire(self, sha: str) -> Slot:
+        """A worktree of ``sha`` that no other duet process holds: ``<sha>``, else
+        ``<sha>.1``, ... Each is held by an exclusive lock on ``<name>.lock`` until
+        :meth:`unlock`, so a concurrent duet never removes or rebuilds a worktree in use."""
+        for slot in range(MAX_SLOTS):
+            name = sha if slot == 0 else f"{sha}.{slot}"
+            lock_path = self.cache_dir / f"{name}.lock"
+            fd = _try_lock(lock_path)
+            if fd is None:
+                continue
+            try:
+                directory = self.cache_dir / name
+                stamp_dir = self.cache_dir / f"{name}.stamp"
+                with self._administration():
+                    reused = self._prepare(directory, stamp_dir, sha)
+                if self.run_as is not None:
+                    _give(directory, self.run_as)
+            except BaseException:
+                _unlock(lock_path, fd)
+                raise
+            return Slot(sha, directory, stamp_dir, lock_path, fd, reused)
+        raise VersionError(
+            f"{MAX_SLOTS} other duet runs hold worktrees of {sha[:12]} in {self.cache_dir}",
+            fix="wait for them to finish, or stop them",
+        )
+
+    def remove(self, slot: Slot) -> bool:
+        """Remove the slot's worktree and stamp; False when the worktree is still there. The
+        caller runs :meth:`prune` afterwards, and :meth:`unlock` once it forgot the slot."""
+        with self._administration():
+            return self._discard(slot.directory, slot.stamp_dir)
+
+    @staticmethod
+    def unlock(slot: Slot) -> None:
+        """Let other processes have the slot (its lock file goes)."""
+        _unlock(slot.lock_path, slot.lock_fd)
+
+    def prune(self) -> None:
+        """``git worktree prune``: forget registrations whose directory is gone."""
+        try:
+            with self._administration():
+                self._repo.run("worktree", "prune")
+        except GitFailed as e:
+            log.warning("git worktree prune failed: %s", e.stderr)
+
+    @contextlib.contextmanager
+    def _administration(self) -> Iterator[None]:
+        """Wait for the other duet processes of this cache to finish adding, removing or
+        pruning worktrees. Git does not serialise these: a `git worktree prune` that runs
+        while another process's `git worktree add` is half-way reads its unfinished
+        `.git/worktrees/<name>` and fails ("failed to read .git/worktrees/<name>/commondir";
+        measured with git 2.39.5: 3 failures in 15 rounds of 4 concurrent prune+add), or
+        removes it. Not re-entrant: only the public methods take it."""
+        # Read-only is enough for flock, and opens a lock file another user created (a run as
+        # root with --user beside the user's own runs).
+        fd = os.open(self.cache_dir / ADMIN_LOCK, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def _registered(self) -> dict[Path, str]:
+        """Worktrees git knows of: path -> the commit at their HEAD ('' if none)."""
+        out = self._repo.run("worktree", "list", "--porcelain").stdout
+        found: dict[Path, str] = {}
+        path: Path | None = None
+        for line in out.splitlines():
+            if line.startswith("worktree "):
+                path = Path(line.removeprefix("worktree ")).resolve()
+                found[path] = ""
+            elif line.startswith("HEAD ") and path is not None:
+                found[path] = line.removeprefix("HEAD ").strip()
+        return found
+
+    def _prepare(self, directory: Path, stamp_dir: Path, sha: str) -> bool:
+        """Make ``directory`` a clean worktree at ``sha``; True when an existing one was kept."""
+        registered = self._registered()
+        if directory.exists():
+            if registered.get(directory.resolve()) == sha and (directory / ".git").is_file():
+                if self._repo.has_uncommitted_changes(directory) is False:
+                    return True
+                # Someone edited a kept worktree (debugging): its build no longer matches the
+                # commit, so measuring it would measure something else.
+                log.info(
+                    "the kept worktree %s has modified files; checking it out again", directory
+                )
+            if not self._discard(directory, stamp_dir):
+                raise VersionError(
+                    f"cannot remove the stale worktree {directory}",
+                    fix=f"remove it by hand: rm -rf {directory} && git -C {self._repo.cwd} "
+                    "worktree prune",
+                )
+        # A crash can leave a registration whose directory is gone; `worktree add` refuses to
+        # reuse such a path until it is pruned.
+        self._repo.run("worktree", "prune")
+        with contextlib.suppress(FileNotFoundError):
+            rmtree(stamp_dir)
+        try:
+            # No hooks: a user's post-checkout hook is for their checkout, not for ours.
+            self._repo.run(
+                "-c",
+                f"core.hooksPath={os.devnull}",
+                "worktree",
+                "add",
+                "--detach",
+                str(directory),
+                sha,
+            )
+        except GitFailed as e:
+            self._discard_quietly(directory, stamp_dir)
+            raise VersionError(
+                f"git worktree add of {sha[:12]} in {directory} failed: {e.stderr}",
+                fix=f"check the space and permissions of {self.cache_dir}, then run again",
+            ) from None
+        except BaseException:
+            # Interrupted half-way (a signal): the worktree is not ours to close yet, so
+            # remove it here rather than leave a registration behind.
+            self._discard_quietly(directory, stamp_dir)
+            raise
+        return False
+
+    def _discard_quietly(self, directory: Path, stamp_dir: Path) -> None:
+        try:
+            self._discard(directory, stamp_dir)
+            self._repo.run("worktree", "prune")
+        except (VersionError, OSError) as e:
+            log.warning("could not remove the unfinished worktree %s: %s", directory, e)
+
+    def _discard(self, directory: Path, stamp_dir: Path) -> bool:
+        """Remove a worktree (registered or not) and its stamp; False if it is still there."""
+        with contextlib.suppress(FileNotFoundError):
+            rmtree(stamp_dir)
+        if directory.resolve() in self._registered():
+            try:
+                self._repo.run("worktree", "remove", "--force", "--force", str(directory))
+            except GitFailed as e:
+                # A worktree holding submodules, or read-only files from a build: remove the
+                # files ourselves; the prune afterwards drops the registration.
+                log.debug("git worktree remove %s: %s", directory, e.stderr)
+        if directory.exists():
+            with contextlib.suppress(FileNotFoundError):
+                rmtree(directory)
+        return not directory.exists()
+
+
+def default_cache_dir(common_dir: Path, run_as: RunAs | None) -> Path:
+    """``$XDG_CACHE_HOME/duet/worktrees/<hash of the repository's git directory>``
+    (``~/.cache`` without XDG_CACHE_HOME); with ``run_as``, that user's cache."""
+    key = hashlib.sha256(str(common_dir).encode()).hexdigest()[:16]
+    if run_as is not None:
+        # Root's cache (/root, mode 0700) is closed to the user the sides run as.
+        home = run_as.home
+        return (
+            Path(home) / ".cache" / "duet" / "worktrees" / key
+            if home is not None
+            else Path("/var/tmp") / f"duet-worktrees-{run_as.uid}" / key
+        )
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    # The XDG spec says to ignore a relative XDG_CACHE_HOME.
+    base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / "duet" / "worktrees" / key
+
+
+def _make_dirs(path: Path, run_as: RunAs | None) -> None:
+    """``mkdir -p path``; the directories it creates belong to ``run_as`` when given."""
+    missing: list[Path] = []
+    for p in (path, *path.parents):
+        if p.exists():
+            break
+        missing.append(p)
+    path.mkdir(parents=True, exist_ok=True)
+    if run_as is not None:
+        for p in missing:
+            os.chown(p, run_as.uid, run_as.gid)
+
+
+def _give(directory: Path, run_as: RunAs) -> None:
+    """Hand a checked-out worktree to the user the build and the sides run as."""
+    os.lchown(directory, run_as.uid, run_as.gid)
+    for root, dirs, files in os.walk(directory):
+        for name in (*dirs, *files):
+            os.lchown(os.path.join(root, name), run_as.uid, run_as.gid)
+
+
+def _try_lock(path: Path) -> int | None:
+    """An exclusive lock on ``path``, or None when another process holds it."""
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        # The holder before us may have unlinked the file after we opened it (see _unlock):
+        # a lock on a file no longer at that path protects nothing, so start again.
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            return fd
+        os.close(fd)
+
+
+def _unlock(path: Path, fd: int) -> None:
+    # Unlinked while still locked, so lock files do not pile up; _try_lock's inode check makes
+    # that safe.
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    os.close(fd)
+
+
+def rmtree(path: Path) -> None:
+    """``rm -rf path``, read-only entries included."""
+    # `onerror` is deprecated from Python 3.12 on, `onexc` does not exist before it.
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=_make_writable_and_retry)
+    else:
+        shutil.rmtree(path, onerror=_make_writable_and_retry)
+
+
+def _make_writable_and_retry(func: Callable[..., Any], path: str, _exc: Any) -> None:
+    # Builds leave read-only trees (Go's module cache, some installers); the directory that
+    # holds a read-only entry must be writable for rmtree to delete it.
+    parent = os.path.dirname(path)
+    with contextlib.suppress(OSError):
+        os.chmod(parent, os.stat(parent).st_mode | stat.S_IWUSR | stat.S_IXUSR)
+    with contextlib.suppress(OSError):
+        os.chmod(path, os.stat(path, follow_symlinks=False).st_mode | stat.S_IWUSR)
+    func(path)

@@ -1,0 +1,87 @@
+"""Pure statistics for duet benchmarking: numpy arrays in, numbers out.
+
+``stats`` never imports ``duet``: thresholds and verdict words live on the ``duet`` side; these
+functions return numbers (ratios, intervals, impact factors, variance components), never opinions.
+Only numpy is imported here; scipy and the optional arch are imported inside the functions that
+need them, so that ``import duet_stats`` stays fast.
+
+Modules: :mod:`duet_stats.ratio` (duet ratio and bootstrap interval), :mod:`duet_stats.winsor`
+(outlier winsorization), :mod:`duet_stats.sequential` (shuffled and sequential baselines, gains),
+:mod:`duet_stats.impact` (impact factor of the random initial state), :mod:`duet_stats.planning`
+(variance components, interval half-width, optimal iterations, runs needed),
+:mod:`duet_stats.asymmetry` (does the core a side sits on matter), :mod:`duet_stats.warmup` (where
+an iteration series stops trending). The array and method aliases (:data:`FloatArray`,
+:data:`IntArray`, :data:`ArrayLike`,
+:data:`IntervalMethod`) are public here for callers' annotations.
+"""
+
+from duet_stats._typing import ArrayLike, FloatArray, IntArray, IntervalMethod
+from duet_stats.asymmetry import Asymmetry, side_asymmetry
+from duet_stats.impact import ImpactFactors, impact_factor, impact_factors, paired_impact_factors
+from duet_stats.planning import (
+    T_QUANTILE_BELOW,
+    VarianceComponents,
+    ci_half_width,
+    optimal_iterations,
+    runs_needed,
+    variance_components,
+)
+from duet_stats.ratio import (
+    MIN_BOOTSTRAP_RUNS,
+    Interval,
+    RatioEstimate,
+    bootstrap_ci,
+    duet_ratio,
+    grand_geomean,
+    iteration_ratios,
+    run_geomeans,
+)
+from duet_stats.sequential import (
+    SequentialEstimate,
+    ShuffledEstimate,
+    accuracy_gain,
+    sequential_ci,
+    shuffled_ratio,
+    sync_gain,
+)
+from duet_stats.warmup import Warmup, detect_warmup
+from duet_stats.winsor import DEFAULT_FRACTION, MIN_ITERATIONS, winsorize_run, winsorize_runs
+
+__all__ = [
+    "DEFAULT_FRACTION",
+    "MIN_BOOTSTRAP_RUNS",
+    "MIN_ITERATIONS",
+    "T_QUANTILE_BELOW",
+    "ArrayLike",
+    "Asymmetry",
+    "FloatArray",
+    "ImpactFactors",
+    "IntArray",
+    "Interval",
+    "IntervalMethod",
+    "RatioEstimate",
+    "SequentialEstimate",
+    "ShuffledEstimate",
+    "VarianceComponents",
+    "Warmup",
+    "accuracy_gain",
+    "bootstrap_ci",
+    "ci_half_width",
+    "detect_warmup",
+    "duet_ratio",
+    "grand_geomean",
+    "impact_factor",
+    "impact_factors",
+    "iteration_ratios",
+    "optimal_iterations",
+    "paired_impact_factors",
+    "run_geomeans",
+    "runs_needed",
+    "sequential_ci",
+    "shuffled_ratio",
+    "side_asymmetry",
+    "sync_gain",
+    "variance_components",
+    "winsorize_run",
+    "winsorize_runs",
+]
