@@ -1,5 +1,5 @@
-"""The calibration as a sequence of named steps (:func:`calibrate`), and the choice between
-wall and CPU time (:func:`calibrate_metrics`)."""
+"""The calibration as a sequence of named steps (:func:`calibrate`), and the choice of the
+metric: wall time, CPU time or wall time less run-queue delay (:func:`calibrate_metrics`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from duet_bench.analysis import AnalysisSettings, rng_for
 from duet_bench.calibrate import decide, steps
 from duet_bench.calibrate.data import AAData, aa_data, has_metric
 from duet_bench.calibrate.model import Calibration
-from duet_bench.metrics import METRIC_NAMES, Metric, not_cpu_bound
+from duet_bench.metrics import METRIC_NAMES, METRICS, Metric, not_cpu_bound
 from duet_bench.results import BenchmarkRecord
 
 __all__ = ["calibrate", "calibrate_metrics"]
@@ -129,36 +129,51 @@ def _choose_metric(
     busy_share: Mapping[str, float],
     forced: Metric | None,
 ) -> tuple[Metric, str]:
-    """The metric whose recommended method gives the narrower A/A interval, when both sides
-    are CPU-bound (the rule of ``metric = "auto"``), or the one asked for; and why."""
-    wall = calibrations["wall"]
-    cpu = calibrations.get("cpu")
+    """The metric whose recommended method gives the narrowest A/A interval among those that
+    fit the code, or the one asked for; and why.
+
+    The rule of ``metric = "auto"``: for CPU-bound sides, CPU time against wall time (CPU time
+    wins a tie); otherwise wall time less run-queue delay against wall time (it keeps sleeping
+    and I/O, and replaces wall time only when strictly narrower).
+    """
+    if forced is not None:
+        if forced in calibrations:
+            return forced, f"{METRIC_NAMES[forced]}, as asked (--metric {forced})"
+        return "wall", f"wall time: {METRIC_NAMES[forced]} was asked for but not recorded"
     idle = not_cpu_bound(busy_share)
-    if forced is not None and (forced == "wall" or cpu is not None):
-        return forced, f"{METRIC_NAMES[forced]}, as asked (--metric {forced})"
-    if cpu is None:
-        return "wall", "wall time: no per-iteration CPU time was recorded"
-    if idle:
-        return "wall", (
-            "wall time: the benchmark is not CPU-bound (the "
+    cpu_fits = "cpu" in calibrations and bool(busy_share) and not idle
+    candidates: list[Metric] = [
+        m for m in ("wall", "cpu" if cpu_fits else "wall-runq") if m in calibrations
+    ]
+    widths = {m: _deciding_width(calibrations[m]) for m in candidates}
+    best: Metric = "wall"
+    for m in candidates[1:]:
+        w, w_best = widths[m], widths[best]
+        if w is not None and (w_best is None or w < w_best or (m == "cpu" and w == w_best)):
+            best = m
+
+    def width(m: Metric) -> str:
+        return f"{steps.pct(widths[m] or 0)} with {calibrations[m].method_pays}"
+
+    beaten = " and ".join(f"{METRIC_NAMES[m]}'s ({width(m)})" for m in candidates if m != best)
+    own = f"its A/A interval ({width(best)} wide) is narrower than {beaten}"
+    name = METRIC_NAMES[best]
+    if best == "cpu":
+        return "cpu", f"CPU time: both sides CPU-bound, and {own}"
+    if cpu_fits:
+        return best, f"{name}: {own} on this machine"
+    if "cpu" not in calibrations:
+        why = "no per-iteration CPU time was recorded"
+    elif idle:
+        why = (
+            "the benchmark is not CPU-bound (the "
             + " and ".join(f"{side} {units.share(busy_share[side])}" for side in idle)
             + " of the iteration on a CPU or waiting for one), so CPU time would miss sleeping "
             "and I/O"
         )
-    if not busy_share:
-        return "wall", "wall time: whether the sides are CPU-bound is unknown"
-    w_wall, w_cpu = _deciding_width(wall), _deciding_width(cpu)
-    if w_cpu is not None and (w_wall is None or w_cpu <= w_wall):
-        return "cpu", (
-            f"CPU time: both sides CPU-bound, and its A/A interval ({steps.pct(w_cpu)} wide "
-            f"with {cpu.method_pays}) is narrower than wall time's"
-            + (f" ({steps.pct(w_wall)} with {wall.method_pays})" if w_wall is not None else "")
-        )
-    return "wall", (
-        f"wall time: its A/A interval ({steps.pct(w_wall or 0)} wide with "
-        f"{wall.method_pays}) is narrower than CPU time's ({steps.pct(w_cpu or 0)} with "
-        f"{cpu.method_pays}) on this machine"
-    )
+    else:
+        why = "whether the sides are CPU-bound is unknown"
+    return best, f"{name}: {why}" + (f"; {own}" if beaten else "")
 
 
 def calibrate_metrics(
@@ -168,29 +183,25 @@ def calibrate_metrics(
     *,
     busy_share: Mapping[str, float] | None = None,
 ) -> Calibration:
-    """Calibrate on wall time and on CPU time, and keep the metric that measures better here.
+    """Calibrate on every metric recorded (wall time, CPU time, wall time less run-queue
+    delay), and keep the one that measures better here.
 
-    CPU time is a candidate only when it was recorded and both sides are CPU-bound
-    (``busy_share``: per side, the median share of an iteration on a CPU or in its run queue,
-    as :func:`duet_bench.analysis.analyze_benchmark` computes it; the rule of ``metric = "auto"``):
-    for code that sleeps or waits, CPU time would not see what wall time sees. Between the
-    candidates, the narrower A/A interval of the method each recommends wins. Every width is
+    CPU time is a candidate only when both sides are CPU-bound (``busy_share``: per side, the
+    median share of an iteration on a CPU or in its run queue, as
+    :func:`duet_bench.analysis.analyze_benchmark` computes it; the rule of ``metric = "auto"``):
+    for code that sleeps or waits, CPU time would not see what wall time sees, and wall time
+    less run-queue delay is the candidate instead. The narrower A/A interval of the method
+    each recommends wins against wall time. Every width is
     kept in ``widths_by_metric``. ``settings.metric`` other than ``auto`` forces a metric
-    (wall time when CPU time was not recorded).
+    (wall time when the one asked for was not recorded).
 
     Raises
     ------
     ValueError
-        If ``settings.metric`` is ``wall-runq`` (derived in the analysis, not calibrated), or
-        as :func:`aa_data` and :func:`calibrate` do.
+        As :func:`aa_data` and :func:`calibrate` do.
     """
-    if settings.metric not in ("auto", "wall", "cpu"):
-        raise ValueError(
-            f"a calibration compares wall time and CPU time; metric {settings.metric!r} is not "
-            "calibrated: use auto, wall or cpu"
-        )
     calibrations: dict[Metric, Calibration] = {}
-    for metric in ("wall", "cpu"):
+    for metric in METRICS:
         metric_t: Metric = metric
         if not has_metric(record, metric_t):
             continue

@@ -99,10 +99,21 @@ def _rows(values: Sequence[Sequence[int]], width: int) -> FloatArray:
 
 
 def has_metric(record: BenchmarkRecord, metric: Metric) -> bool:
-    """Whether every successful run recorded ``metric`` on both sides, above 0 ns."""
+    """Whether every successful run recorded ``metric`` on both sides (CPU time above 0 ns;
+    run-queue delay for every measured iteration, for ``wall-runq``)."""
     if metric == "wall":
         return True
     ok = record.ok_runs()
+    if metric == "wall-runq":
+        # An iteration that waited for its whole wall time leaves nothing to measure (the
+        # analysis refuses the metric then too).
+        return bool(ok) and all(
+            s.iteration_runq_ns is not None
+            and len(s.iteration_runq_ns) >= len(s.iterations_ns)
+            and min(_series(s, metric), default=0) > 0
+            for r in ok
+            for s in (r.baseline, r.candidate)
+        )
     return bool(ok) and all(
         s.iteration_cpu_ns is not None and min(s.iteration_cpu_ns, default=0) > 0
         for r in ok
@@ -110,12 +121,29 @@ def has_metric(record: BenchmarkRecord, metric: Metric) -> bool:
     )
 
 
+def _series(side: SideRecord, metric: Metric) -> tuple[int, ...]:
+    """One side's measured iterations of ``metric``. Wall time less run-queue delay caps each
+    delay at its iteration's wall time, as the analysis does (the kernel adds a wait when the
+    task next gets a CPU, so a reading can exceed the iteration)."""
+    if metric == "cpu":
+        assert side.iteration_cpu_ns is not None
+        return side.iteration_cpu_ns
+    if metric == "wall-runq":
+        assert side.iteration_runq_ns is not None
+        return tuple(
+            wall - min(runq, wall)
+            for wall, runq in zip(side.iterations_ns, side.iteration_runq_ns, strict=False)
+        )
+    return side.iterations_ns
+
+
 def aa_data(record: BenchmarkRecord, metric: Metric = "wall") -> AAData:
     """The arrays of an A/A benchmark record (its successful runs), of one metric.
 
     Runs of different lengths (an interrupted run kept as ok) are cut to the shortest, as
     :func:`duet_bench.analysis.analyze_benchmark` does. Warm-up iterations record wall time only, so
-    a CPU-time calibration detects its warm-up in the measured iterations alone.
+    a CPU-time or wall-less-run-queue calibration detects its warm-up in the measured iterations
+    alone.
 
     Raises
     ------
@@ -133,9 +161,7 @@ def aa_data(record: BenchmarkRecord, metric: Metric = "wall") -> AAData:
     n = min(len(r.baseline.iterations_ns) for r in ok)
 
     def series(side: SideRecord) -> tuple[int, ...]:
-        values = side.iteration_cpu_ns if metric == "cpu" else side.iterations_ns
-        assert values is not None
-        return values
+        return _series(side, metric)
 
     w = (
         min(min(len(r.baseline.warmup_ns), len(r.candidate.warmup_ns)) for r in ok)

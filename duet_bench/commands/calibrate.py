@@ -219,13 +219,6 @@ def _check_options(o: dict[str, Any]) -> AnalysisSettings:
     settings: AnalysisSettings = analysis_settings(o)
     if settings.threshold <= 0:
         raise UsageError("--threshold must be above 0 for a calibration (the change to detect)")
-    if settings.metric == "wall-runq":
-        # The calibration compares the metrics a worker records per iteration on both sides;
-        # wall time less run-queue delay is derived in the analysis, not calibrated.
-        raise UsageError(
-            "duet calibrate compares wall time and CPU time; --metric wall-runq is not calibrated",
-            fix="use --metric auto (the default), wall or cpu",
-        )
     return settings
 
 

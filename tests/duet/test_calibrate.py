@@ -614,11 +614,39 @@ def test_a_metric_asked_for_is_used_and_one_not_recorded_falls_back_to_wall() ->
     assert set(cal.widths_by_metric) == {"wall"}
 
 
-def test_wall_time_less_run_queue_delay_is_refused_with_a_message() -> None:
-    # It used to fail with a bare KeyError: 'wall-runq' when CPU time was recorded.
+def test_wall_time_less_run_queue_delay_can_be_asked_for() -> None:
+    # It used to be refused ("not calibrated"); it is calibrated like the other two.
     record = _aa_record(busy=1.0, preempted=0.5)
-    with pytest.raises(ValueError, match="wall-runq' is not calibrated: use auto, wall or cpu"):
-        calibrate_metrics(record, settings=AnalysisSettings(metric="wall-runq"))
+    cal = calibrate_metrics(
+        record,
+        busy_share={"baseline": 1, "candidate": 1},
+        settings=AnalysisSettings(metric="wall-runq", reps=2000),
+    )
+    assert cal.metric == "wall-runq"
+    assert cal.metric_reason == "wall time less run-queue delay, as asked (--metric wall-runq)"
+    assert cal.recommended is not None
+    assert cal.recommended.values()["metric"] == "wall-runq"
+    assert set(cal.widths_by_metric) == {"wall", "cpu", "wall-runq"}
+
+
+def test_code_that_sleeps_and_is_preempted_gets_wall_time_less_run_queue_delay() -> None:
+    # 30% on a CPU, preempted in half the iterations: CPU time would miss the sleeping, wall
+    # time carries the other process's doing, wall time less run-queue delay keeps the one and
+    # drops the other.
+    record = _aa_record(busy=0.3, preempted=0.5)
+    cal = calibrate_metrics(
+        record, busy_share={"baseline": 0.3, "candidate": 0.3}, settings=AnalysisSettings(reps=2000)
+    )
+    assert cal.metric == "wall-runq"
+    assert cal.metric_reason is not None
+    assert cal.metric_reason.startswith("wall time less run-queue delay: the benchmark is not CPU")
+    assert "is narrower than wall time's" in cal.metric_reason
+    widths = cal.widths_by_metric
+    assert widths["wall-runq"]["duet"] is not None
+    assert widths["wall"]["duet"] is not None
+    assert widths["wall-runq"]["duet"] * 3 < widths["wall"]["duet"]
+    assert cal.recommended is not None
+    assert cal.recommended.values()["metric"] == "wall-runq"
 
 
 def aa_record_without_cpu() -> Any:
