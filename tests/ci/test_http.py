@@ -8,14 +8,8 @@ import time
 
 import pytest
 
-from duet_bench.ci.comment import (
-    ApiError,
-    CommentError,
-    Http,
-    Redactor,
-    _retry_after,
-    link_next,
-)
+from duet_bench.ci.errors import ApiError, CommentError
+from duet_bench.ci.http import Http, Redactor, _retry_after, link_next
 from tests.ci.fakeapi import ACTIONS_TOKEN, FakeApi, Fault
 
 COMMENTS = "/repos/acme/app/issues/12/comments"
