@@ -160,7 +160,9 @@ class Http:
             try:
                 response = self._send(method, url, body)
             except (urllib.error.URLError, HTTPException, OSError) as e:
-                reason = getattr(e, "reason", None) or e
+                # The reason may quote what the server sent (a garbled status line), so it is
+                # redacted here, before the retry's log line, and kept on one line.
+                reason = self.redact(" ".join(str(getattr(e, "reason", None) or e).split()))
                 if attempt < self.attempts and idempotent:
                     wait = self._backoff(attempt)
                     log.info("%s %s: %s; retrying in %.0f s", method, shown, reason, wait)
