@@ -54,6 +54,8 @@ class Redactor:
 
 @dataclass(frozen=True, slots=True)
 class Response:
+    """One answer of the API: its JSON decoded (text when it is not JSON, None when empty)."""
+
     status: int
     #: Header names in lower case.
     headers: Mapping[str, str]

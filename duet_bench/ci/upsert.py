@@ -22,6 +22,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
+    """What the upsert did, and the comment as the API answered it."""
+
     action: Literal["created", "updated", "unchanged"]
     comment: Comment
 
