@@ -27,18 +27,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from duet_bench import __version__
-from duet_bench.ci.comment import (
-    GITHUB_MAX_BODY,
-    ApiError,
-    Comment,
-    CommentError,
-    Http,
-    Identity,
-    NotPosted,
-    Provider,
-    fit,
-    sanitize,
-)
+from duet_bench.ci.body import GITHUB_MAX_BODY, fit
+from duet_bench.ci.errors import ApiError, CommentError, NotPosted
+from duet_bench.ci.http import Http
+from duet_bench.ci.provider import Comment, Identity, Provider
+from duet_bench.ci.sanitize import sanitize
 from duet_bench.results import ResultsDocument
 
 DEFAULT_API_URL = "https://api.github.com"

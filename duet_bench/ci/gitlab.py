@@ -22,16 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from duet_bench import __version__
-from duet_bench.ci.comment import (
-    GITLAB_MAX_BODY,
-    ApiError,
-    Comment,
-    CommentError,
-    Http,
-    Identity,
-    NotPosted,
-    Provider,
-)
+from duet_bench.ci.body import GITLAB_MAX_BODY
+from duet_bench.ci.errors import ApiError, CommentError, NotPosted
+from duet_bench.ci.http import Http
+from duet_bench.ci.provider import Comment, Identity, Provider
 
 TOKEN_VARIABLE = "DUET_GITLAB_TOKEN"
 TOKEN_FIX = (

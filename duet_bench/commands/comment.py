@@ -14,7 +14,7 @@ _SHA = re.compile(r"[0-9a-fA-F]{7,64}")
 
 
 def _key(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
-    from duet_bench.ci.comment import validate_key
+    from duet_bench.ci import validate_key
     from duet_bench.errors import UsageError
 
     try:
@@ -118,7 +118,7 @@ def comment(
       duet comment duet-results/results.json
       duet comment results.json --provider github --pr 12 --dry-run
     """
-    from duet_bench.ci.comment import NotPosted, Provider, build_body, upsert
+    from duet_bench.ci import NotPosted, Provider, build_body, upsert
     from duet_bench.commands import load_results
 
     doc = load_results(results)

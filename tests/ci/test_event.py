@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from duet_bench.ci import github, gitlab
-from duet_bench.ci.comment import NotPosted
+from duet_bench.ci.errors import NotPosted
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),

@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import logging
 import socket
+import threading
 import time
 
 import pytest
 
-from duet_bench.ci.comment import (
-    ApiError,
-    CommentError,
-    Http,
-    Redactor,
-    _retry_after,
-    link_next,
-)
+from duet_bench.ci.errors import ApiError, CommentError
+from duet_bench.ci.http import Http, Redactor, _retry_after, link_next
 from tests.ci.fakeapi import ACTIONS_TOKEN, FakeApi, Fault
 
 COMMENTS = "/repos/acme/app/issues/12/comments"
@@ -217,3 +212,54 @@ def test_retry_after_forms(header: str | None, now: float, seconds: float | None
 )
 def test_link_next(header: str | None, url: str | None) -> None:
     assert link_next(header) == url
+
+
+def test_a_garbled_answer_that_echoes_the_token_is_redacted_from_the_retry_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A broken proxy whose status line repeats the request's credentials: http.client raises
+    # BadStatusLine carrying that line, and the client logs it before retrying.
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        server.settimeout(10)
+        port = server.getsockname()[1]
+
+        def serve() -> None:
+            for _ in range(2):
+                conn, _addr = server.accept()
+                with conn:
+                    request = b""
+                    while b"\r\n\r\n" not in request:
+                        chunk = conn.recv(4096)
+                        if not chunk:
+                            break
+                        request += chunk
+                    auth = next(
+                        (
+                            line.split(b":", 1)[1].strip()
+                            for line in request.split(b"\r\n")
+                            if line.lower().startswith(b"authorization:")
+                        ),
+                        b"",
+                    )
+                    conn.sendall(b"HTTP/1.1 garbled " + auth + b"\r\n\r\n")
+
+        thread = threading.Thread(target=serve)
+        thread.start()
+        try:
+            caplog.set_level(logging.DEBUG)
+            http = Http(
+                f"http://127.0.0.1:{port}/api/v3",
+                headers={"Authorization": f"Bearer {ACTIONS_TOKEN}"},
+                secrets=[ACTIONS_TOKEN],
+                sleep=lambda s: None,
+                attempts=2,
+            )
+            with pytest.raises(CommentError, match="could not reach") as info:
+                http.request("GET", http.url("/user"))
+        finally:
+            thread.join(timeout=10)
+    assert "garbled Bearer ***" in str(info.value)
+    assert "garbled Bearer ***" in caplog.text
+    assert ACTIONS_TOKEN not in caplog.text

@@ -1,0 +1,154 @@
+"""The results document reduced to what the comment shows, every field type-checked.
+
+The results file may come from a pull request's own run (the fork-safe GitHub pattern
+downloads it from an unprivileged workflow): it is untrusted input. :func:`sanitize` keeps
+only the fields the markdown report renders, each of the type it must have (a verdict one of
+the four words, numbers finite, a commit hex), so a string where a number belongs neither
+crashes the renderer nor reaches the comment unescaped.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from duet_bench.metrics import METRICS
+from duet_bench.results import BenchmarkRecord, ResultsDocument
+
+_VERDICTS = ("regression", "improvement", "no change", "inconclusive")
+_HEX = re.compile(r"[0-9a-fA-F]{4,64}")
+
+
+def sanitize(doc: ResultsDocument) -> ResultsDocument:
+    """A copy of ``doc`` holding only what the markdown report shows, each field of the type
+    it must have. A results file from a pull request's own run is untrusted input: a string
+    where a number belongs must neither crash the renderer nor reach the comment unescaped."""
+    versions = doc.config.get("versions")
+    clean_versions: dict[str, Any] = {}
+    if isinstance(versions, Mapping):
+        for side in ("baseline", "candidate"):
+            v = versions.get(side)
+            if isinstance(v, Mapping):
+                commit = v.get("commit")
+                ref = v.get("ref")
+                clean_versions[side] = {
+                    "commit": commit
+                    if isinstance(commit, str) and _HEX.fullmatch(commit)
+                    else None,
+                    "ref": ref if isinstance(ref, str) else None,
+                }
+    env = doc.environment
+    clean_env: dict[str, Any] = {}
+    for k in ("isolation", "machine_kind"):
+        if isinstance(env.get(k), str):
+            clean_env[k] = env[k]
+    cpu = env.get("cpu")
+    if isinstance(cpu, Mapping) and isinstance(cpu.get("model"), str):
+        online = cpu.get("online")
+        clean_env["cpu"] = {
+            "model": cpu["model"],
+            "online": online if _is_int(online) else "?",
+        }
+    pair = env.get("pair")
+    if isinstance(pair, Mapping) and isinstance(pair.get("cpus"), list):
+        cpus = [c for c in pair["cpus"] if _is_int(c)]
+        if cpus:
+            clean_env["pair"] = {"cpus": cpus}
+    return replace(
+        doc,
+        config={"versions": clean_versions} if clean_versions else {},
+        environment=clean_env,
+        benchmarks=tuple(_sanitize_benchmark(b) for b in doc.benchmarks),
+    )
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _positive(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return None
+    value = float(x)
+    return value if math.isfinite(value) and value > 0 else None
+
+
+def _sanitize_benchmark(b: BenchmarkRecord) -> BenchmarkRecord:
+    a = b.analysis
+    if a is None:
+        return b
+    confidence = _positive(a.get("confidence"))
+    raw_threshold = a.get("threshold")
+    threshold = (
+        float(raw_threshold)
+        if not isinstance(raw_threshold, bool)
+        and isinstance(raw_threshold, int | float)
+        and math.isfinite(raw_threshold)
+        and raw_threshold >= 0
+        else None
+    )
+    verdict = a.get("verdict")
+    note = a.get("note")
+
+    def count(x: Any) -> int:
+        return x if _is_int(x) and x >= 0 else 0
+
+    def side(s: Any) -> dict[str, Any] | None:
+        if not isinstance(s, Mapping):
+            return None
+        return {
+            "geomean_ns": _positive(s.get("geomean_ns")),
+            "median_ns": _positive(s.get("median_ns")),
+        }
+
+    def metric_estimate(m: Any) -> dict[str, Any] | None:
+        if not isinstance(m, Mapping):
+            return None
+        if isinstance(m.get("missing"), str):
+            return {"missing": m["missing"]}
+        v = m.get("verdict")
+        return {
+            "ratio": _positive(m.get("ratio")),
+            "ci_low": _positive(m.get("ci_low")),
+            "ci_high": _positive(m.get("ci_high")),
+            "verdict": v if v in _VERDICTS else None,
+        }
+
+    raw_metrics = a.get("metrics")
+    metrics = (
+        {k: e for k in METRICS if (e := metric_estimate(raw_metrics.get(k))) is not None}
+        if isinstance(raw_metrics, Mapping)
+        else None
+    )
+    raw_interference = a.get("interference")
+    interference = None
+    if isinstance(raw_interference, Mapping):
+        share = _positive(raw_interference.get("share"))
+        interference = {
+            "share": min(share, 1.0) if share is not None else 0.0,
+            "runq_ns": _positive(raw_interference.get("runq_ns")),
+        }
+    metric = a.get("metric")
+
+    clean: dict[str, Any] = {
+        "ratio": _positive(a.get("ratio")),
+        "ci_low": _positive(a.get("ci_low")),
+        "ci_high": _positive(a.get("ci_high")),
+        "confidence": confidence if confidence is not None and confidence < 1 else None,
+        "threshold": threshold,
+        "verdict": verdict if verdict in _VERDICTS else None,
+        "runs_used": count(a.get("runs_used")),
+        "runs_failed": count(a.get("runs_failed")),
+        "baseline": side(a.get("baseline")),
+        "candidate": side(a.get("candidate")),
+        "note": note if isinstance(note, str) else None,
+        "metric": metric if metric in METRICS else None,
+        "metric_reason": a["metric_reason"] if isinstance(a.get("metric_reason"), str) else None,
+        "metrics": metrics,
+        "interference": interference,
+        "disagreement": a["disagreement"] if isinstance(a.get("disagreement"), str) else None,
+    }
+    return replace(b, analysis=clean)
