@@ -49,8 +49,6 @@ EXCEPTIONS: dict[str, str] = {
     "duet_bench/cli.py": _OPEN + "the shared options, and the run, analyze and demo commands",
     "duet_bench/compare.py::compare": _OPEN
     + "compare's sequence: config, versions, suites, session",
-    "duet_bench/environment.py": _OPEN + "the environment record of method.md section 7",
-    "duet_bench/environment.py::capture_environment": _OPEN + "the record, read field by field",
     "duet_bench/harness/duet_barrier.py": (
         "the barrier client is one self-contained file copied into "
         "the measured environment (docs/barrier-protocol.md)"
