@@ -5,7 +5,8 @@ functions return numbers (ratios, intervals, impact factors, variance components
 Only numpy is imported here; scipy and the optional arch are imported inside the functions that
 need them, so that ``import duet_stats`` stays fast.
 
-Modules: :mod:`duet_stats.ratio` (duet ratio and bootstrap interval), :mod:`duet_stats.winsor`
+Modules: :mod:`duet_stats.ratio` (the duet ratio), :mod:`duet_stats.intervals` (its bootstrap
+interval, five methods), :mod:`duet_stats.winsor`
 (outlier winsorization), :mod:`duet_stats.sequential` (shuffled and sequential baselines, gains),
 :mod:`duet_stats.impact` (impact factor of the random initial state), :mod:`duet_stats.planning`
 (variance components, interval half-width, optimal iterations, runs needed),

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from duet_stats._resample import uniform_indices
 from duet_stats._typing import ArrayLike, FloatArray, IntArray
 from duet_stats._validate import as_runs, check_count, check_rng
-from duet_stats.ratio import _uniform_indices
 
 __all__ = ["ImpactFactors", "impact_factor", "impact_factors", "paired_impact_factors"]
 
@@ -59,7 +59,7 @@ def _distinct(rng: np.random.Generator, population: int, size: int, count: int) 
     which numpy vectorises across columns.
     """
     highs = np.arange(population - size + 1, population + 1, dtype=np.uint64)[:, None]
-    picks = _uniform_indices(rng, highs, (size, count))
+    picks = uniform_indices(rng, highs, (size, count))
     if size <= _COMPARE_MAX_SIZE and population <= 1 << 16:
         # "Already chosen?" by comparing with the previous picks of the column: O(size^2)
         # comparisons, but contiguous and in 8 or 16 bits, which beats a scattered "taken" mask
@@ -136,10 +136,10 @@ def _impact_medians_of(
         count = min(k, start + block) - start
         # SD1: c distinct runs, one random sample from each (one repetition per column).
         across = _distinct(rng, runs, c, count) * samples
-        across += _uniform_indices(rng, samples, (c, count))
+        across += uniform_indices(rng, samples, (c, count))
         # SD2: one random run, c distinct samples from it.
         within = _distinct(rng, samples, c, count)
-        within += _uniform_indices(rng, runs, (count,)) * samples
+        within += uniform_indices(rng, runs, (count,)) * samples
         for flat, variants_of, ratios_of in zip(flats, flat_variants, ratios, strict=True):
             ss2 = _sum_squares(flat[within])
             for variant, out in zip(variants_of, ratios_of, strict=True):

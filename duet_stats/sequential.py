@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from duet_stats._resample import mean_replicates, percentile_bounds, uniform_indices
 from duet_stats._typing import ArrayLike, FloatArray
 from duet_stats._validate import (
     as_runs,
@@ -24,15 +25,8 @@ from duet_stats._validate import (
     check_nonnegative,
     check_rng,
 )
-from duet_stats.ratio import (
-    DEFAULT_CONFIDENCE,
-    MIN_BOOTSTRAP_RUNS,
-    _paired_runs,
-    _percentile_bounds,
-    _percentile_replicates,
-    _uniform_indices,
-    expanded_confidence,
-)
+from duet_stats.intervals import DEFAULT_CONFIDENCE, expanded_confidence
+from duet_stats.ratio import MIN_BOOTSTRAP_RUNS, _paired_runs
 from duet_stats.winsor import DEFAULT_FRACTION, _winsorize_rows
 
 __all__ = [
@@ -199,7 +193,7 @@ def shuffled_ratio(
         if winsorize:
             log_s, _ = _winsorize_rows(log_s, DEFAULT_FRACTION)
         log_g = log_s.mean(axis=1)
-        lo, hi = _percentile_bounds(_percentile_replicates(log_g, reps, rng), level)
+        lo, hi = percentile_bounds(mean_replicates(log_g, reps, rng), level)
         ratios[i] = math.exp(log_g.mean())
         lows[i] = math.exp(lo)
         highs[i] = math.exp(hi)
@@ -223,9 +217,9 @@ def _two_level_means(data: FloatArray, reps: int, rng: np.random.Generator) -> F
     for start in range(0, reps, block):
         count = min(reps, start + block) - start
         # Level 1: runs with replacement; level 2: iterations with replacement within each.
-        chosen = _uniform_indices(rng, runs, (count, runs, 1))
+        chosen = uniform_indices(rng, runs, (count, runs, 1))
         chosen *= iterations
-        idx = _uniform_indices(rng, iterations, (count, runs, iterations))
+        idx = uniform_indices(rng, iterations, (count, runs, iterations))
         idx += chosen
         out[start : start + count] = flat[idx.reshape(count, per_rep)].sum(axis=1)
     out /= per_rep
@@ -308,8 +302,8 @@ def sequential_ci(
     pooled = (a.sum() + b.sum()) / (a.size + b.size)
     star_a = _two_level_means(a, reps, rng)
     star_b = _two_level_means(b, reps, rng)
-    lo, hi = _percentile_bounds(star_b - star_a, confidence)
-    ratio_lo, ratio_hi = _percentile_bounds(star_b / star_a, confidence)
+    lo, hi = percentile_bounds(star_b - star_a, confidence)
+    ratio_lo, ratio_hi = percentile_bounds(star_b / star_a, confidence)
     return SequentialEstimate(
         baseline_mean_ns=mean_a,
         candidate_mean_ns=mean_b,

@@ -48,8 +48,6 @@ EXCEPTIONS: dict[str, str] = {
     "duet_bench/cli.py": _OPEN + "the shared options, and the run, analyze and demo commands",
     "duet_bench/compare.py::compare": _OPEN
     + "compare's sequence: config, versions, suites, session",
-    "duet_bench/environment.py": _OPEN + "the environment record of method.md section 7",
-    "duet_bench/environment.py::capture_environment": _OPEN + "the record, read field by field",
     "duet_bench/harness/duet_barrier.py": (
         "the barrier client is one self-contained file copied into "
         "the measured environment (docs/barrier-protocol.md)"
@@ -59,11 +57,9 @@ EXCEPTIONS: dict[str, str] = {
     "python, driver and output modes could be harness files of their own",
     "duet_bench/isolation/__init__.py": _OPEN + "cgroupfs moved out; starting the sides is left",
     "duet_bench/isolation/cgroup_v2.py": _OPEN + "delegation and controller handling",
-    "duet_bench/report/plots.py": _OPEN + "every plot of a report",
     "duet_bench/results.py": _OPEN + "the document model, reading and saving",
     "duet_bench/runner.py": _OPEN + "the samples reader and the /tmp policy",
     "duet_bench/session.py::measure": _OPEN + "the sequence of a measuring session",
-    "duet_stats/ratio.py": _OPEN + "the duet ratio and its five bootstrap interval methods",
 }
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from duet_stats import MIN_ITERATIONS, duet_ratio, winsorize_run, winsorize_runs
 from duet_stats._typing import IntervalMethod
-from duet_stats.ratio import _t_quantile_two_sided, expanded_confidence
+from duet_stats.intervals import _t_quantile_two_sided, expanded_confidence
 from tests.stats.synthetic import make_duet_data, make_noisy_cpu_aa
 
 THRESHOLD = 0.02

@@ -23,8 +23,8 @@ from duet_stats import (
     iteration_ratios,
     run_geomeans,
 )
+from duet_stats._resample import uniform_indices
 from duet_stats._typing import IntervalMethod
-from duet_stats.ratio import _uniform_indices
 from tests.stats.synthetic import make_duet_data
 
 
@@ -167,13 +167,13 @@ def test_more_runs_than_the_fast_draw_handles() -> None:
 
 
 def test_uniform_indices_are_uniform() -> None:
-    draws = _uniform_indices(rng(6), 7, (700_000,))
+    draws = uniform_indices(rng(6), 7, (700_000,))
     assert draws.min() == 0
     assert draws.max() == 6
     counts = np.bincount(draws, minlength=7)
     # Binomial(700000, 1/7): sd about 293; allow 5 sd.
     assert np.all(np.abs(counts - 100_000) < 5 * 293)
-    varying = _uniform_indices(rng(7), np.array([[2], [5]], dtype=np.uint64), (2, 50_000))
+    varying = uniform_indices(rng(7), np.array([[2], [5]], dtype=np.uint64), (2, 50_000))
     assert set(np.unique(varying[0])) == {0, 1}
     assert set(np.unique(varying[1])) == {0, 1, 2, 3, 4}
 
@@ -431,7 +431,8 @@ def test_ragged_message_lists_run_lengths() -> None:
 def test_expanded_interval_holds_its_level_with_ten_runs() -> None:
     """The expanded percentile interval keeps 99% coverage at R = 10 where the plain
     percentile interval falls to about 96% (docs/statistics.md)."""
-    from duet_stats.ratio import duet_ratio, expanded_confidence
+    from duet_stats.intervals import expanded_confidence
+    from duet_stats.ratio import duet_ratio
 
     assert expanded_confidence(0.99, 10) > 0.999
     assert expanded_confidence(0.99, 1000) == pytest.approx(0.99, abs=2e-4)

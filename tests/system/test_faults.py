@@ -530,8 +530,8 @@ def lock_is_free(path: Path) -> bool:
 def test_a_killed_holder_never_blocks_and_its_stale_text_is_overwritten(tmp_path: Path) -> None:
     path = tmp_path / "duet.lock"
     code = (
-        "import sys, duet.lock\n"
-        "duet.lock.acquire(path=sys.argv[1], command='duet run --killed')\n"
+        "import sys, duet_bench.lock\n"
+        "duet_bench.lock.acquire(path=sys.argv[1], command='duet run --killed')\n"
         "print('held', flush=True)\n"
         "sys.stdin.read()\n"
     )
