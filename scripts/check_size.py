@@ -61,7 +61,6 @@ EXCEPTIONS: dict[str, str] = {
     "duet_bench/isolation/__init__.py": _OPEN + "cgroupfs moved out; starting the sides is left",
     "duet_bench/isolation/cgroup_v2.py": _OPEN + "delegation and controller handling",
     "duet_bench/report/plots.py": _OPEN + "every plot of a report",
-    "duet_bench/session.py::measure": _OPEN + "the sequence of a measuring session",
     "duet_stats/ratio.py": _OPEN + "the duet ratio and its five bootstrap interval methods",
 }
 
