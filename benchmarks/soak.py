@@ -3,8 +3,8 @@
 One benchmark of ``--runs`` runs (200) with ``--iterations`` short iterations each (1,000 of
 about ``--iteration-us`` µs: the native integer workload of ``benchmarks/workloads/``, the
 candidate doing ``--slowdown`` more work), measured through ``duet_bench.session.measure`` in this
-process, so the orchestrator is this process. After every run (``duet_bench.runner.measure_run`` is
-wrapped) it records:
+process, so the orchestrator is this process. After every run
+(``duet_bench.runner.run.measure_run`` is wrapped) it records:
 
 - the resident set size (``VmRSS``) and the open file descriptors (``/proc/self/fd``), after a
   ``gc.collect()`` and a ``malloc_trim(0)`` so that memory the allocator merely keeps does not
@@ -49,7 +49,7 @@ sys.path.insert(0, str(HERE))
 import noise  # noqa: E402
 import workloads  # noqa: E402
 
-import duet_bench.runner  # noqa: E402
+import duet_bench.runner.run  # noqa: E402
 from duet_bench.lock import acquire as acquire_lock  # noqa: E402
 from duet_bench.plan import BenchmarkSpec, SideSpec  # noqa: E402
 from duet_bench.results import ResultsDocument  # noqa: E402
@@ -81,12 +81,12 @@ def probe() -> dict[str, float]:
 
 
 class RunProbe:
-    """Wraps ``duet_bench.runner.measure_run`` (which ``measure_benchmark`` looks up at every call)
-    to probe after every run."""
+    """Wraps ``duet_bench.runner.run.measure_run`` (which ``measure_benchmark``, in the same
+    module, looks up at every call) to probe after every run."""
 
     def __init__(self) -> None:
         self.rows: list[dict[str, float]] = []
-        self._original = duet_bench.runner.measure_run
+        self._original = duet_bench.runner.run.measure_run
         self._last = time.monotonic()
 
     def __enter__(self) -> RunProbe:
@@ -99,12 +99,12 @@ class RunProbe:
             self.rows.append(row)
             return record
 
-        duet_bench.runner.measure_run = wrapped  # type: ignore[assignment]
+        duet_bench.runner.run.measure_run = wrapped  # type: ignore[assignment]
         self._last = time.monotonic()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        duet_bench.runner.measure_run = self._original  # type: ignore[assignment]
+        duet_bench.runner.run.measure_run = self._original  # type: ignore[assignment]
 
 
 def held_mib(doc: ResultsDocument) -> float:

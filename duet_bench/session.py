@@ -15,15 +15,15 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from duet_bench import __version__, results
 from duet_bench.analysis import AnalysisSettings, analyze_benchmark, running_estimate
 from duet_bench.errors import BenchmarkFailed
-from duet_bench.isolation import Request, RunAs, select_backend
+from duet_bench.isolation import Backend, Request, RunAs, select_backend
 from duet_bench.lock import acquire as acquire_lock
 from duet_bench.plan import BenchmarkSpec, plan_runs
 from duet_bench.progress import Progress
@@ -38,6 +38,9 @@ from duet_bench.runner import (
 from duet_bench.settings import DEFAULT_MAX_FAILURES
 from duet_bench.settings import record as record_settings
 from duet_bench.units import short_name
+
+if TYPE_CHECKING:  # at run time imported by the steps that use them, as they were
+    from duet_bench.topology import CorePair, Topology
 
 log = logging.getLogger(__name__)
 
@@ -115,14 +118,28 @@ def measure(
     """Measure every benchmark, writing ``options.out`` after every run; return the analysed
     document. Failed runs are recorded, not raised: :func:`broken_benchmarks` tells the caller
     which benchmarks failed beyond ``max_failures`` once it has written its reports."""
-    from duet_bench.environment import capture_environment
-    from duet_bench.topology import choose_pair, read_topology
-
-    total = sum(b.runs for b in benchmarks)
-    progress = Progress(total, label="duet", enabled=options.progress)
+    progress = Progress(sum(b.runs for b in benchmarks), label="duet", enabled=options.progress)
     # Not progress: what we removed is said even with --quiet.
     note = on_note or (progress.note if options.progress else _warn)
-    # One duet measures at a time on this machine, from the first cgroup to the last run.
+    with _machine_to_ourselves(options) as backend:
+        _remove_leftovers(backend, note)
+        topology, pair = _core_pair(options)
+        environment = _environment(topology, pair, backend, options)
+        doc = _first_document(environment, options, versions)
+        results.save(doc, options.out)
+        with _work_directory() as workdir:
+            ctx = _runner_context(backend, workdir, options, progress)
+            doc = _measure_all(benchmarks, doc, ctx, pair.cpus, options, progress)
+        environment["load_average_after"] = _load_average_now()
+        doc = replace(doc, environment=environment, state=_state(complete=True))
+        results.save(doc, options.out)
+    return doc
+
+
+@contextlib.contextmanager
+def _machine_to_ourselves(options: SessionOptions) -> Iterator[Backend]:
+    """The measuring lock (one duet measures at a time on this machine, from the first cgroup
+    to the last run), then the isolation backend; both released whatever happens."""
     lock = acquire_lock(wait=options.wait)
     try:
         backend = select_backend(options.isolation)
@@ -130,84 +147,121 @@ def measure(
         lock.release()
         raise
     try:
-        leftovers = (
-            backend.cleanup_stale()
-            + remove_stale_files(BARRIER_DIR)
-            + remove_stale_files(WORK_ROOT)
-        )
-        if leftovers:
-            note(
-                "removed what an earlier duet that did not finish left behind: "
-                + ", ".join(leftovers[:5])
-                + (f" and {len(leftovers) - 5} more" if len(leftovers) > 5 else "")
-            )
-        topology = read_topology()
-        pair = choose_pair(topology, override=options.cores)
-        if pair.orchestrator_cpus:
-            # Keep ourselves off the measured cores when the machine has a third CPU.
-            os.sched_setaffinity(0, set(pair.orchestrator_cpus))
-        for text in pair.notes:
-            log.info("%s", text)
-        environment = dict(
-            capture_environment(topology=topology, pair=pair, isolation=backend.level)
-        )
-        environment["run_as"] = options.run_as.describe() if options.run_as else None
-        doc = ResultsDocument(
-            benchmarks=(),
-            tool={"name": "duet-bench", "version": __version__},
-            created=_now(),
-            environment=environment,
-            config={**options.config, **({"versions": dict(versions)} if versions else {})},
-            state={"complete": False, "stopped": None, "updated": _now()},
-        )
-        results.save(doc, options.out)
-        workdir = Path(tempfile.mkdtemp(prefix=f"duet-{os.getpid()}-", dir=WORK_ROOT))
-        os.chmod(workdir, 0o755)
-        ctx = RunnerContext(
-            backend=backend,
-            workdir=workdir,
-            share_network=options.share_network,
-            run_as=options.run_as,
-            worker=install_harness(workdir),
-            worker_python=worker_python_for(options.run_as),
-            on_iterations=progress.advance if options.progress else None,
-        )
-        where = "before the first run"
-        # The document as last written, runs of the benchmark in progress included: what a
-        # failure or an interruption keeps.
-        latest = [doc]
-        try:
-            for bench in benchmarks:
-                where = f"while measuring {bench.name!r}"
-                doc = _measure_one(bench, doc, ctx, pair.cpus, options, progress, latest)
-            where = ""
-        except BaseException as e:
-            reason = getattr(e, "message", None) or type(e).__name__
-            doc = replace(
-                latest[0],
-                state={
-                    "complete": False,
-                    "stopped": f"{reason} {where}".strip(),
-                    "updated": _now(),
-                },
-            )
-            results.save(doc, options.out)
-            raise
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
-        environment["load_average_after"] = _load_average_now()
-        doc = replace(
-            doc,
-            environment=environment,
-            state={"complete": True, "stopped": None, "updated": _now()},
-        )
-        results.save(doc, options.out)
+        yield backend
     finally:
         try:
             backend.close()
         finally:
             lock.release()
+
+
+def _remove_leftovers(backend: Backend, note: Callable[[str], None]) -> None:
+    """Remove what an earlier duet that did not finish left: cgroups, barrier files, work
+    directories; say so."""
+    leftovers = (
+        backend.cleanup_stale() + remove_stale_files(BARRIER_DIR) + remove_stale_files(WORK_ROOT)
+    )
+    if leftovers:
+        note(
+            "removed what an earlier duet that did not finish left behind: "
+            + ", ".join(leftovers[:5])
+            + (f" and {len(leftovers) - 5} more" if len(leftovers) > 5 else "")
+        )
+
+
+def _core_pair(options: SessionOptions) -> tuple[Topology, CorePair]:
+    """The machine's topology and the two CPUs the sides run on; we move off them when the
+    machine has a third CPU."""
+    from duet_bench.topology import choose_pair, read_topology
+
+    topology = read_topology()
+    pair = choose_pair(topology, override=options.cores)
+    if pair.orchestrator_cpus:
+        os.sched_setaffinity(0, set(pair.orchestrator_cpus))
+    for text in pair.notes:
+        log.info("%s", text)
+    return topology, pair
+
+
+def _environment(
+    topology: Topology, pair: CorePair, backend: Backend, options: SessionOptions
+) -> dict[str, Any]:
+    """The environment record of method.md section 7, with the user the sides run as."""
+    from duet_bench.environment import capture_environment
+
+    environment = dict(capture_environment(topology=topology, pair=pair, isolation=backend.level))
+    environment["run_as"] = options.run_as.describe() if options.run_as else None
+    return environment
+
+
+def _first_document(
+    environment: Mapping[str, Any], options: SessionOptions, versions: Mapping[str, Any] | None
+) -> ResultsDocument:
+    """The document before the first run: no benchmark yet, not complete."""
+    return ResultsDocument(
+        benchmarks=(),
+        tool={"name": "duet-bench", "version": __version__},
+        created=_now(),
+        environment=environment,
+        config={**options.config, **({"versions": dict(versions)} if versions else {})},
+        state=_state(),
+    )
+
+
+@contextlib.contextmanager
+def _work_directory() -> Iterator[Path]:
+    """This invocation's private work directory (see :data:`WORK_ROOT`), removed afterwards."""
+    workdir = Path(tempfile.mkdtemp(prefix=f"duet-{os.getpid()}-", dir=WORK_ROOT))
+    try:
+        os.chmod(workdir, 0o755)
+        yield workdir
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _runner_context(
+    backend: Backend, workdir: Path, options: SessionOptions, progress: Progress
+) -> RunnerContext:
+    """What every run shares, the harness installed in ``workdir`` for the sides."""
+    return RunnerContext(
+        backend=backend,
+        workdir=workdir,
+        share_network=options.share_network,
+        run_as=options.run_as,
+        worker=install_harness(workdir),
+        worker_python=worker_python_for(options.run_as),
+        on_iterations=progress.advance if options.progress else None,
+    )
+
+
+def _measure_all(
+    benchmarks: Sequence[BenchmarkSpec],
+    doc: ResultsDocument,
+    ctx: RunnerContext,
+    pair: tuple[int, int],
+    options: SessionOptions,
+    progress: Progress,
+) -> ResultsDocument:
+    """Every benchmark in turn. Whatever stops it (a failure, SIGINT, SIGTERM), the document as
+    last written is saved with where it stopped, and the error goes on."""
+    where = "before the first run"
+    # The document as last written, runs of the benchmark in progress included: what a
+    # failure or an interruption keeps.
+    latest = [doc]
+    try:
+        for bench in benchmarks:
+            where = f"while measuring {bench.name!r}"
+            doc = _measure_one(bench, doc, ctx, pair, options, progress, latest)
+    except BaseException as e:
+        reason = getattr(e, "message", None) or type(e).__name__
+        results.save(replace(latest[0], state=_state(stopped=f"{reason} {where}")), options.out)
+        raise
     return doc
+
+
+def _state(*, complete: bool = False, stopped: str | None = None) -> dict[str, Any]:
+    """The document's ``state``: complete or not, where it stopped, when it was written."""
+    return {"complete": complete, "stopped": stopped, "updated": _now()}
 
 
 def _measure_one(
@@ -320,10 +374,7 @@ class _Recorder:
         self.save()
 
     def save(self) -> None:
-        self.doc = replace(
-            self.doc.with_benchmark(self.record),
-            state={"complete": False, "stopped": None, "updated": _now()},
-        )
+        self.doc = replace(self.doc.with_benchmark(self.record), state=_state())
         self.latest[0] = self.doc
         results.save(self.doc, self.out)
 

@@ -57,9 +57,6 @@ EXCEPTIONS: dict[str, str] = {
     "python, driver and output modes could be harness files of their own",
     "duet_bench/isolation/__init__.py": _OPEN + "cgroupfs moved out; starting the sides is left",
     "duet_bench/isolation/cgroup_v2.py": _OPEN + "delegation and controller handling",
-    "duet_bench/results.py": _OPEN + "the document model, reading and saving",
-    "duet_bench/runner.py": _OPEN + "the samples reader and the /tmp policy",
-    "duet_bench/session.py::measure": _OPEN + "the sequence of a measuring session",
 }
 
 

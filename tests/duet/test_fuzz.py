@@ -33,6 +33,7 @@ from duet_bench import results
 from duet_bench.errors import ResultsError
 from duet_bench.harness import duet_barrier
 from duet_bench.lock import Holder, parse_holder
+from duet_bench.results import read as results_read
 from duet_bench.runner import Samples, read_samples
 
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -61,10 +62,10 @@ JSON = st.recursive(
 #: Every field name of the schema, so that mutations reach the validation of each one.
 FIELD_NAMES = sorted(
     {
-        *results._DOC_FIELDS,
-        *results._BENCH_FIELDS,
-        *results._RUN_FIELDS,
-        *results._SIDE_FIELDS,
+        *results_read._DOC_FIELDS,
+        *results_read._BENCH_FIELDS,
+        *results_read._RUN_FIELDS,
+        *results_read._SIDE_FIELDS,
     }
     # Excluded until from_dict checks the items of ``order`` before sorting them (see
     # test_order_with_items_of_mixed_types_is_a_results_error).

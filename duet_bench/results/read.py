@@ -1,150 +1,32 @@
-"""The results document ``duet-results/2``: raw samples, environment, configuration, analysis.
-
-Every producer (``duet run``, ``duet compare``, ``duet merge``) writes this document and every
-consumer (``duet analyze``, ``duet report``, ``duet comment``) reads it. It is rewritten
-atomically after every run, so a crash never loses what was measured. The schema history is in
-``docs/results-schema.md``; bump :data:`SCHEMA` only with an entry there.
-
-Validation is strict where a typo would silently change a result (unknown keys in runs and
-sides, non-integer or non-positive samples) and lenient where the content is descriptive
-(``environment``, ``config``, ``analysis``, ``versions`` are free-form JSON objects).
-"""
+"""Reading a results document with validation: strict where a typo would silently change a
+result (unknown keys in runs and sides, non-integer or non-positive samples), lenient where the
+content is descriptive (``environment``, ``config``, ``analysis``, ``versions``); every error
+names the field and the fix."""
 
 from __future__ import annotations
 
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
+from typing import Any
 
-from duet_bench import files
 from duet_bench.errors import ResultsError
-
-SCHEMA = "duet-results/2"
-SCHEMA_FAMILY = "duet-results"
-SCHEMA_VERSION = 2
-#: Versions this duet reads. A version 1 file has no per-iteration CPU time or run-queue delay:
-#: it is analysed on wall time, and the analysis says what is missing.
-READABLE_VERSIONS = (1, 2)
-
-SideName: TypeAlias = Literal["baseline", "candidate"]
-SIDES: tuple[SideName, SideName] = ("baseline", "candidate")
-
-#: ``ok`` runs are analysed; every other status is a failed run with a ``reason``.
-RUN_STATUSES = ("ok", "failed", "timeout", "out-of-memory", "pids-limit", "interrupted")
-METHODS = ("duet", "sequential")
-
-JSONObject: TypeAlias = dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class SideRecord:
-    """What one side recorded in one run (method.md section 7).
-
-    Every optional number is ``None`` when it was not measured; ``missing`` then says why.
-    """
-
-    #: Wall time of every measured iteration (from leaving the barrier to the end of the work).
-    iterations_ns: tuple[int, ...]
-    warmup_ns: tuple[int, ...] = ()
-    iteration_start_ns: tuple[int, ...] | None = None
-    #: Per measured iteration: CPU time of the measured code (docs/measurement.md says what each
-    #: kind includes), time spent runnable but waiting for a CPU, involuntary context switches.
-    iteration_cpu_ns: tuple[int, ...] | None = None
-    iteration_runq_ns: tuple[int, ...] | None = None
-    iteration_nivcsw: tuple[int, ...] | None = None
-    cores: tuple[int, ...] | None = None
-    cpu_ns: int | None = None
-    cpu_user_ns: int | None = None
-    cpu_system_ns: int | None = None
-    peak_memory_bytes: int | None = None
-    wall_ns: int | None = None
-    exit_code: int | None = None
-    status: str = "ok"
-    reason: str | None = None
-    hit_limit: str | None = None
-    stderr_tail: str | None = None
-    missing: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class RunRecord:
-    """One run: a fresh pair of processes, baseline and candidate."""
-
-    index: int
-    status: str
-    baseline: SideRecord
-    candidate: SideRecord
-    reason: str | None = None
-    #: For the sequential method, which side ran first; for duet runs, None.
-    order: tuple[SideName, SideName] | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
-
-    def side(self, name: SideName) -> SideRecord:
-        return self.baseline if name == "baseline" else self.candidate
-
-
-@dataclass(frozen=True, slots=True)
-class BenchmarkRecord:
-    """One benchmark: its runs, how it was measured and (once analysed) the analysis."""
-
-    name: str
-    runs: tuple[RunRecord, ...]
-    kind: str | None = None
-    method: str = "duet"
-    #: Per side: what was measured (``command``, ``commit``, ``interpreter``, ...).
-    versions: Mapping[str, Any] = field(default_factory=dict)
-    #: The plan: ``runs``, ``iterations``, ``warmup``, ``timeout_s``, ..., and ``analysis``: the
-    #: settings it was judged with (:func:`duet_bench.settings.record`), which ``duet analyze`` and
-    #: ``duet report`` use again unless an option says otherwise.
-    settings: Mapping[str, Any] = field(default_factory=dict)
-    #: ``None`` until analysed; then the mapping written by :mod:`duet_bench.analysis`.
-    analysis: Mapping[str, Any] | None = None
-    #: Why a benchmark has no runs (e.g. missing in the baseline version), else None.
-    note: str | None = None
-
-    def ok_runs(self) -> tuple[RunRecord, ...]:
-        return tuple(r for r in self.runs if r.ok)
-
-
-@dataclass(frozen=True, slots=True)
-class ResultsDocument:
-    """The whole document."""
-
-    benchmarks: tuple[BenchmarkRecord, ...]
-    schema: str = SCHEMA
-    tool: Mapping[str, Any] = field(default_factory=dict)
-    created: str | None = None
-    environment: Mapping[str, Any] = field(default_factory=dict)
-    config: Mapping[str, Any] = field(default_factory=dict)
-    #: Progress: ``{"complete": bool, "stopped": reason or None, "updated": iso time}``.
-    state: Mapping[str, Any] = field(default_factory=dict)
-
-    def benchmark(self, name: str) -> BenchmarkRecord:
-        for b in self.benchmarks:
-            if b.name == name:
-                return b
-        raise KeyError(name)
-
-    def with_benchmark(self, record: BenchmarkRecord) -> ResultsDocument:
-        """A copy with ``record`` replacing the benchmark of the same name (or appended)."""
-        items = list(self.benchmarks)
-        for i, b in enumerate(items):
-            if b.name == record.name:
-                items[i] = record
-                break
-        else:
-            items.append(record)
-        return replace(self, benchmarks=tuple(items))
-
-
-# --------------------------------------------------------------------------------------------
-# Reading
+from duet_bench.results.model import (
+    METHODS,
+    READABLE_VERSIONS,
+    RUN_STATUSES,
+    SCHEMA,
+    SCHEMA_FAMILY,
+    SCHEMA_VERSION,
+    SIDE_SERIES,
+    SIDES,
+    BenchmarkRecord,
+    ResultsDocument,
+    RunRecord,
+    SideName,
+    SideRecord,
+)
 
 
 class _Reader:
@@ -230,13 +112,11 @@ _SIDE_INT_FIELDS = (
     "peak_memory_bytes",
     "wall_ns",
 )
-#: Per-iteration series next to ``iterations_ns`` (schema 2): non-negative integers, one each.
-_SIDE_SERIES = ("iteration_cpu_ns", "iteration_runq_ns", "iteration_nivcsw")
 _SIDE_FIELDS = {
     "iterations_ns",
     "warmup_ns",
     "iteration_start_ns",
-    *_SIDE_SERIES,
+    *SIDE_SERIES,
     "cores",
     "exit_code",
     "status",
@@ -265,7 +145,7 @@ def _side(rd: _Reader, raw: Any, where: str, *, ok: bool) -> SideRecord:
     if m.get("cores") is not None:
         cores = rd.samples(m["cores"], f"{where}.cores", positive=False)
     series: dict[str, tuple[int, ...] | None] = {}
-    for key in _SIDE_SERIES:
+    for key in SIDE_SERIES:
         raw_series = m.get(key)
         if raw_series is None:
             series[key] = None
@@ -458,105 +338,6 @@ def load(path: str | os.PathLike[str]) -> ResultsDocument:
     return from_dict(data, source=str(p))
 
 
-# --------------------------------------------------------------------------------------------
-# Writing
-
-
-def _side_dict(s: SideRecord) -> JSONObject:
-    out: JSONObject = {
-        "status": s.status,
-        "iterations_ns": list(s.iterations_ns),
-        "warmup_ns": list(s.warmup_ns),
-    }
-    if s.iteration_start_ns is not None:
-        out["iteration_start_ns"] = list(s.iteration_start_ns)
-    for key in _SIDE_SERIES:
-        values = getattr(s, key)
-        if values is not None:
-            out[key] = list(values)
-    if s.cores is not None:
-        out["cores"] = list(s.cores)
-    for k in ("cpu_ns", "cpu_user_ns", "cpu_system_ns", "peak_memory_bytes", "wall_ns"):
-        out[k] = getattr(s, k)
-    out["exit_code"] = s.exit_code
-    for k in ("reason", "hit_limit", "stderr_tail"):
-        if getattr(s, k) is not None:
-            out[k] = getattr(s, k)
-    if s.missing:
-        out["missing"] = dict(s.missing)
-    return out
-
-
-def _run_dict(r: RunRecord) -> JSONObject:
-    out: JSONObject = {"index": r.index, "status": r.status}
-    if r.reason is not None:
-        out["reason"] = r.reason
-    if r.order is not None:
-        out["order"] = list(r.order)
-    out["baseline"] = _side_dict(r.baseline)
-    out["candidate"] = _side_dict(r.candidate)
-    return out
-
-
-def benchmark_dict(b: BenchmarkRecord) -> JSONObject:
-    out: JSONObject = {"name": b.name}
-    if b.kind is not None:
-        out["kind"] = b.kind
-    out["method"] = b.method
-    if b.versions:
-        out["versions"] = dict(b.versions)
-    if b.settings:
-        out["settings"] = dict(b.settings)
-    if b.note is not None:
-        out["note"] = b.note
-    if b.analysis is not None:
-        out["analysis"] = dict(b.analysis)
-    out["runs"] = [_run_dict(r) for r in b.runs]
-    return out
-
-
-def to_dict(doc: ResultsDocument) -> JSONObject:
-    out: JSONObject = {"schema": doc.schema}
-    if doc.tool:
-        out["tool"] = dict(doc.tool)
-    if doc.created is not None:
-        out["created"] = doc.created
-    if doc.state:
-        out["state"] = dict(doc.state)
-    if doc.config:
-        out["config"] = dict(doc.config)
-    if doc.environment:
-        out["environment"] = dict(doc.environment)
-    out["benchmarks"] = [benchmark_dict(b) for b in doc.benchmarks]
-    return out
-
-
-def dumps(doc: ResultsDocument) -> str:
-    return json.dumps(to_dict(doc), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
-
-
-def save(doc: ResultsDocument, path: str | os.PathLike[str]) -> None:
-    """Write ``doc`` atomically: temporary file in the same directory, fsync, rename.
-
-    If anything fails (a full disk, a signal), the previous file is left as it was and the
-    temporary file is removed.
-    """
-    write_atomic(Path(path), dumps(doc))
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` by ``text`` so that readers see the old or the new file, never a part
-    (:func:`duet_bench.files.write_atomic`), with the error worded for a results file."""
-    try:
-        files.write_atomic(path, text)
-    except OSError as e:
-        raise ResultsError(
-            f"{path}: could not write the results ({e.strerror or e}); the previous file "
-            "is unchanged",
-            fix="free disk space or choose another --out, then re-run",
-        ) from e
-
-
 def _kind(value: Any) -> str:
     if value is None:
         return "null"
@@ -571,11 +352,3 @@ def _kind(value: Any) -> str:
     if isinstance(value, dict):
         return "an object"
     return type(value).__name__
-
-
-def replace_name(doc: ResultsDocument, old: str, new: str) -> ResultsDocument:
-    """A copy of ``doc`` with benchmark ``old`` renamed ``new`` (order kept)."""
-    return replace(
-        doc,
-        benchmarks=tuple(replace(b, name=new) if b.name == old else b for b in doc.benchmarks),
-    )

@@ -1,0 +1,58 @@
+"""The results document ``duet-results/2``: raw samples, environment, configuration, analysis.
+
+Every producer (``duet run``, ``duet compare``, ``duet merge``) writes this document and every
+consumer (``duet analyze``, ``duet report``, ``duet comment``) reads it. It is rewritten
+atomically after every run, so a crash never loses what was measured. The schema history is in
+``docs/results-schema.md``; bump :data:`SCHEMA` only with an entry there.
+
+- :mod:`~duet_bench.results.model`: the frozen records and the names of the schema
+- :mod:`~duet_bench.results.read`: reading with validation (``from_dict``, ``load``)
+- :mod:`~duet_bench.results.write`: writing (``to_dict``, ``dumps``, ``save``)
+"""
+
+from __future__ import annotations
+
+from duet_bench.results.model import (
+    METHODS,
+    READABLE_VERSIONS,
+    RUN_STATUSES,
+    SCHEMA,
+    SCHEMA_FAMILY,
+    SCHEMA_VERSION,
+    SIDE_SERIES,
+    SIDES,
+    BenchmarkRecord,
+    JSONObject,
+    ResultsDocument,
+    RunRecord,
+    SideName,
+    SideRecord,
+    replace_name,
+)
+from duet_bench.results.read import from_dict, load
+from duet_bench.results.write import benchmark_dict, dumps, save, to_dict, write_atomic
+
+__all__ = [
+    "METHODS",
+    "READABLE_VERSIONS",
+    "RUN_STATUSES",
+    "SCHEMA",
+    "SCHEMA_FAMILY",
+    "SCHEMA_VERSION",
+    "SIDES",
+    "SIDE_SERIES",
+    "BenchmarkRecord",
+    "JSONObject",
+    "ResultsDocument",
+    "RunRecord",
+    "SideName",
+    "SideRecord",
+    "benchmark_dict",
+    "dumps",
+    "from_dict",
+    "load",
+    "replace_name",
+    "save",
+    "to_dict",
+    "write_atomic",
+]

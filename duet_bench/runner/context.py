@@ -1,0 +1,68 @@
+"""What the runner's modules share: the invocation's context, a side's state while it runs, and
+the names of the work directories of runs.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from duet_bench.isolation import Backend, Container, RunAs
+from duet_bench.isolation.sandbox import Sandbox
+from duet_bench.results import SideName
+from duet_bench.runner.harness import WORKER
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerContext:
+    """What every run of an invocation shares."""
+
+    backend: Backend
+    #: Private work directory of this invocation. Not under /tmp: a side's sandbox replaces
+    #: /tmp, and the side must still see its spec and samples files.
+    workdir: Path
+    share_network: bool = False
+    #: The interpreter that runs the worker of ``command`` benchmarks (ours).
+    worker_python: str = sys.executable
+    barrier_dir: str = "/dev/shm"
+    #: Run the sides as this user (root drops to it before exec); None runs them as we are.
+    run_as: RunAs | None = None
+    #: The worker file the sides execute (a copy in ``workdir``, see :func:`install_harness`).
+    worker: Path = WORKER
+    #: Called about once a second while a run is measured, with the share of the run's
+    #: iterations (warm-up included) that both sides have finished: progress within a run.
+    on_iterations: Callable[[float], None] | None = None
+
+
+@dataclass(slots=True)
+class Side:
+    """One side while it runs (mutable, internal to the runner)."""
+
+    name: SideName
+    cpu: int
+    slot: int
+    directory: Path
+    container: Container
+    sandbox: Sandbox
+    samples_path: Path
+    stderr_path: Path
+    popen: subprocess.Popen[bytes] | None = None
+    started_ns: int = 0
+    ended_ns: int | None = None
+    timed_out: bool = False
+    stopped_by: str | None = None
+
+
+def safe_name(name: str) -> str:
+    """``name`` as a directory name: letters, digits and ``-_.`` only, at most 60 of them."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:60] or "benchmark"
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a work directory and everything in it; gone already is fine."""
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)

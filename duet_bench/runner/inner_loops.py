@@ -1,0 +1,85 @@
+"""The inner-loop calibration of python benchmarks: how many calls make one iteration long
+enough to time, measured once per benchmark before its runs."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+from collections.abc import Callable
+
+from duet_bench.errors import EnvironmentNotReady
+from duet_bench.isolation import RunAs
+from duet_bench.plan import BenchmarkSpec
+from duet_bench.runner.context import RunnerContext, remove_tree, safe_name
+from duet_bench.runner.harness import worker_spec
+from duet_bench.runner.samples import STDERR_TAIL_BYTES
+
+
+def calibrate_inner_loops(
+    bench: BenchmarkSpec, ctx: RunnerContext, *, cpu: int, target_iteration_ns: int = 10_000_000
+) -> int:
+    """How many calls of a python benchmark make one iteration last ``target_iteration_ns``.
+
+    Measured once, on the baseline's interpreter pinned to ``cpu``; both sides then use the
+    same count, so the ratio compares the same work.
+    """
+    side = bench.baseline
+    if side.kind != "python":
+        return 1
+    d = ctx.workdir / f"{safe_name(bench.name)}-calibrate"
+    d.mkdir(parents=True, exist_ok=True)
+    try:
+        spec = worker_spec(
+            side,
+            side="baseline",
+            slot=0,
+            barrier="",
+            bench=bench,
+            samples=d / "samples.jsonl",
+            inner_loops=1,
+        )
+        spec["target_iteration_ns"] = target_iteration_ns
+        spec_path = d / "spec.json"
+        spec_path.write_text(json.dumps(spec))
+        argv = [str(side.interpreter), str(ctx.worker), "--calibrate", str(spec_path)]
+        try:
+            done = subprocess.run(
+                argv,
+                cwd=side.cwd or os.getcwd(),
+                env={**os.environ, **side.env},
+                capture_output=True,
+                timeout=bench.timeout_s * 5,
+                preexec_fn=_pin_and_drop(cpu, ctx.run_as),
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise EnvironmentNotReady(
+                f"{bench.name}: calibrating the python benchmark failed: {e}",
+                fix="check the interpreter and the callable (run it by hand once)",
+            ) from e
+        if done.returncode != 0:
+            tail = done.stderr.decode(errors="replace").strip()[-STDERR_TAIL_BYTES:]
+            raise EnvironmentNotReady(
+                f"{bench.name}: the python benchmark failed while calibrating "
+                f"(exit code {done.returncode}):\n{tail}",
+                fix="fix the callable or its setup; run it by hand with the same interpreter",
+            )
+        for line in reversed(done.stdout.decode(errors="replace").splitlines()):
+            with contextlib.suppress(json.JSONDecodeError, AttributeError, TypeError, ValueError):
+                return max(1, int(json.loads(line)["inner_loops"]))
+        raise EnvironmentNotReady(f"{bench.name}: the calibration printed no inner_loops")
+    finally:
+        remove_tree(d)
+
+
+def _pin_and_drop(cpu: int, run_as: RunAs | None) -> Callable[[], None]:
+    def preexec() -> None:
+        os.sched_setaffinity(0, {cpu})
+        if run_as is not None:
+            os.setgroups(list(run_as.groups))
+            os.setgid(run_as.gid)
+            os.setuid(run_as.uid)
+
+    return preexec

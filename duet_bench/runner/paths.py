@@ -1,0 +1,107 @@
+"""Where a side may look, as policy: which of its paths need the host's /tmp (a side's private
+/tmp would hide them), what the run-as user may execute or read, and so which interpreter runs
+the worker of ``command`` benchmarks."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from duet_bench.errors import EnvironmentNotReady
+from duet_bench.isolation import RunAs
+from duet_bench.plan import SideSpec
+
+
+def uses_host_tmp(spec: SideSpec, worker_python: str | None = None) -> bool:
+    """Whether a side names files under the host's /tmp (its directory, interpreter, the
+    worker's interpreter, python path or program), which a private /tmp in its mount namespace
+    would hide."""
+    tmp = os.path.realpath("/tmp")
+    interpreter = worker_python if spec.kind == "command" else spec.interpreter
+    paths = [spec.cwd, interpreter, *spec.sys_path]
+    for word in (spec.command or "").split():
+        # A file the benchmark creates directly in /tmp (a cache, a socket: `--db /tmp/x.db`)
+        # is what the private /tmp is for; only what exists there already (the program, an
+        # input, a directory prepared for it) needs the host's /tmp.
+        if not word.startswith("/") or os.path.realpath(word) == tmp:
+            continue
+        if os.path.lexists(word) or os.path.realpath(os.path.dirname(word)) != tmp:
+            paths.append(word)
+    if spec.cwd is None:
+        paths.append(os.getcwd())
+    return any(p and under_host_tmp(p) for p in paths)
+
+
+def accessible_by(path: str, run_as: RunAs | None, *, mode: int = os.X_OK) -> bool:
+    """Whether ``run_as`` may execute (or read, with ``mode=os.R_OK``) ``path``: every directory
+    on the way must be searchable by that user, and the file itself executable (readable)."""
+    if run_as is None:
+        return os.access(path, mode)
+    import stat
+
+    real = os.path.realpath(path)
+    parts = real.split("/")
+    dirs = ["/".join(parts[:i]) or "/" for i in range(1, len(parts))]
+    checks = [(d, stat.S_IXUSR, stat.S_IXGRP, stat.S_IXOTH) for d in dirs]
+    if mode == os.X_OK:
+        checks.append((real, stat.S_IXUSR, stat.S_IXGRP, stat.S_IXOTH))
+    else:
+        checks.append((real, stat.S_IRUSR, stat.S_IRGRP, stat.S_IROTH))
+    for target, user_bit, group_bit, other_bit in checks:
+        try:
+            st = os.stat(target)
+        except OSError:
+            return False
+        if st.st_uid == run_as.uid:
+            ok = st.st_mode & user_bit
+        elif st.st_gid == run_as.gid or st.st_gid in run_as.groups:
+            ok = st.st_mode & group_bit
+        else:
+            ok = st.st_mode & other_bit
+        if not ok:
+            return False
+    return True
+
+
+def under_host_tmp(path: str) -> bool:
+    """Whether ``path`` lies under the host's /tmp, which a side's private /tmp hides: the
+    path as written (a symlink in /tmp is hidden too, wherever it points) or resolved."""
+    tmp = os.path.realpath("/tmp")
+    written = os.path.normpath(os.path.abspath(path))
+    resolved = os.path.realpath(written)
+    return any(
+        (p + "/").startswith(prefix + "/") for p in (written, resolved) for prefix in {tmp, "/tmp"}
+    )
+
+
+def worker_python_for(run_as: RunAs | None) -> str:
+    """The interpreter that runs the worker of ``command`` benchmarks.
+
+    The worker uses only the standard library, so any Python >= 3.11 will do. Ours, unless the
+    sides run as a user who cannot execute it (duet installed under /root and run with sudo),
+    or it lives under /tmp (a checkout in /tmp: a side's private /tmp would hide it); then the
+    interpreter our virtual environment was made from, or a system python3.
+    """
+    base = getattr(sys, "_base_executable", None) or sys.executable
+    candidates = list(
+        dict.fromkeys(
+            [
+                sys.executable,
+                base,
+                os.path.realpath(base),
+                "/usr/bin/python3",
+                "/usr/local/bin/python3",
+            ]
+        )
+    )
+    usable = [c for c in candidates if os.path.exists(c) and accessible_by(c, run_as)]
+    if usable:
+        outside_tmp = [c for c in usable if not under_host_tmp(c)]
+        # Under /tmp only: uses_host_tmp then gives the side the host's /tmp.
+        return (outside_tmp or usable)[0]
+    who = run_as.name if run_as else "this user"
+    raise EnvironmentNotReady(
+        f"no Python interpreter that {who} may execute was found (tried {', '.join(candidates)})",
+        fix="install python3 system-wide (apt-get install python3) or install duet where that "
+        "user can read it",
+    )

@@ -1,0 +1,104 @@
+"""Reading what a side leaves behind: its samples file (docs/architecture.md, "Samples file")
+and the end of its stderr."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+STDERR_TAIL_BYTES = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class Samples:
+    """What a samples file holds (docs/architecture.md, "Samples file")."""
+
+    warmup_ns: tuple[int, ...] = ()
+    iterations_ns: tuple[int, ...] = ()
+    iteration_start_ns: tuple[int, ...] = ()
+    #: Per measured iteration, each None unless every measured line had the figure.
+    iteration_cpu_ns: tuple[int, ...] | None = None
+    iteration_runq_ns: tuple[int, ...] | None = None
+    iteration_nivcsw: tuple[int, ...] | None = None
+    error: str | None = None
+    done: bool = False
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+def read_samples(path: Path) -> Samples:
+    """Parse a samples file; a line cut short by a kill is ignored, not fatal."""
+    warmup: list[int] = []
+    measured: list[int] = []
+    starts: list[int] = []
+    per_iteration: dict[str, list[int]] = {"cpu_ns": [], "runq_ns": [], "nivcsw": []}
+    error = None
+    done = False
+    extra: dict[str, Any] = {}
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except FileNotFoundError:
+        return Samples(error="the side wrote no samples file")
+    for line in lines:
+        try:
+            item = json.loads(line)
+        except (ValueError, RecursionError):
+            # Not JSON, or JSON that json refuses to build (an integer of more than 4300
+            # digits, nesting deeper than the recursion limit): the benchmark wrote it, and it
+            # must not take the orchestrator down.
+            continue
+        if not isinstance(item, dict):
+            continue
+        if "error" in item:
+            error = str(item["error"])
+        elif item.get("done"):
+            done = True
+            extra = {k: v for k, v in item.items() if k != "done"}
+        elif item.get("phase") in ("warmup", "measure"):
+            d = item.get("duration_ns")
+            if not isinstance(d, int) or d <= 0:
+                continue
+            if item["phase"] == "warmup":
+                warmup.append(d)
+            else:
+                measured.append(d)
+                start = item.get("start_ns")
+                starts.append(start if isinstance(start, int) else -1)
+                for key, values in per_iteration.items():
+                    v = item.get(key)
+                    if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+                        values.append(v)
+
+    def complete(key: str) -> tuple[int, ...] | None:
+        # A figure missing from one line (an old harness, a kernel without schedstat) cannot
+        # be paired iteration by iteration: all or nothing.
+        values = per_iteration[key]
+        return tuple(values) if measured and len(values) == len(measured) else None
+
+    return Samples(
+        warmup_ns=tuple(warmup),
+        iterations_ns=tuple(measured),
+        iteration_start_ns=tuple(starts),
+        iteration_cpu_ns=complete("cpu_ns"),
+        iteration_runq_ns=complete("runq_ns"),
+        iteration_nivcsw=complete("nivcsw"),
+        error=error,
+        done=done,
+        extra=extra,
+    )
+
+
+def stderr_tail(path: Path) -> str | None:
+    """The last :data:`STDERR_TAIL_BYTES` of a side's stderr file, None when it is empty or gone."""
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - STDERR_TAIL_BYTES))
+            text = f.read().decode("utf-8", errors="replace").strip()
+    except FileNotFoundError:
+        return None
+    return text or None
