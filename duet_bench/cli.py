@@ -611,8 +611,14 @@ def _name_from(baseline: str, candidate: str) -> str:
     help="Measure a second time with one busy process beside the sides.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.option(
+    "--wait",
+    is_flag=True,
+    help="When another duet is measuring on this machine, queue behind it instead of "
+    "refusing (exit 3). The lock is $DUET_LOCK, else /run/lock/duet.lock.",
+)
 @reports_errors
-def demo(out: str, runs: int, isolation: str, busy: bool, quiet: bool) -> None:
+def demo(out: str, runs: int, isolation: str, busy: bool, quiet: bool, wait: bool) -> None:
     """The bundled example end to end: two versions of a small C program, the second doing 5%
     more work, measured on the machine as it is and with one busy process beside it. Needs gcc.
     Takes about half a minute to a minute."""
@@ -626,6 +632,7 @@ def demo(out: str, runs: int, isolation: str, busy: bool, quiet: bool) -> None:
         isolation=isolation,  # type: ignore[arg-type]  # click.Choice guarantees the literal
         progress=not quiet,
         conditions=conditions,
+        wait=wait,
     )
     from duet_bench.report import render
     from duet_bench.session import raise_if_broken

@@ -4,6 +4,10 @@ Two versions of a small C program (``duet_bench/examples/demo/work.c``), the sec
 work, measured as a ``command`` benchmark twice: on the machine as it is, and with one busy
 process beside it (what a CI agent or a second job does to a 2-CPU runner). The demo prints what
 it expected next to what it measured.
+
+The demo holds the machine's measuring lock (:mod:`duet_bench.lock`) from the compiler to its
+last run: its compiler and its busy process would otherwise disturb another duet's
+measurement, so with ``wait`` they start only once that duet has finished.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any
 from duet_bench import files, units
 from duet_bench.errors import EnvironmentNotReady
 from duet_bench.isolation import Request
+from duet_bench.lock import acquire as acquire_lock
 from duet_bench.metrics import METRIC_NAMES
 from duet_bench.plan import BenchmarkSpec, SideSpec
 from duet_bench.report import render
@@ -104,10 +109,25 @@ def run_demo(
     isolation: Request = "auto",
     progress: bool = True,
     conditions: tuple[Condition, ...] = CONDITIONS,
+    wait: bool = False,
 ) -> tuple[list[tuple[Condition, ResultsDocument]], Path]:
     """Build the two versions and measure them under each condition; each condition's results
-    and report go to its own directory under ``out``."""
-    out_dir = Path(out)
+    and report go to its own directory under ``out``.
+
+    When another duet is measuring on this machine: without ``wait``, refuse
+    (:class:`~duet_bench.errors.EnvironmentNotReady`, exit 3) before compiling anything; with
+    it, queue behind it."""
+    with acquire_lock(wait=wait):
+        return _build_and_measure(Path(out), runs, isolation, progress, conditions)
+
+
+def _build_and_measure(
+    out_dir: Path,
+    runs: int,
+    isolation: Request,
+    progress: bool,
+    conditions: tuple[Condition, ...],
+) -> tuple[list[tuple[Condition, ResultsDocument]], Path]:
     v1, v2 = build(out_dir / "build")
     bench = BenchmarkSpec(
         name="demo-xorshift",

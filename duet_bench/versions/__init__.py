@@ -275,7 +275,8 @@ class Versions:
 
     def close(self) -> None:
         """Remove every worktree this instance checked out or reused (unless ``keep``), then
-        ``git worktree prune``. Idempotent; a second call after an interrupted one finishes
+        ``git worktree prune``, then the cache directory if nothing is left in it (kept
+        worktrees, another duet's). Idempotent; a second call after an interrupted one finishes
         the job.
 
         Raises
@@ -301,6 +302,8 @@ class Versions:
             self._slots.unlock(slot)
         if removed_any:
             self._slots.prune()
+        # The cache directory goes when nothing is kept in it (nor held by another duet).
+        self._slots.tidy()
         self._closed = True
         self._git.close()
         if failed:

@@ -4,7 +4,9 @@ A slot is ``<cache>/<sha>`` (or ``<sha>.1``, ``<sha>.2``, ... when other duet pr
 the first ones), its lock file ``<name>.lock`` and its stamp directory ``<name>.stamp`` (the
 build's stamp and log, :mod:`duet_bench.versions.builds`). A slot whose worktree is already at the
 commit with unmodified tracked files is reused (kept by an earlier run with ``keep``);
-anything else there (a crash's leftovers, an edited worktree) is replaced.
+anything else there (a crash's leftovers, an edited worktree) is replaced. A cache directory
+left with no worktree at the end (:meth:`Slots.tidy`) goes, with the empty directories of
+duet's own above it: only kept worktrees stay behind.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from duet_bench.errors import UsageError, VersionError
 from duet_bench.isolation import RunAs
@@ -32,6 +34,10 @@ log = logging.getLogger(__name__)
 MAX_SLOTS = 16
 #: In the cache directory: held while this process adds, removes or prunes worktrees.
 ADMIN_LOCK = ".worktrees.lock"
+#: How often a file of the cache is tried again after another duet removed the directory.
+_REMAKE_ATTEMPTS = 5
+
+_T = TypeVar("_T")
 
 
 @dataclass(slots=True)
@@ -60,12 +66,17 @@ class Slots:
     def __init__(self, repo: Repository, requested: Path | None, run_as: RunAs | None) -> None:
         self._repo = repo
         self.run_as = run_as
+        #: The directories :meth:`tidy` removes when empty, innermost first: the default cache
+        #: and duet's own directories above it; of a requested one, those this process made.
+        self._removable: tuple[Path, ...] = ()
         self.cache_dir = self._choose_cache_dir(requested)
 
     def _choose_cache_dir(self, requested: Path | None) -> Path:
         if requested is None:
-            requested = default_cache_dir(self._repo.common_dir, self.run_as)
-        cache = Path(requested).expanduser().resolve()
+            cache = default_cache_dir(self._repo.common_dir, self.run_as).resolve()
+            self._removable = (cache, *(p.resolve() for p in _duet_dirs(self.run_as)))
+        else:
+            cache = Path(requested).expanduser().resolve()
         for inside in (self._repo.root, self._repo.common_dir):
             if inside is not None and (cache == inside or inside in cache.parents):
                 raise UsageError(
@@ -73,14 +84,32 @@ class Slots:
                     "there would show in `git status` of the user's checkout",
                     fix="set XDG_CACHE_HOME to a directory outside the repository",
                 )
+        self.cache_dir = cache
+        made = self._make_cache_dir()
+        if requested is not None:
+            self._removable = tuple(made)
+        return cache
+
+    def _make_cache_dir(self) -> list[Path]:
+        """``mkdir -p`` the cache directory (again, when another duet's :meth:`tidy` removed it
+        after this one started); the directories made, innermost first."""
+        for _ in range(_REMAKE_ATTEMPTS):
+            try:
+                return _make_dirs(self.cache_dir, self.run_as)
+            except FileNotFoundError:
+                continue  # a parent removed half-way by another duet's tidy
+            except OSError as e:
+                raise VersionError(
+                    f"cannot create the worktree cache {self.cache_dir}: {e.strerror or e}",
+                    fix="set XDG_CACHE_HOME to a writable directory outside the checkout",
+                ) from None
         try:
-            _make_dirs(cache, self.run_as)
+            return _make_dirs(self.cache_dir, self.run_as)
         except OSError as e:
             raise VersionError(
-                f"cannot create the worktree cache {cache}: {e.strerror or e}",
+                f"cannot create the worktree cache {self.cache_dir}: {e.strerror or e}",
                 fix="set XDG_CACHE_HOME to a writable directory outside the checkout",
             ) from None
-        return cache
 
     def acquire(self, sha: str) -> Slot:
         """A worktree of ``sha`` that no other duet process holds: ``<sha>``, else
@@ -89,7 +118,7 @@ class Slots:
         for slot in range(MAX_SLOTS):
             name = sha if slot == 0 else f"{sha}.{slot}"
             lock_path = self.cache_dir / f"{name}.lock"
-            fd = _try_lock(lock_path)
+            fd = self._in_cache(_try_lock, lock_path)
             if fd is None:
                 continue
             try:
@@ -119,6 +148,26 @@ class Slots:
         """Let other processes have the slot (its lock file goes)."""
         _unlock(slot.lock_path, slot.lock_fd)
 
+    def tidy(self) -> None:
+        """Remove the cache directory when it holds no worktree, stamp or lock of anyone (its
+        administration lock aside), then the empty directories of duet's own above it: a run
+        that keeps nothing leaves nothing. Never raises: a directory that cannot go stays."""
+        if not self._removable or self._removable[0] != self.cache_dir:
+            return  # a cache directory the caller made: theirs to keep
+        try:
+            with self._administration() as lock_path:
+                if any(p.name != ADMIN_LOCK for p in self.cache_dir.iterdir()):
+                    return
+                # Unlinked while held: a process waiting for it finds its lock stale and opens
+                # a new one (the inode check in _administration), making the directory again.
+                lock_path.unlink()
+                for directory in self._removable:
+                    # Fails when not empty (another repository's cache, another duet's lock
+                    # file made just now): that directory and those above it stay.
+                    directory.rmdir()
+        except (OSError, VersionError) as e:
+            log.debug("tidying the worktree cache %s stopped: %s", self.cache_dir, e)
+
     def prune(self) -> None:
         """``git worktree prune``: forget registrations whose directory is gone."""
         try:
@@ -127,20 +176,28 @@ class Slots:
         except GitFailed as e:
             log.warning("git worktree prune failed: %s", e.stderr)
 
+    def _in_cache(self, action: Callable[[Path], _T], path: Path) -> _T:
+        """``action(path)`` for a file of the cache directory, making the directory again when
+        another duet process's :meth:`tidy` removed it in the meantime."""
+        for _ in range(_REMAKE_ATTEMPTS):
+            try:
+                return action(path)
+            except FileNotFoundError:
+                self._make_cache_dir()
+        return action(path)
+
     @contextlib.contextmanager
-    def _administration(self) -> Iterator[None]:
+    def _administration(self) -> Iterator[Path]:
         """Wait for the other duet processes of this cache to finish adding, removing or
         pruning worktrees. Git does not serialise these: a `git worktree prune` that runs
         while another process's `git worktree add` is half-way reads its unfinished
         `.git/worktrees/<name>` and fails ("failed to read .git/worktrees/<name>/commondir";
         measured with git 2.39.5: 3 failures in 15 rounds of 4 concurrent prune+add), or
         removes it. Not re-entrant: only the public methods take it."""
-        # Read-only is enough for flock, and opens a lock file another user created (a run as
-        # root with --user beside the user's own runs).
-        fd = os.open(self.cache_dir / ADMIN_LOCK, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        path = self.cache_dir / ADMIN_LOCK
+        fd = self._in_cache(_lock_administration, path)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
+            yield path
         finally:
             os.close(fd)
 
@@ -230,24 +287,31 @@ class Slots:
 
 def default_cache_dir(common_dir: Path, run_as: RunAs | None) -> Path:
     """``$XDG_CACHE_HOME/duet/worktrees/<hash of the repository's git directory>``
-    (``~/.cache`` without XDG_CACHE_HOME); with ``run_as``, that user's cache."""
+    (``~/.cache`` without XDG_CACHE_HOME); with ``run_as``, that user's cache
+    (``/var/tmp/duet-worktrees-<uid>/<hash>`` for a user without a home)."""
     key = hashlib.sha256(str(common_dir).encode()).hexdigest()[:16]
+    return _duet_dirs(run_as)[0] / key
+
+
+def _duet_dirs(run_as: RunAs | None) -> tuple[Path, ...]:
+    """The directory of every repository's worktree cache, then duet's own directories above
+    it (innermost first): what :func:`default_cache_dir` puts the cache in."""
     if run_as is not None:
         # Root's cache (/root, mode 0700) is closed to the user the sides run as.
         home = run_as.home
-        return (
-            Path(home) / ".cache" / "duet" / "worktrees" / key
-            if home is not None
-            else Path("/var/tmp") / f"duet-worktrees-{run_as.uid}" / key
-        )
-    xdg = os.environ.get("XDG_CACHE_HOME", "")
-    # The XDG spec says to ignore a relative XDG_CACHE_HOME.
-    base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"
-    return base / "duet" / "worktrees" / key
+        if home is None:
+            return (Path("/var/tmp") / f"duet-worktrees-{run_as.uid}",)
+        base = Path(home) / ".cache"
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME", "")
+        # The XDG spec says to ignore a relative XDG_CACHE_HOME.
+        base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"
+    return (base / "duet" / "worktrees", base / "duet")
 
 
-def _make_dirs(path: Path, run_as: RunAs | None) -> None:
-    """``mkdir -p path``; the directories it creates belong to ``run_as`` when given."""
+def _make_dirs(path: Path, run_as: RunAs | None) -> list[Path]:
+    """``mkdir -p path``; the directories it creates (returned, innermost first) belong to
+    ``run_as`` when given."""
     missing: list[Path] = []
     for p in (path, *path.parents):
         if p.exists():
@@ -257,6 +321,7 @@ def _make_dirs(path: Path, run_as: RunAs | None) -> None:
     if run_as is not None:
         for p in missing:
             os.chown(p, run_as.uid, run_as.gid)
+    return missing
 
 
 def _give(directory: Path, run_as: RunAs) -> None:
@@ -265,6 +330,26 @@ def _give(directory: Path, run_as: RunAs) -> None:
     for root, dirs, files in os.walk(directory):
         for name in (*dirs, *files):
             os.lchown(os.path.join(root, name), run_as.uid, run_as.gid)
+
+
+def _lock_administration(path: Path) -> int:
+    """A blocking exclusive lock on ``path``, the file still at that path when it is granted."""
+    while True:
+        # Read-only is enough for flock, and opens a lock file another user created (a run as
+        # root with --user beside the user's own runs).
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if _still_at(path, fd):
+            return fd
+        # Slots.tidy unlinked it while we waited (and maybe removed the directory).
+        os.close(fd)
+
+
+def _still_at(path: Path, fd: int) -> bool:
+    try:
+        return os.stat(path).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        return False
 
 
 def _try_lock(path: Path) -> int | None:
@@ -278,11 +363,7 @@ def _try_lock(path: Path) -> int | None:
             return None
         # The holder before us may have unlinked the file after we opened it (see _unlock):
         # a lock on a file no longer at that path protects nothing, so start again.
-        try:
-            same = os.stat(path).st_ino == os.fstat(fd).st_ino
-        except FileNotFoundError:
-            same = False
-        if same:
+        if _still_at(path, fd):
             return fd
         os.close(fd)
 

@@ -325,9 +325,8 @@ def test_under_sudo_builds_and_sides_run_as_the_invoking_user(tmp_path: Path) ->
         assert "\n65534\nHOME=/\n" in build_log
         doc = json.loads((out / "results.json").read_text())
         assert doc["environment"]["run_as"]["uid"] == nobody
-        # The worktrees were nobody's, and are gone.
-        assert cache.is_dir()
-        assert cache.stat().st_uid == nobody
+        # The worktrees (nobody's: tests/integration/test_versions.py) are gone, and so is the
+        # cache directory when no other run uses it.
         assert not [p for p in cache.rglob("*") if p.is_dir() and (p / ".git").exists()]
     finally:
         if not existed:

@@ -6,12 +6,16 @@ scatters there: 1.04 [0.989, 1.05] once in CI at 6 runs)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+
+from duet_bench.lock import acquire as acquire_lock
 
 pytestmark = pytest.mark.usefixtures("no_leftovers")
 
@@ -64,3 +68,61 @@ def test_the_demo_detects_its_regression_also_beside_a_busy_process(tmp_path: Pa
     busy = json.loads((tmp_path / "busy" / "results.json").read_text())
     # The busy process had to take turns with the sides: the run queue shows it.
     assert busy["benchmarks"][0]["analysis"]["interference"]["share"] > 0.3
+
+
+def _children(pid: int) -> list[str]:
+    """The command lines of ``pid``'s child processes."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            try:
+                found.append(Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" "))
+            except FileNotFoundError:
+                continue
+    return [c.decode(errors="replace") for c in found]
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="the demo compiles C: no cc here")
+def test_the_demo_refuses_or_waits_while_another_duet_measures(tmp_path: Path) -> None:
+    """On a shared machine the demo exited 3 while another duet measured, lacking the --wait
+    of run and compare. Neither refused nor waiting may it disturb that duet: it compiles
+    nothing and starts no busy process before it holds the lock."""
+    held = acquire_lock(path=os.environ["DUET_LOCK"], command="duet run --name holder")
+    demo = [sys.executable, "-m", "duet_bench", "demo", "--runs", "5", "--quiet"]
+    waiting: subprocess.Popen[bytes] | None = None
+    try:
+        refused = subprocess.run(
+            [*demo, "--out", str(tmp_path / "a")], capture_output=True, text=True, timeout=120
+        )
+        assert refused.returncode == 3, refused.stdout + refused.stderr
+        assert "duet run --name holder" in refused.stderr
+        assert "--wait" in refused.stderr
+        assert not (tmp_path / "a").exists()
+
+        log_path = tmp_path / "waiting.log"
+        with log_path.open("w") as log:
+            waiting = subprocess.Popen(
+                [*demo, "--wait", "--out", str(tmp_path / "b")],
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
+        deadline = time.monotonic() + 120
+        while "waiting for it" not in log_path.read_text():
+            assert waiting.poll() is None, log_path.read_text()
+            assert time.monotonic() < deadline, "demo --wait never said it waits"
+            time.sleep(0.05)
+        time.sleep(0.5)  # what it would start next, it would start now
+        assert _children(waiting.pid) == []
+        assert not (tmp_path / "b").exists()
+    except BaseException:
+        if waiting is not None:
+            waiting.terminate()  # duet cleans up on SIGTERM
+            waiting.wait(timeout=60)
+        held.release()
+        raise
+    held.release()
+    # Measured once the lock is free (the verdicts are the other test's business).
+    assert waiting.wait(timeout=600) == 0, log_path.read_text()
+    for where in ("quiet", "busy"):
+        doc = json.loads((tmp_path / "b" / where / "results.json").read_text())
+        assert doc["state"]["complete"], doc["state"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import pwd
 import shlex
 import shutil
 import signal
@@ -23,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from duet_bench.errors import EXIT_INFRASTRUCTURE, EXIT_USAGE, Interrupted, UsageError, VersionError
+from duet_bench.isolation import RunAs
 from duet_bench.versions import MAX_FETCH_GENERATIONS, MAX_SLOTS, BuildFailed, Versions
 from tests.integration.gitrepo import (
     GitRepo,
@@ -336,6 +338,68 @@ def test_leftovers_of_a_crash_are_replaced(project: GitRepo, tmp_path: Path) -> 
         version = versions.checkout("baseline", sha)
         assert (version.directory / "bench.sh").read_text() == "v2"
     assert not version.directory.exists()
+
+
+def test_a_run_that_keeps_nothing_leaves_no_directory(project: GitRepo, tmp_path: Path) -> None:
+    """The cache directory of a repository, and duet's directories above it, go with the last
+    worktree in them; kept worktrees keep them, and so does another repository's cache."""
+    xdg = Path(os.environ["XDG_CACHE_HOME"])
+    with Versions(project.path) as versions:
+        versions.checkout("baseline", "HEAD~1")
+        versions.checkout("candidate", "HEAD")
+        cache = versions.cache_dir
+        assert cache.parent.parent == xdg / "duet"
+    assert not (xdg / "duet").exists()
+
+    with Versions(project.path, keep=True) as versions:
+        kept = versions.checkout("baseline", "HEAD").directory
+    assert kept.is_dir()
+    with Versions(project.path) as versions:  # reuses the kept worktree, and removes it
+        assert versions.checkout("baseline", "HEAD").directory == kept
+    assert not (xdg / "duet").exists()
+
+    other = GitRepo(shutil.copytree(project.path, tmp_path / "other", symlinks=True))
+    with Versions(other.path) as holding:
+        holding.checkout("baseline", "HEAD")
+        with Versions(project.path) as versions:
+            versions.checkout("baseline", "HEAD")
+        assert not cache.exists()
+        assert holding.cache_dir.parent == cache.parent  # the other repository's stays
+    assert not (xdg / "duet").exists()
+    # A cache directory the caller made stays theirs.
+    mine = tmp_path / "my-cache"
+    mine.mkdir()
+    with Versions(project.path, cache_dir=mine) as versions:
+        versions.checkout("baseline", "HEAD")
+    assert mine.is_dir()
+
+
+@pytest.mark.root
+def test_a_run_as_a_user_without_a_home_leaves_no_directory(project: GitRepo) -> None:
+    """As root for a user without a home (nobody), the cache is /var/tmp/duet-worktrees-<uid>:
+    it belongs to that user while used, and goes at the end (a day of test runs as nobody
+    left 27 empty ones). A uid nobody else uses, so that no other run shares the directory."""
+    if os.geteuid() != 0:
+        pytest.skip("handing worktrees to another user needs root (CI runs this as root)")
+    uid = next(u for u in range(3_000_000_000 + os.getpid(), 2**32 - 2) if not _has_user(u))
+    top = Path(f"/var/tmp/duet-worktrees-{uid}")
+    try:
+        with Versions(project.path, run_as=RunAs("homeless", uid, uid)) as versions:
+            version = versions.checkout("baseline", "HEAD")
+            assert versions.cache_dir.parent == top
+            for path in (top, versions.cache_dir, version.directory):
+                assert (path.stat().st_uid, path.stat().st_gid) == (uid, uid)
+        assert not top.exists()
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def _has_user(uid: int) -> bool:
+    try:
+        pwd.getpwuid(uid)
+    except KeyError:
+        return False
+    return True
 
 
 def test_close_is_idempotent_and_final(project: GitRepo) -> None:
@@ -768,8 +832,8 @@ def test_concurrent_processes_hold_their_own_slots(project: GitRepo) -> None:
             if h.stdout:
                 h.stdout.close()
     assert all(h.returncode == 0 for h in holders)
-    leftovers = [p.name for p in held[0].parent.iterdir() if p.name.startswith(sha)]
-    assert leftovers == []  # no worktree, stamp or lock file of that commit is left
+    # No worktree, stamp or lock file is left, nor the cache directory that held them.
+    assert not held[0].parent.exists()
 
 
 _CHURN = """
@@ -808,6 +872,9 @@ def test_processes_adding_and_removing_worktrees_at_once_do_not_collide(
     go.touch()  # all start together
     errors = [c.communicate(timeout=300)[1] for c in churners]
     assert [c.returncode for c in churners] == [0, 0, 0, 0], "\n".join(errors)
+    # Each run removed the cache directory when it found it empty, while the others were
+    # making it again: none failed, and nothing is left.
+    assert not (Path(os.environ["XDG_CACHE_HOME"]) / "duet").exists()
     # (the `untouched` fixture checks that no worktree registration is left)
 
 
@@ -815,6 +882,7 @@ def test_a_slot_held_elsewhere_is_skipped_and_all_held_is_an_error(project: GitR
     sha = project.rev_parse("HEAD")
     with Versions(project.path) as versions:
         cache = versions.cache_dir
+    cache.mkdir(parents=True)  # (removed when the run ended: it left nothing in it)
     fds = []
     try:
         for slot in range(MAX_SLOTS):
