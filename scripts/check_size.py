@@ -46,9 +46,6 @@ EXCEPTIONS: dict[str, str] = {
     "duet_bench/analysis.py": _OPEN + "estimation per metric, the metric choice, the notes",
     "duet_bench/analysis.py::analyze_benchmark": _OPEN + "one benchmark's analysis in sequence",
     "duet_bench/ci/comment.py": _OPEN + "the comment body and its posting",
-    "duet_bench/cli.py": _OPEN + "the shared options, and the run, analyze and demo commands",
-    "duet_bench/compare.py::compare": _OPEN
-    + "compare's sequence: config, versions, suites, session",
     "duet_bench/environment.py": _OPEN + "the environment record of method.md section 7",
     "duet_bench/environment.py::capture_environment": _OPEN + "the record, read field by field",
     "duet_bench/harness/duet_barrier.py": (

@@ -45,7 +45,7 @@ BASE_STEPS = 8_000_000
 ISOLATION = "cgroup" if is_root() else "affinity"
 
 
-def config(builds: Path) -> str:
+def config(builds: Path, isolation: str = ISOLATION) -> str:
     """The suite. A 5% threshold: a 15% or 30% step is far beyond it, and an unchanged commit
     is "no change" with these few runs even on a shared machine. Every build appends its
     commit to ``builds``."""
@@ -56,7 +56,7 @@ def config(builds: Path) -> str:
         warmup = 1
         threshold = 0.05
         metric = "cpu"
-        isolation = "{ISOLATION}"
+        isolation = "{isolation}"
         build = "cc -O2 -o work work.c && git rev-parse HEAD >> {builds}"
 
         [[benchmark]]
@@ -70,7 +70,10 @@ COMMITS_AFTER_GOOD = 32
 
 
 def history(
-    tmp_path: Path, factors: dict[int, float], commits: int = COMMITS_AFTER_GOOD
+    tmp_path: Path,
+    factors: dict[int, float],
+    commits: int = COMMITS_AFTER_GOOD,
+    isolation: str = ISOLATION,
 ) -> GitRepo:
     """GOOD, then ``commits`` commits; commit ``i`` (1-based after GOOD) multiplies the work by
     ``factors[i]`` when given, every other commit changes a file that is not built."""
@@ -80,7 +83,7 @@ def history(
         [
             {
                 "work.c": WORK_C.replace("STEPS", str(steps)),
-                "duet.toml": config(tmp_path / "builds.txt"),
+                "duet.toml": config(tmp_path / "builds.txt", isolation),
             }
         ],
     )
@@ -182,13 +185,19 @@ def test_a_regression_split_over_two_commits_is_reported_as_spread(tmp_path: Pat
 
 
 def test_bad_not_slower_than_good_is_a_result_not_a_search(tmp_path: Path) -> None:
-    repo = history(tmp_path, {}, commits=4)
+    # The configuration's isolation is the suite's, as in duet compare: bisect used the
+    # option's default (auto: cgroups, when root) unless --isolation was given.
+    repo = history(tmp_path, {}, commits=4, isolation="affinity")
     done, summary = bisect(repo, tmp_path / "out", "good", "HEAD")
     assert done.returncode == 0, done.stdout + done.stderr
     assert summary is not None
     assert summary["outcome"] == "not slower"
     assert summary["comparisons"] == 1
     assert "BAD is not slower than GOOD" in done.stdout
+    [step] = summary["steps"]
+    [round_file] = step["files"]
+    measured = json.loads((tmp_path / "out" / round_file).read_text())
+    assert measured["environment"]["isolation"] == "affinity-only"
 
 
 def test_good_not_an_ancestor_of_bad_is_a_usage_error(tmp_path: Path) -> None:
