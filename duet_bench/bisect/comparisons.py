@@ -25,7 +25,7 @@ from duet_bench.analysis import AnalysisSettings, analyze_benchmark
 from duet_bench.bisect.history import Commit
 from duet_bench.compare import MachineOptions, session_options
 from duet_bench.config import BenchmarkConfig, Config
-from duet_bench.errors import ResultsError
+from duet_bench.errors import ResultsError, VersionError
 from duet_bench.results import BenchmarkRecord, RunRecord, SideName
 from duet_bench.session import measure, raise_if_broken
 from duet_bench.settings import for_suite, resolve
@@ -89,7 +89,8 @@ class Comparison:
 
 class Comparer:
     """Builds commits on first use (in one :class:`duet_bench.versions.Versions`, so a commit is
-    built once however often it is compared) and measures pairs of them."""
+    built once however often it is compared until the search lets go of it: :meth:`release`)
+    and measures pairs of them."""
 
     def __init__(
         self,
@@ -130,7 +131,7 @@ class Comparer:
             )
         )
         self._cache: dict[tuple[str, str], Comparison] = {}
-        #: The commits checked out and built.
+        #: The commits checked out and built, until released.
         self._built: dict[str, Version] = {}
 
     def compare(self, baseline: Commit, candidate: Commit) -> Comparison:
@@ -219,6 +220,20 @@ class Comparer:
         path.replace(kept)
         self.on_note(f"  {path.name} was stopped or measured otherwise: kept as {kept.name}")
         return None
+
+    def release(self, commit: Commit) -> None:
+        """Give back the worktree of ``commit``, which the search left
+        (:func:`duet_bench.bisect.search.search`'s ``on_leave``), so that a long history does
+        not pile up about log2(n) worktrees and builds; a later comparison of it checks it out
+        and builds it again. A worktree that cannot be removed is said, and the search goes
+        on."""
+        version = self._built.pop(commit.sha, None)
+        if version is None:
+            return
+        try:
+            self.versions.release(version)
+        except VersionError as e:
+            self.on_note(f"  warning: {e.message}; fix: {e.fix}")
 
     def _directory(self, side: SideName, commit: Commit) -> Path:
         if commit.sha in self._built:

@@ -210,6 +210,7 @@ def bisect(
                 max_culprits=options.max_culprits,
                 max_runs=max_runs,
                 on_step=on_step,
+                on_leave=comparer.release,
             )
         except BaseException as e:
             reason = getattr(e, "message", None) or type(e).__name__
