@@ -45,9 +45,6 @@ EXCEPTIONS: dict[str, str] = {
     "benchmarks/metric_study.py::summarize": _STUDY,
     "duet_bench/analysis.py": _OPEN + "estimation per metric, the metric choice, the notes",
     "duet_bench/analysis.py::analyze_benchmark": _OPEN + "one benchmark's analysis in sequence",
-    "duet_bench/cli.py": _OPEN + "the shared options, and the run, analyze and demo commands",
-    "duet_bench/compare.py::compare": _OPEN
-    + "compare's sequence: config, versions, suites, session",
     "duet_bench/harness/duet_barrier.py": (
         "the barrier client is one self-contained file copied into "
         "the measured environment (docs/barrier-protocol.md)"

@@ -23,15 +23,15 @@ from typing import TYPE_CHECKING, Any
 from duet_bench import results, units
 from duet_bench.analysis import AnalysisSettings, analyze_benchmark
 from duet_bench.bisect.history import Commit
+from duet_bench.compare import MachineOptions, session_options
 from duet_bench.config import BenchmarkConfig, Config
-from duet_bench.errors import ResultsError
-from duet_bench.isolation import RunAs
+from duet_bench.errors import ResultsError, VersionError
 from duet_bench.results import BenchmarkRecord, RunRecord, SideName
-from duet_bench.session import SessionOptions, measure, raise_if_broken
+from duet_bench.session import measure, raise_if_broken
 from duet_bench.settings import for_suite, resolve
 
 if TYPE_CHECKING:
-    from duet_bench.versions import Versions
+    from duet_bench.versions import Version, Versions
 
 log = logging.getLogger(__name__)
 
@@ -87,22 +87,10 @@ class Comparison:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class MachineOptions:
-    """How the sides run (the measuring options of ``duet compare``)."""
-
-    isolation: str = "auto"
-    cores: tuple[int, int] | None = None
-    share_network: bool = False
-    plan_seed: int = 0
-    progress: bool = True
-    run_as: RunAs | None = None
-    wait: bool = False
-
-
 class Comparer:
     """Builds commits on first use (in one :class:`duet_bench.versions.Versions`, so a commit is
-    built once however often it is compared) and measures pairs of them."""
+    built once however often it is compared until the search lets go of it: :meth:`release`)
+    and measures pairs of them."""
 
     def __init__(
         self,
@@ -133,6 +121,7 @@ class Comparer:
         resolved = resolve(self.overrides, config=config, benchmark=benchmark)
         self.first_runs = min(resolved["runs"], max_runs)
         self.max_failures = resolved["max_failures"]
+        self.isolation = resolved["isolation"]
         # What a round file must have been measured with to be read back.
         self.key = json.loads(
             json.dumps(
@@ -142,7 +131,8 @@ class Comparer:
             )
         )
         self._cache: dict[tuple[str, str], Comparison] = {}
-        self._dirs: dict[str, Path] = {}
+        #: The commits checked out and built, until released.
+        self._built: dict[str, Version] = {}
 
     def compare(self, baseline: Commit, candidate: Commit) -> Comparison:
         """The comparison of the pair, measured (or read back) until decided or capped."""
@@ -231,15 +221,29 @@ class Comparer:
         self.on_note(f"  {path.name} was stopped or measured otherwise: kept as {kept.name}")
         return None
 
+    def release(self, commit: Commit) -> None:
+        """Give back the worktree of ``commit``, which the search left
+        (:func:`duet_bench.bisect.search.search`'s ``on_leave``), so that a long history does
+        not pile up about log2(n) worktrees and builds; a later comparison of it checks it out
+        and builds it again. A worktree that cannot be removed is said, and the search goes
+        on."""
+        version = self._built.pop(commit.sha, None)
+        if version is None:
+            return
+        try:
+            self.versions.release(version)
+        except VersionError as e:
+            self.on_note(f"  warning: {e.message}; fix: {e.fix}")
+
     def _directory(self, side: SideName, commit: Commit) -> Path:
-        if commit.sha in self._dirs:
-            return self._dirs[commit.sha]
+        if commit.sha in self._built:
+            return self._built[commit.sha].directory
         version = self.versions.checkout(side, commit.sha)
         version = self.versions.build(version, self.config.build, rebuild=self.rebuild)
         if version.build_log is not None and version.build_log.exists():
             # The Versions log is per side; keep one per commit.
             shutil.copyfile(version.build_log, self.out_dir / "logs" / f"build-{commit.short}.log")
-        self._dirs[commit.sha] = version.directory
+        self._built[commit.sha] = version
         return version.directory
 
     def _measure_round(
@@ -260,19 +264,14 @@ class Comparer:
             if s.spec.name == self.benchmark.name
         ]
         path.parent.mkdir(parents=True, exist_ok=True)
-        m = self.machine
-        session = SessionOptions(
-            out=path,
-            isolation=self.overrides.get("isolation", m.isolation),
-            cores=m.cores,
-            share_network=m.share_network,
-            # Another seed per round: a top-up is not the same plan again.
-            seed=m.plan_seed + round_ - 1,
+        session = session_options(
+            path,
+            self.machine,
+            isolation=self.isolation,
             max_failures=self.max_failures,
             analysis=self.settings,
-            progress=m.progress,
-            run_as=m.run_as,
-            wait=m.wait,
+            # Another seed per round: a top-up is not the same plan again.
+            seed_offset=round_ - 1,
             config={
                 "command": "bisect",
                 "suite": dict(self.config.raw),

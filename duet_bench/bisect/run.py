@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from duet_bench import results
-from duet_bench.bisect.comparisons import Comparer, MachineOptions
+from duet_bench.bisect.comparisons import Comparer
 from duet_bench.bisect.history import Commit, first_parent_line
 from duet_bench.bisect.search import (
     MAX_CULPRITS,
@@ -23,6 +23,7 @@ from duet_bench.bisect.search import (
     describe_step,
     search,
 )
+from duet_bench.compare import MachineOptions
 from duet_bench.config import CONFIG_FILES, BenchmarkConfig, Config
 from duet_bench.errors import ConfigError, UsageError
 from duet_bench.settings import resolve
@@ -100,12 +101,10 @@ class Bisection:
 def _config_at(versions: Any, root: Path, sha: str, explicit: str | None) -> tuple[str, str]:
     """The suite: BAD's configuration, or the ``--config`` file from disk when it lies outside
     the repository (the rules of ``duet compare``)."""
-    from duet_bench.compare import config_source, config_text_at, read_config_from_disk
+    from duet_bench.compare import config_source, read_configuration
 
     source = config_source(root, explicit)
-    if source is not None and source.on_disk:
-        return read_config_from_disk(source)
-    found = config_text_at(versions, sha, None if source is None else source.path)
+    found = read_configuration(versions, source, sha)
     if found is None:
         names = source.path if source is not None else " or ".join(CONFIG_FILES)
         raise ConfigError(
@@ -211,6 +210,7 @@ def bisect(
                 max_culprits=options.max_culprits,
                 max_runs=max_runs,
                 on_step=on_step,
+                on_leave=comparer.release,
             )
         except BaseException as e:
             reason = getattr(e, "message", None) or type(e).__name__

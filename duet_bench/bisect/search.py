@@ -11,7 +11,7 @@ the search stops and says what would decide it. :func:`search` is the algorithm 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
@@ -116,13 +116,27 @@ def search(
     max_culprits: int = MAX_CULPRITS,
     max_runs: int | None = None,
     on_step: Callable[[Step, Sequence[Commit]], None] = lambda step, commits: None,
+    on_leave: Callable[[Commit], None] = lambda commit: None,
 ) -> SearchResult:
     """Find the commit(s) of ``commits[1:]`` that made ``commits[-1]`` slower than
     ``commits[0]``. A pair compared twice (the search's last step is often the named commit
-    against its parent) is one step."""
+    against its parent) is one step.
+
+    ``on_leave`` gets a compared commit as soon as it left the window: its worktree and build
+    can go (the search holds on to the reference, BAD and the window's ends, the lower of which
+    may turn out to be the parent of the commit named). While the search looks for one commit,
+    none it let go of is compared again; when it goes on after a commit it named (a slowdown
+    spread over several), a probe of the new window may be one it let go of (compared again,
+    it is let go of again later)."""
     steps: list[Step] = []
     done: dict[tuple[str, str], Step] = {}
     bad = len(commits) - 1
+    compared: set[int] = set()
+
+    def keep_only(live: Iterable[int]) -> None:
+        for i in sorted(compared - set(live)):
+            compared.discard(i)
+            on_leave(commits[i])
 
     def probe(
         purpose: Purpose, base: int, cand: int, window: tuple[int, int] | None = None
@@ -132,6 +146,7 @@ def search(
         comparison = (
             before.comparison if before is not None else compare(commits[base], commits[cand])
         )
+        compared.update((base, cand))
         if comparison.decided and purpose == "search" and window is not None:
             lo, hi = window
             window = (lo, cand) if comparison.slower else (cand, hi)
@@ -166,6 +181,7 @@ def search(
                 step = probe("search", ref, mid, (lo, hi))
                 assert step.window is not None
                 lo, hi = step.window
+                keep_only({ref, bad, *range(lo, hi + 1)})
             parent = probe("against parent", hi - 1, hi).comparison
             share = parent.log_ratio / total.log_ratio if total.log_ratio > 0 else 0.0
             culprits.append(Culprit(hi, commits[hi], parent, share))
@@ -174,6 +190,7 @@ def search(
                 break
             if len(culprits) >= max_culprits:
                 break
+            keep_only(range(hi, bad + 1))  # the search goes on after the commit named
             rest = probe("rest", hi, bad).comparison
             if not rest.slower:
                 break

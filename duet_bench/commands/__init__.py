@@ -1,12 +1,15 @@
-"""Commands of the ``duet`` CLI that live in their own module (registered lazily in
+"""The commands of the ``duet`` CLI, one module each (registered lazily in
 ``duet_bench.cli.LAZY_COMMANDS``). Each module defines one click command and imports heavy modules
-inside the command's body. The shared options and error handling come from ``duet_bench.cli``.
+inside the command's body. The shared options come from :mod:`duet_bench.commands.options`, error
+handling and exit codes from :mod:`duet_bench.cli`; here, what the commands that read a results
+file share (:func:`load_results`, :func:`reanalyze`).
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from duet_bench.results import ResultsDocument
@@ -32,3 +35,21 @@ def load_results(path: str | os.PathLike[str]) -> ResultsDocument:
             else "give the results.json that duet run --out or duet compare --out DIR wrote",
         )
     return results.load(path)
+
+
+def reanalyze(
+    doc: ResultsDocument, explicit: Mapping[str, Any], *, only_missing: bool
+) -> ResultsDocument:
+    """``doc`` with its benchmarks analysed again from the raw samples, each with the settings
+    recorded with it except the ``explicit`` options (:func:`duet_bench.settings.for_record`).
+    ``only_missing``: only the benchmarks without an analysis."""
+    from dataclasses import replace
+
+    from duet_bench import settings
+    from duet_bench.analysis import analyze_benchmark
+
+    for b in doc.benchmarks:
+        if not only_missing or b.analysis is None:
+            these = settings.for_record(b, explicit)
+            doc = doc.with_benchmark(replace(b, analysis=analyze_benchmark(b, these).to_dict()))
+    return doc

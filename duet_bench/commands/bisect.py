@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from duet_bench.cli import (
+from duet_bench.cli import install_signal_handlers, reports_errors
+from duet_bench.commands.options import (
     ANALYSIS_KEYS,
     analysis_options,
     explicit_settings,
-    install_signal_handlers,
-    reports_errors,
+    machine_given,
+    report_format_option,
     run_options,
 )
 
@@ -73,13 +73,7 @@ EXIT_UNDECIDED = 3
 )
 @run_options
 @analysis_options
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "markdown", "json"]),
-    default="text",
-    show_default=True,
-)
+@report_format_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar (the step lines stay).")
 @click.pass_context
 @reports_errors
@@ -99,9 +93,7 @@ def bisect(ctx: click.Context, /, **o: Any) -> None:
     """
     from duet_bench.bisect import BisectOptions
     from duet_bench.bisect import bisect as run_bisect
-    from duet_bench.bisect.comparisons import MachineOptions
     from duet_bench.bisect.render import render
-    from duet_bench.isolation import RunAs
 
     explicit = explicit_settings(ctx)
     analysis = {k: v for k, v in explicit.items() if k in ANALYSIS_KEYS}
@@ -119,15 +111,7 @@ def bisect(ctx: click.Context, /, **o: Any) -> None:
         keep_worktrees=o["keep_worktrees"],
         overrides=overrides,
         analysis_overrides=analysis,
-        machine=MachineOptions(
-            isolation=o["isolation"],
-            cores=o["cores"],
-            share_network=o["share_network"],
-            plan_seed=o["plan_seed"],
-            progress=not o["quiet"],
-            run_as=RunAs.from_environment(o["user"], os.environ),
-            wait=o["wait"],
-        ),
+        machine=machine_given(o),
     )
     install_signal_handlers()
     state = run_bisect(options, on_note=lambda text: click.echo(f"duet: {text}", err=True))

@@ -17,12 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from duet_bench.cli import (
+from duet_bench.cli import install_signal_handlers, reports_errors
+from duet_bench.commands.options import (
     analysis_options,
     analysis_settings,
-    install_signal_handlers,
     machine_options,
-    reports_errors,
     session_options,
 )
 

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from duet_bench.cli import (
-    FAIL_ON,
-    FAIL_ON_HELP,
+from duet_bench.cli import finish, install_signal_handlers, reports_errors
+from duet_bench.commands.options import (
     analysis_options,
     explicit_settings,
-    finish,
-    install_signal_handlers,
-    reports_errors,
+    fail_on_option,
+    machine_given,
+    report_format_option,
     run_options,
 )
 
@@ -61,14 +59,8 @@ from duet_bench.cli import (
 )
 @run_options
 @analysis_options
-@click.option("--fail-on", type=FAIL_ON, default="regression", show_default=True, help=FAIL_ON_HELP)
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "markdown", "json"]),
-    default="text",
-    show_default=True,
-)
+@fail_on_option
+@report_format_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.pass_context
 @reports_errors
@@ -84,10 +76,8 @@ def compare(ctx: click.Context, /, **o: Any) -> None:
     """
     from duet_bench.compare import CompareOptions
     from duet_bench.compare import compare as run_compare
-    from duet_bench.isolation import RunAs
     from duet_bench.plan import parse_shard
 
-    explicit = explicit_settings(ctx)
     options = CompareOptions(
         base=o["base"],
         head=o["head"],
@@ -98,14 +88,9 @@ def compare(ctx: click.Context, /, **o: Any) -> None:
         shard=parse_shard(o["shard"]) if o["shard"] else None,
         rebuild=o["rebuild"],
         keep_worktrees=o["keep_worktrees"],
-        explicit=explicit,
-        cores=o["cores"],
-        share_network=o["share_network"],
-        plan_seed=o["plan_seed"],
-        progress=not o["quiet"],
+        explicit=explicit_settings(ctx),
+        machine=machine_given(o),
         plots=not o["no_plots"],
-        run_as=RunAs.from_environment(o["user"], os.environ),
-        wait=o["wait"],
     )
     install_signal_handlers()
     doc = run_compare(options, on_note=lambda text: click.echo(f"duet: {text}", err=True))

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from duet_bench.cli import FAIL_ON, FAIL_ON_HELP, fails_on, reports_errors
+from duet_bench.cli import fails_on, reports_errors
+from duet_bench.commands.options import fail_on_option, report_format_option
 from duet_bench.errors import EXIT_REGRESSION
 
 
@@ -16,14 +17,8 @@ from duet_bench.errors import EXIT_REGRESSION
 @click.option(
     "--out", type=click.Path(dir_okay=False), required=True, help="The merged results file."
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "markdown", "json"]),
-    default="text",
-    show_default=True,
-)
-@click.option("--fail-on", type=FAIL_ON, default="regression", show_default=True, help=FAIL_ON_HELP)
+@report_format_option
+@fail_on_option
 @reports_errors
 def merge(shards: tuple[str, ...], out: str, fmt: str, fail_on: str) -> None:
     """Merge the results of a suite split with `duet compare --shard i/n` into one document.

@@ -9,13 +9,9 @@ from typing import Any
 
 import click
 
-from duet_bench.cli import (
-    analysis_options,
-    color_for,
-    explicit_analysis_options,
-    reanalyze,
-    reports_errors,
-)
+from duet_bench.cli import color_for, reports_errors
+from duet_bench.commands import reanalyze
+from duet_bench.commands.options import analysis_options, explicit_analysis_options
 
 _FORMATS = ("text", "markdown", "json", "junit", "openmetrics", "html")
 

@@ -102,8 +102,9 @@ def test_the_built_in_defaults_are_the_ones_of_every_record() -> None:
     }
     # The options of duet run and duet compare default to the same values.
     from duet_bench.commands.compare import compare
+    from duet_bench.commands.run import run
 
-    for command in (main.commands["run"], compare):
+    for command in (run, compare):
         defaults = {p.name: p.default for p in command.params}
         for name, value in settings.BUILTIN.items():
             if value is not None:  # no default: click's own marker

@@ -45,10 +45,12 @@ BASE_STEPS = 8_000_000
 ISOLATION = "cgroup" if is_root() else "affinity"
 
 
-def config(builds: Path) -> str:
+def config(builds: Path, isolation: str = ISOLATION) -> str:
     """The suite. A 5% threshold: a 15% or 30% step is far beyond it, and an unchanged commit
     is "no change" with these few runs even on a shared machine. Every build appends its
-    commit to ``builds``."""
+    commit to ``builds``, and the number of the repository's worktrees at that moment (the
+    user's checkout included) to ``<builds>.worktrees``."""
+    record = f"git rev-parse HEAD >> {builds} && git worktree list | wc -l >> {builds}.worktrees"
     return textwrap.dedent(
         f"""
         runs = 6
@@ -56,8 +58,8 @@ def config(builds: Path) -> str:
         warmup = 1
         threshold = 0.05
         metric = "cpu"
-        isolation = "{ISOLATION}"
-        build = "cc -O2 -o work work.c && git rev-parse HEAD >> {builds}"
+        isolation = "{isolation}"
+        build = "cc -O2 -o work work.c && {record}"
 
         [[benchmark]]
         name = "xorshift"
@@ -70,7 +72,10 @@ COMMITS_AFTER_GOOD = 32
 
 
 def history(
-    tmp_path: Path, factors: dict[int, float], commits: int = COMMITS_AFTER_GOOD
+    tmp_path: Path,
+    factors: dict[int, float],
+    commits: int = COMMITS_AFTER_GOOD,
+    isolation: str = ISOLATION,
 ) -> GitRepo:
     """GOOD, then ``commits`` commits; commit ``i`` (1-based after GOOD) multiplies the work by
     ``factors[i]`` when given, every other commit changes a file that is not built."""
@@ -80,7 +85,7 @@ def history(
         [
             {
                 "work.c": WORK_C.replace("STEPS", str(steps)),
-                "duet.toml": config(tmp_path / "builds.txt"),
+                "duet.toml": config(tmp_path / "builds.txt", isolation),
             }
         ],
     )
@@ -154,6 +159,13 @@ def test_one_regressing_commit_is_found_in_about_log2_n_comparisons(tmp_path: Pa
     logs = sorted(p.name for p in (out / "logs").glob("build-????????????.log"))
     assert logs == sorted(f"build-{sha[:12]}.log" for sha in compared)
     assert (out / "report.md").read_text().count("| ") > 5
+    # A commit's worktree is released once the search leaves it: at most GOOD, BAD, the
+    # window's two ends and the commit being built existed at any build (beside the user's
+    # checkout), where keeping them would have piled up every commit compared; none is left.
+    at_builds = [int(n) - 1 for n in (tmp_path / "builds.txt.worktrees").read_text().split()]
+    assert len(at_builds) == len(compared)
+    assert max(at_builds) <= 5 < len(compared), at_builds
+    assert repo.git("worktree", "list").count("\n") == 0  # only the user's checkout
 
     # Run again with the same --out: everything is read back, nothing is measured.
     again, summary2 = bisect(repo, out, "good", "HEAD")
@@ -182,13 +194,19 @@ def test_a_regression_split_over_two_commits_is_reported_as_spread(tmp_path: Pat
 
 
 def test_bad_not_slower_than_good_is_a_result_not_a_search(tmp_path: Path) -> None:
-    repo = history(tmp_path, {}, commits=4)
+    # The configuration's isolation is the suite's, as in duet compare: bisect used the
+    # option's default (auto: cgroups, when root) unless --isolation was given.
+    repo = history(tmp_path, {}, commits=4, isolation="affinity")
     done, summary = bisect(repo, tmp_path / "out", "good", "HEAD")
     assert done.returncode == 0, done.stdout + done.stderr
     assert summary is not None
     assert summary["outcome"] == "not slower"
     assert summary["comparisons"] == 1
     assert "BAD is not slower than GOOD" in done.stdout
+    [step] = summary["steps"]
+    [round_file] = step["files"]
+    measured = json.loads((tmp_path / "out" / round_file).read_text())
+    assert measured["environment"]["isolation"] == "affinity-only"
 
 
 def test_good_not_an_ancestor_of_bad_is_a_usage_error(tmp_path: Path) -> None:
@@ -387,3 +405,56 @@ def test_search_of_a_commit_carrying_half_and_commits_below_the_threshold() -> N
     assert 20 <= small.index <= 27
     assert small.against_parent.verdict == "no change"
     assert "built up in steps each below the threshold" in result.message
+
+
+class Holding:
+    """The worktrees ``duet bisect`` would hold along a search of the model: a commit is held
+    from its comparison until the search lets go of it (``on_leave``)."""
+
+    def __init__(self, commits: list[Commit], compare: Callable[[Commit, Commit], Comparison]):
+        self.commits = commits
+        self._compare = compare
+        self.held: set[int] = set()
+        self.left: set[int] = set()
+        #: Comparisons of a commit let go of (``duet bisect`` builds it again).
+        self.again = 0
+        self.peak = 0
+
+    def compare(self, a: Commit, b: Commit) -> Comparison:
+        pair = {self.commits.index(a), self.commits.index(b)}
+        self.again += len(pair & self.left)
+        self.left -= pair
+        self.held |= pair
+        self.peak = max(self.peak, len(self.held))
+        return self._compare(a, b)
+
+    def leave(self, commit: Commit) -> None:
+        i = self.commits.index(commit)
+        assert i in self.held, f"{i} let go of without being held"
+        self.held.discard(i)
+        self.left.add(i)
+
+
+@pytest.mark.parametrize("n", [2, 7, 32, 33])
+def test_search_lets_go_of_the_commits_that_leave_the_window(n: int) -> None:
+    """What lets ``duet bisect`` release worktrees as it goes: at most five commits are held at
+    once (GOOD or the last commit named, BAD, the window's ends, the commit probed), however
+    long the history, and one let go of is never compared again while the search looks for
+    one commit; only when it goes on after a commit it named (a slowdown spread over several)
+    may it probe again a commit it let go of."""
+    for culprit in range(1, n + 1):
+        commits, compare, calls = model({culprit: 1.3}, n)
+        holding = Holding(commits, compare)
+        result = search(commits, holding.compare, on_leave=holding.leave)
+        assert result.outcome == "single", (culprit, result.message)
+        assert holding.again == 0, culprit
+        assert holding.peak <= 5, (culprit, holding.peak)
+        compared = {i for pair in calls for i in pair}
+        assert compared == holding.held | holding.left
+        if n >= 32:
+            assert len(compared) > 5  # keeping every commit compared would have held more
+    for first, second in [(1, n), (n // 3, n // 2), (2, n - 1)]:
+        commits, compare, _ = model({first: 1.15, second: 1.15}, n)
+        holding = Holding(commits, compare)
+        result = search(commits, holding.compare, on_leave=holding.leave)
+        assert holding.peak <= 5, (first, second, holding.peak)

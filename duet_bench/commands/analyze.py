@@ -1,0 +1,49 @@
+"""``duet analyze RESULTS``: every benchmark's statistics and verdict again from the raw
+samples."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from duet_bench.cli import color_for, fails_on, reports_errors
+from duet_bench.commands.options import (
+    analysis_options,
+    explicit_analysis_options,
+    fail_on_option,
+)
+from duet_bench.errors import EXIT_REGRESSION
+
+
+@click.command()
+@click.argument("results", type=click.Path(path_type=str))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "markdown"]),
+    default="text",
+    show_default=True,
+    help="Output format; json prints the whole document with every analysis filled.",
+)
+@analysis_options
+@fail_on_option
+@reports_errors
+@click.pass_context
+def analyze(
+    ctx: click.Context, /, results: str, fmt: str, fail_on: str, **_analysis_options: Any
+) -> None:
+    """Recompute every benchmark's statistics and verdict from the raw samples in RESULTS.
+
+    Each benchmark is analysed with the settings it was measured with (duet.toml's
+    `threshold`, `confidence` and `metric`, or the options of the run), except those given
+    here explicitly."""
+    from duet_bench.commands import load_results, reanalyze
+    from duet_bench.report import render
+
+    doc = load_results(results)
+    analysed = reanalyze(doc, explicit_analysis_options(ctx), only_missing=False)
+    click.echo(render(analysed, fmt, color=fmt == "text" and color_for(sys.stdout)), nl=False)  # type: ignore[arg-type]
+    if fails_on(analysed, fail_on):
+        sys.exit(EXIT_REGRESSION)

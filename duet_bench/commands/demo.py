@@ -1,0 +1,67 @@
+"""``duet demo``: the bundled example measured end to end (:mod:`duet_bench.demo` does the
+work)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from duet_bench import settings
+from duet_bench.cli import color_for, install_signal_handlers, reports_errors
+
+
+@click.command()
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default="duet-results/demo",
+    show_default=True,
+    help="Directory for the demo's results and report.",
+)
+@click.option("--runs", type=click.IntRange(5), default=8, show_default=True)
+@click.option(
+    "--isolation",
+    type=click.Choice(["auto", "cgroup", "affinity"]),
+    default="auto",
+    show_default=True,
+)
+@click.option(
+    "--busy/--no-busy",
+    default=True,
+    show_default=True,
+    help="Measure a second time with one busy process beside the sides.",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.option(
+    "--wait",
+    is_flag=True,
+    help="When another duet is measuring on this machine, queue behind it instead of "
+    "refusing (exit 3). The lock is $DUET_LOCK, else /run/lock/duet.lock.",
+)
+@reports_errors
+def demo(out: str, runs: int, isolation: str, busy: bool, quiet: bool, wait: bool) -> None:
+    """The bundled example end to end: two versions of a small C program, the second doing 5%
+    more work, measured on the machine as it is and with one busy process beside it. Needs gcc.
+    Takes about half a minute to a minute."""
+    from duet_bench.demo import CONDITIONS, expected_against_measured, run_demo
+    from duet_bench.report import render
+    from duet_bench.session import raise_if_broken
+
+    install_signal_handlers()
+    conditions = CONDITIONS if busy else CONDITIONS[:1]
+    measured, out_dir = run_demo(
+        out,
+        runs=runs,
+        isolation=isolation,  # type: ignore[arg-type]  # click.Choice guarantees the literal
+        progress=not quiet,
+        conditions=conditions,
+        wait=wait,
+    )
+    for condition, doc in measured:
+        click.echo(f"\n== {condition.name}")
+        click.echo(render(doc, "text", color=color_for(sys.stdout)), nl=False)
+        raise_if_broken(doc, settings.DEFAULT_MAX_FAILURES)
+    click.echo("\nThe demo's candidate does 5% more work than its baseline (ratio 1.05):\n")
+    click.echo(expected_against_measured(measured), nl=False)
+    click.echo(f"\nresults and reports: {out_dir}/{{quiet,busy}}/")

@@ -1,0 +1,319 @@
+"""The options shared by ``duet`` commands, and what they give: the settings given explicitly,
+the analysis settings, the options of a measuring session.
+
+The declarations (``--confidence``, ``--cores``, ``--runs``, ``--format`` of the reports, ...)
+are written here once; each command module stacks the decorators it needs. Only click is
+imported at module level, so that ``duet --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from duet_bench import settings
+from duet_bench.metrics import DEFAULT_METRIC, METRIC_CHOICES
+
+if TYPE_CHECKING:
+    from duet_bench.analysis import AnalysisSettings
+    from duet_bench.compare import MachineOptions
+    from duet_bench.session import SessionOptions
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+FAIL_ON = click.Choice(["regression", "inconclusive", "any", "never"])
+FAIL_ON_HELP = (
+    "Exit 1 on a regression; 'inconclusive' also when an interval can rule a regression "
+    "neither in nor out; 'any' also on an improvement; 'never' always exits 0."
+)
+ANALYSIS_KEYS = settings.ANALYSIS_KEYS
+
+
+def _apply(options: Sequence[Callable[[Any], Any]], fn: F) -> F:
+    """Decorate ``fn`` with ``options`` so that they appear in ``--help`` in list order."""
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def fail_on_option(fn: F) -> F:
+    """``--fail-on``: which verdicts exit 1 (:func:`duet_bench.cli.fails_on`)."""
+    return click.option(
+        "--fail-on", type=FAIL_ON, default="regression", show_default=True, help=FAIL_ON_HELP
+    )(fn)
+
+
+def report_format_option(fn: F) -> F:
+    """``--format`` of the commands that print a summary of results (``compare``, ``bisect``,
+    ``merge``)."""
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(["text", "markdown", "json"]),
+        default="text",
+        show_default=True,
+    )(fn)
+
+
+def analysis_options(fn: F) -> F:
+    """Options shared by every command that analyses samples."""
+    options = [
+        click.option(
+            "--confidence",
+            type=click.FloatRange(0, 1, min_open=True, max_open=True),
+            default=settings.DEFAULT_CONFIDENCE,
+            show_default=True,
+            help="Confidence level of the bootstrap interval.",
+        ),
+        click.option(
+            "--threshold",
+            type=click.FloatRange(0, min_open=False),
+            default=settings.DEFAULT_THRESHOLD,
+            show_default=True,
+            help="Practical-significance threshold: changes smaller than this are 'no change' "
+            "when the whole interval lies inside the band.",
+        ),
+        click.option(
+            "--reps",
+            type=click.IntRange(100),
+            default=settings.DEFAULT_REPS,
+            show_default=True,
+            help="Bootstrap replicates.",
+        ),
+        click.option(
+            "--seed",
+            type=int,
+            default=settings.DEFAULT_SEED,
+            show_default=True,
+            help="Seed of the bootstrap: the same data and seed give the same interval.",
+        ),
+        click.option(
+            "--interval",
+            type=click.Choice(settings.INTERVALS),
+            default=settings.DEFAULT_INTERVAL,
+            show_default=True,
+            help="Bootstrap interval method; expanded widens percentile for few runs; "
+            "basic and studentized need duet-bench[arch].",
+        ),
+        click.option(
+            "--winsorize/--no-winsorize",
+            default=settings.DEFAULT_WINSORIZE,
+            show_default=True,
+            help="Replace at most one outlying ratio per run by its neighbour (duet paper sec. 4).",
+        ),
+        click.option(
+            "--metric",
+            type=click.Choice(METRIC_CHOICES),
+            default=DEFAULT_METRIC,
+            show_default=True,
+            help="What decides the verdict: per-iteration wall time, the CPU time of the measured "
+            "code, wall time less the time spent waiting for a CPU, or auto (CPU time when both "
+            "sides are CPU-bound; else wall time, less run-queue delay when another process "
+            "delayed the sides). Every metric is analysed and shown.",
+        ),
+    ]
+    return _apply(options, fn)
+
+
+def parse_cores(
+    _ctx: click.Context, _param: click.Parameter, value: str | None
+) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    parts = value.split(",")
+    if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+        raise click.BadParameter(f"{value!r} is not two CPU numbers; write e.g. --cores 2,3")
+    return int(parts[0]), int(parts[1])
+
+
+def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
+    from duet_bench.units import parse_size
+
+    if value is None or value.lower() in ("none", "0"):
+        return None
+    try:
+        return parse_size(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+
+
+def machine_options(fn: F) -> F:
+    """Options of every command that measures on this machine (``run``, ``compare``,
+    ``calibrate``, ``bisect``): where and how the two sides run, and what makes a run fail."""
+    options = [
+        click.option(
+            "--cores",
+            callback=parse_cores,
+            metavar="A,B",
+            help="The two CPUs to use instead of the automatic choice.",
+        ),
+        click.option(
+            "--isolation",
+            type=click.Choice(["auto", "cgroup", "affinity"]),
+            default=settings.DEFAULT_ISOLATION,
+            show_default=True,
+            help="cgroup refuses to run without cgroups; affinity never uses them.",
+        ),
+        click.option(
+            "--timeout",
+            type=click.FloatRange(0, min_open=True),
+            default=settings.DEFAULT_TIMEOUT_S,
+            show_default=True,
+            help="Seconds one iteration or one barrier wait may take before the run fails.",
+        ),
+        click.option(
+            "--share-network",
+            is_flag=True,
+            help="Keep the host network instead of a private loopback per side.",
+        ),
+        click.option(
+            "--max-failures",
+            type=click.IntRange(0),
+            default=settings.DEFAULT_MAX_FAILURES,
+            show_default=True,
+            help="Stop a benchmark, and exit 3, when more runs than this failed.",
+        ),
+        click.option(
+            "--user",
+            metavar="USER",
+            help="Run the measured programs as USER (root only; under sudo the default is the "
+            "user who ran sudo).",
+        ),
+        click.option(
+            "--plan-seed",
+            type=int,
+            default=0,
+            show_default=True,
+            help="Seed of the side-to-core assignment and the sequential order.",
+        ),
+        click.option(
+            "--wait",
+            is_flag=True,
+            help="When another duet is measuring on this machine, queue behind it instead of "
+            "refusing (exit 3). The lock is $DUET_LOCK, else /run/lock/duet.lock.",
+        ),
+    ]
+    return _apply(options, fn)
+
+
+def run_options(fn: F) -> F:
+    """Options shared by the commands that compare two versions: the plan of runs and
+    iterations, the method, the limits, and :func:`machine_options`."""
+    options = [
+        click.option(
+            "--runs",
+            type=click.IntRange(settings.MIN_RUNS),
+            default=settings.DEFAULT_RUNS,
+            show_default=True,
+            help=f"Runs: fresh pairs of processes; {settings.INTERVAL_RUNS} or more give an "
+            "interval.",
+        ),
+        click.option(
+            "--iterations",
+            type=click.IntRange(1),
+            default=settings.DEFAULT_ITERATIONS,
+            show_default=True,
+            help="Measured iterations per run.",
+        ),
+        click.option(
+            "--warmup",
+            type=click.IntRange(0),
+            default=settings.DEFAULT_WARMUP,
+            show_default=True,
+            help="Warm-up iterations per run (recorded, not analysed).",
+        ),
+        click.option(
+            "--memory-limit",
+            callback=_size,
+            metavar="SIZE",
+            help="Memory limit per side (e.g. 2G); exceeding it fails the run.",
+        ),
+        click.option(
+            "--method",
+            type=click.Choice(["duet", "sequential"]),
+            default=settings.DEFAULT_METHOD,
+            show_default=True,
+            help="sequential: each side alone, one after the other (randomized order).",
+        ),
+    ]
+    return machine_options(_apply(options, fn))
+
+
+# ------------------------------------------------------------------------------------------------
+# What the options give
+
+
+def explicit_settings(ctx: click.Context) -> dict[str, Any]:
+    """Every setting (:data:`duet_bench.settings.BUILTIN`, by field name) the command has as an
+    option and that was given on the command line; ``reps`` and ``seed`` always (the
+    configuration cannot set them, and the results file says which were used)."""
+    from click.core import ParameterSource
+
+    out: dict[str, Any] = {}
+    for name in settings.BUILTIN:
+        param = settings.FILE_KEYS.get(name, name)
+        if param not in ctx.params:
+            continue
+        if name in ("reps", "seed") or (
+            ctx.get_parameter_source(param) == ParameterSource.COMMANDLINE
+        ):
+            out[name] = ctx.params[param]
+    return out
+
+
+def explicit_analysis_options(ctx: click.Context) -> dict[str, Any]:
+    """The :func:`analysis_options` given on the command line (the others are defaults)."""
+    from click.core import ParameterSource
+
+    return {
+        k: ctx.params[k]
+        for k in ANALYSIS_KEYS
+        if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE
+    }
+
+
+def analysis_settings(o: Mapping[str, Any]) -> AnalysisSettings:
+    """The :class:`duet_bench.analysis.AnalysisSettings` of the :func:`analysis_options` in
+    ``o``."""
+    from duet_bench.analysis import AnalysisSettings
+
+    return AnalysisSettings(**{k: o[k] for k in ANALYSIS_KEYS})
+
+
+def machine_given(o: Mapping[str, Any]) -> MachineOptions:
+    """The :class:`duet_bench.compare.MachineOptions` of the :func:`machine_options` in ``o``
+    (and ``--quiet``): how the two sides run on this machine."""
+    from duet_bench.compare import MachineOptions
+    from duet_bench.isolation import RunAs
+
+    return MachineOptions(
+        cores=o["cores"],
+        share_network=o.get("share_network", False),
+        plan_seed=o["plan_seed"],
+        progress=not o["quiet"],
+        run_as=RunAs.from_environment(o["user"], os.environ),
+        wait=o["wait"],
+    )
+
+
+def session_options(
+    o: Mapping[str, Any], analysis: AnalysisSettings, command: str
+) -> SessionOptions:
+    """The :class:`duet_bench.session.SessionOptions` of the :func:`run_options` in ``o``, for
+    a command without a configuration (``run``, ``calibrate``): every value is an option's."""
+    from pathlib import Path
+
+    from duet_bench.compare import session_options as measuring
+
+    return measuring(
+        Path(o["out"]),
+        machine_given(o),
+        isolation=o["isolation"],
+        max_failures=o["max_failures"],
+        analysis=analysis,
+        config={"command": command, "argv": sys.argv[1:]},
+    )
