@@ -43,8 +43,6 @@ EXCEPTIONS: dict[str, str] = {
     "benchmarks/accuracy.py::tables": _STUDY,
     "benchmarks/metric_study.py": _STUDY,
     "benchmarks/metric_study.py::summarize": _STUDY,
-    "duet_bench/analysis.py": _OPEN + "estimation per metric, the metric choice, the notes",
-    "duet_bench/analysis.py::analyze_benchmark": _OPEN + "one benchmark's analysis in sequence",
     "duet_bench/ci/comment.py": _OPEN + "the comment body and its posting",
     "duet_bench/cli.py": _OPEN + "the shared options, and the run, analyze and demo commands",
     "duet_bench/compare.py::compare": _OPEN
