@@ -11,6 +11,7 @@ from duet_bench.analysis.estimate import (
     estimate_metrics,
     interval_note,
     rng_for,
+    winsor_note,
     with_impact_factors,
 )
 from duet_bench.analysis.interference import busy_share, interference
@@ -53,6 +54,7 @@ def analyze_benchmark(record: BenchmarkRecord, settings: AnalysisSettings) -> Be
         series.cut_note,
         asymmetry_note(asymmetry, ok, chosen.log_ratios, threshold=settings.threshold),
         interval_note(chosen, len(ok)),
+        winsor_note(settings, runs=len(ok), iterations=int(a.shape[1])),
         runs_needed_note(needed, runs_used=len(ok), threshold=settings.threshold),
     ]
     return replace(

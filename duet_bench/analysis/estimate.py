@@ -127,3 +127,17 @@ def interval_note(chosen: MetricEstimate, runs: int) -> str | None:
             "interval would be meaningless; point estimate only, no verdict"
         )
     return None
+
+
+def winsor_note(settings: AnalysisSettings, *, runs: int, iterations: int) -> str | None:
+    """Say that winsorization was asked for but skipped: runs shorter than
+    :data:`duet_stats.winsor.MIN_ITERATIONS` are left alone (``winsorized: 0`` is then no
+    finding about outliers). A single run is never winsorized (no interval either)."""
+    from duet_stats.winsor import MIN_ITERATIONS
+
+    if not settings.winsorize or runs < 2 or iterations >= MIN_ITERATIONS:
+        return None
+    return (
+        f"not winsorized: runs of {iterations} iterations are fewer than {MIN_ITERATIONS}, too "
+        "few for the 20% rule (docs/statistics.md)"
+    )
