@@ -43,8 +43,6 @@ EXCEPTIONS: dict[str, str] = {
     "benchmarks/accuracy.py::tables": _STUDY,
     "benchmarks/metric_study.py": _STUDY,
     "benchmarks/metric_study.py::summarize": _STUDY,
-    "duet_bench/analysis.py": _OPEN + "estimation per metric, the metric choice, the notes",
-    "duet_bench/analysis.py::analyze_benchmark": _OPEN + "one benchmark's analysis in sequence",
     "duet_bench/harness/duet_barrier.py": (
         "the barrier client is one self-contained file copied into "
         "the measured environment (docs/barrier-protocol.md)"

@@ -8,16 +8,13 @@ verdict, the warnings) and the JSON form.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
+from duet_bench.analysis.sides import SideAsymmetry  # one record, shared with analysis
 from duet_bench.calibrate.plan import Components, Method, Recommendation
 from duet_bench.metrics import Metric
-from duet_stats import FloatArray
-from duet_stats.asymmetry import Asymmetry
 from duet_stats.warmup import Warmup
 
 __all__ = [
@@ -48,67 +45,6 @@ class ImpactEntry:
             "additive_model_fits": self.additive,
             "missing": self.missing,
             "runs_used": self.runs_used,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class SideAsymmetry:
-    """Does the core matter? :func:`duet_stats.asymmetry.side_asymmetry` with the CPU numbers.
-
-    In an A/A run with the baseline on CPU a, the run's ratio is ``T(b)/T(a)``; with the sides
-    swapped it is ``T(a)/T(b)``. Half the difference of the two groups' mean log ratios is the
-    log of ``estimate.ratio = T(b)/T(a)``: how much slower the same code runs on ``cpu_b``.
-
-    Attributes
-    ----------
-    cpu_a, cpu_b : int
-        The two CPUs the baseline sat on, ``cpu_a < cpu_b``.
-    estimate : duet_stats.asymmetry.Asymmetry
-        The ratio ``T(cpu_b)/T(cpu_a)``, its stratified bootstrap interval, the runs in each
-        group, the share of the run-to-run variance it explains and the residual bias it
-        leaves with this side assignment.
-    """
-
-    cpu_a: int
-    cpu_b: int
-    estimate: Asymmetry
-
-    @classmethod
-    def of_runs(
-        cls,
-        log_run_ratios: FloatArray,
-        cpus: Sequence[int | None],
-        *,
-        confidence: float,
-        reps: int,
-        rng: np.random.Generator,
-    ) -> SideAsymmetry | None:
-        """Estimate it from the runs' log ratios and, per run, the CPU the baseline sat on;
-        None unless the baseline sat on exactly two CPUs, all of them known, both used."""
-        from duet_stats.asymmetry import side_asymmetry
-
-        known = sorted({c for c in cpus if c is not None})
-        if len(known) != 2 or any(c is None for c in cpus):
-            return None
-        cpu_a, cpu_b = known
-        est = side_asymmetry(
-            log_run_ratios, [c == cpu_a for c in cpus], confidence=confidence, reps=reps, rng=rng
-        )
-        return None if est is None else cls(cpu_a=cpu_a, cpu_b=cpu_b, estimate=est)
-
-    def to_dict(self) -> dict[str, Any]:
-        e = self.estimate
-        return {
-            "cpu_a": self.cpu_a,
-            "cpu_b": self.cpu_b,
-            "ratio": e.ratio,
-            "ci_low": e.ci_low,
-            "ci_high": e.ci_high,
-            "runs_a": e.runs_a,
-            "runs_b": e.runs_b,
-            "significant": e.significant,
-            "share_of_run_variance": e.share_of_run_variance,
-            "residual_bias": e.residual_bias,
         }
 
 

@@ -344,8 +344,12 @@ def test_cores_that_differ_are_noticed_in_the_benchmarks_own_runs() -> None:
     )
     a = analyze_benchmark(doc.benchmarks[0], AnalysisSettings(reps=2000))
     assert a.side_asymmetry is not None
-    assert a.side_asymmetry["cpu_a"] == 0
-    assert a.side_asymmetry["ratio"] == pytest.approx(math.sqrt(1.12 / 0.95), rel=0.01)
+    assert (a.side_asymmetry.cpu_a, a.side_asymmetry.cpu_b) == (0, 1)
+    assert a.side_asymmetry.estimate.ratio == pytest.approx(math.sqrt(1.12 / 0.95), rel=0.01)
+    # results.json stores the figures, not calibrate's judgement of them.
+    stored = a.to_dict()["side_asymmetry"]
+    assert set(stored) == {"cpu_a", "cpu_b", "ratio", "ci_low", "ci_high", "runs_a", "runs_b"}
+    assert stored["ratio"] == a.side_asymmetry.estimate.ratio
     assert a.note is not None
     assert "the cores differ: runs with the baseline on CPU 0 gave 1.29, on CPU 1 1.09;" in a.note
     assert "on CPU 1 against CPU 0" in a.note
@@ -357,3 +361,46 @@ def test_equal_cores_give_no_note() -> None:
     record = _two_metric_benchmark(work_ns=20e6, slower=1.02)
     a = analyze_benchmark(record, AnalysisSettings(reps=2000))
     assert a.note is None or "cores differ" not in a.note
+
+
+# -- winsorization skipped in short runs ----------------------------------------------------------
+
+
+def _runs_with_an_outlier(iterations: int) -> results.BenchmarkRecord:
+    """10 runs, each with one candidate iteration 3x as long: what the 20% rule replaces."""
+    rng = np.random.default_rng(5)
+    runs = []
+    for r in range(10):
+        a = rng.lognormal(np.log(1e6), 0.01, iterations)
+        b = a * rng.lognormal(0, 0.01, iterations)
+        b[r % iterations] *= 3
+        runs.append(
+            {
+                "index": r,
+                "status": "ok",
+                "baseline": {"iterations_ns": [int(x) for x in a]},
+                "candidate": {"iterations_ns": [int(x) for x in b]},
+            }
+        )
+    doc = results.from_dict(
+        {"schema": "duet-results/1", "benchmarks": [{"name": "o", "runs": runs}]}
+    )
+    return doc.benchmarks[0]
+
+
+def test_short_runs_say_that_they_were_not_winsorized() -> None:
+    """``winsorized: 0`` below MIN_ITERATIONS is the guard, not a finding: the note says so."""
+    from duet_stats.winsor import MIN_ITERATIONS
+
+    short = analyze_benchmark(_runs_with_an_outlier(MIN_ITERATIONS - 1), AnalysisSettings())
+    assert short.winsorized == 0
+    assert short.note is not None
+    assert f"not winsorized: runs of {MIN_ITERATIONS - 1} iterations are fewer than " in short.note
+    long = analyze_benchmark(_runs_with_an_outlier(MIN_ITERATIONS), AnalysisSettings())
+    assert long.winsorized == 10
+    assert long.note is None or "winsorized" not in long.note
+    # Asked not to winsorize: nothing was skipped, nothing to say.
+    off = analyze_benchmark(
+        _runs_with_an_outlier(MIN_ITERATIONS - 1), AnalysisSettings(winsorize=False)
+    )
+    assert off.note is None or "winsorized" not in off.note

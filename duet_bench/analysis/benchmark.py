@@ -1,0 +1,111 @@
+"""One benchmark's analysis from its raw samples, as a sequence of named steps: the analysed
+runs, every metric's estimate, the metric that decides, the side asymmetry, the runs that would
+decide, the impact factors, and the notes each step leaves."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from duet_bench.analysis.choice import choose_metric, disagreement
+from duet_bench.analysis.estimate import (
+    estimate_metrics,
+    interval_note,
+    rng_for,
+    winsor_note,
+    with_impact_factors,
+)
+from duet_bench.analysis.interference import busy_share, interference
+from duet_bench.analysis.model import AnalysisSettings, BenchmarkAnalysis
+from duet_bench.analysis.runs_needed import runs_needed_note, runs_needed_of
+from duet_bench.analysis.series import series_of
+from duet_bench.analysis.sides import asymmetry_note, benchmark_asymmetry
+from duet_bench.metrics import METRICS
+from duet_bench.results import BenchmarkRecord
+
+
+def analyze_benchmark(record: BenchmarkRecord, settings: AnalysisSettings) -> BenchmarkAnalysis:
+    """Recompute the analysis of one benchmark from its raw samples (successful runs only)."""
+    ok = record.ok_runs()
+    unanalysed = _unanalysed(record, settings)
+    if not ok:
+        return unanalysed
+    series = series_of(ok)
+    estimates, missing = estimate_metrics(series, name=record.name, settings=settings)
+    busy, delayed = busy_share(series), interference(series)
+    metric, reason = choose_metric(
+        settings.metric,
+        available={name: missing.get(name) for name in METRICS},
+        busy_share=busy,
+        interference=delayed,
+    )
+    chosen = estimates[metric]
+    asymmetry = benchmark_asymmetry(
+        ok,
+        chosen.log_ratios,
+        confidence=settings.confidence,
+        reps=min(settings.reps, 2000),
+        rng=rng_for(record.name + "/sides", settings.seed),
+    )
+    needed = runs_needed_of(chosen, settings)
+    a, b = series.of(metric) or series.wall
+    baseline, candidate = with_impact_factors(chosen, a, b, name=record.name, seed=settings.seed)
+    notes = [
+        record.note,
+        series.cut_note,
+        asymmetry_note(asymmetry, ok, chosen.log_ratios, threshold=settings.threshold),
+        interval_note(chosen, len(ok)),
+        winsor_note(settings, runs=len(ok), iterations=int(a.shape[1])),
+        runs_needed_note(needed, runs_used=len(ok), threshold=settings.threshold),
+    ]
+    return replace(
+        unanalysed,
+        ratio=chosen.ratio,
+        ci_low=chosen.ci_low,
+        ci_high=chosen.ci_high,
+        verdict=chosen.verdict,
+        runs_used=len(ok),
+        iterations=int(a.shape[1]),
+        winsorized=chosen.winsorized,
+        baseline=baseline,
+        candidate=candidate,
+        runs_needed=needed,
+        note="; ".join(n for n in notes if n) or None,
+        metric=metric,
+        metric_reason=reason,
+        metrics=estimates,
+        metrics_missing=missing,
+        busy_share=busy,
+        interference=delayed,
+        disagreement=disagreement(estimates, metric),
+        side_asymmetry=asymmetry,
+    )
+
+
+def _unanalysed(record: BenchmarkRecord, settings: AnalysisSettings) -> BenchmarkAnalysis:
+    """The analysis of a benchmark without a successful run: the settings and the failures."""
+    failures = tuple(
+        f"run {r.index}: {r.status}" + (f" ({r.reason})" if r.reason else "")
+        for r in record.runs
+        if not r.ok
+    )
+    return BenchmarkAnalysis(
+        ratio=None,
+        ci_low=None,
+        ci_high=None,
+        confidence=settings.confidence,
+        threshold=settings.threshold,
+        verdict=None,
+        runs_used=0,
+        runs_failed=len(failures),
+        iterations=0,
+        winsorized=0,
+        interval=settings.interval,
+        reps=settings.reps,
+        seed=settings.seed,
+        baseline=None,
+        candidate=None,
+        runs_needed=None,
+        note=record.note or "no successful run: nothing to analyse",
+        failures=failures,
+        metric_requested=settings.metric,
+    )

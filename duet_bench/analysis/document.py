@@ -1,0 +1,71 @@
+"""The analysis of a whole results document, what its verdicts are, which metric a benchmark
+asked for before, and the running estimate of a benchmark still being measured."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from duet_bench import units
+from duet_bench.analysis.benchmark import analyze_benchmark
+from duet_bench.analysis.choice import choose_metric
+from duet_bench.analysis.interference import busy_share, interference
+from duet_bench.analysis.model import AnalysisSettings
+from duet_bench.analysis.series import series_of
+from duet_bench.analysis.verdict import VERDICTS, Verdict
+from duet_bench.metrics import METRIC_CHOICES, METRIC_NAMES, METRICS, MetricChoice
+from duet_bench.results import BenchmarkRecord, ResultsDocument
+
+
+def analyze_document(
+    doc: ResultsDocument, settings: AnalysisSettings, *, keep_recorded_metric: bool = False
+) -> ResultsDocument:
+    """A copy of ``doc`` with every benchmark's ``analysis`` recomputed from raw samples.
+
+    With ``keep_recorded_metric`` a benchmark analysed before keeps the metric it asked for
+    (``duet.toml``'s ``metric``), unless it recorded none.
+    """
+    out = doc
+    for b in doc.benchmarks:
+        these = settings
+        if keep_recorded_metric and (metric := recorded_metric(b)) is not None:
+            these = replace(settings, metric=metric)
+        out = out.with_benchmark(replace(b, analysis=analyze_benchmark(b, these).to_dict()))
+    return out
+
+
+def recorded_metric(record: BenchmarkRecord) -> MetricChoice | None:
+    """The metric a benchmark was analysed with before (its configured choice), if any."""
+    value = (record.analysis or {}).get("metric_requested")
+    return value if value in METRIC_CHOICES else None
+
+
+def verdicts_of(doc: ResultsDocument) -> list[Verdict | None]:
+    """Every benchmark's recorded verdict, None where it has none (or an unknown word)."""
+    out: list[Verdict | None] = []
+    for b in doc.benchmarks:
+        a: Mapping[str, Any] = b.analysis or {}
+        v = a.get("verdict")
+        out.append(v if v in VERDICTS else None)
+    return out
+
+
+def running_estimate(record: BenchmarkRecord, requested: MetricChoice) -> str | None:
+    """``ratio 1.05 so far (CPU time)``: the point estimate of the runs measured so far, for the
+    progress line; no bootstrap (that waits for the last run). None before the first good run."""
+    ok = record.ok_runs()
+    if not ok:
+        return None
+    series = series_of(ok)
+    metric, _ = choose_metric(
+        requested,
+        available={name: series.why_missing(name) for name in METRICS},
+        busy_share=busy_share(series),
+        interference=interference(series),
+    )
+    a, b = series.of(metric) or series.wall
+    ratio = float(np.exp(np.mean(np.log(b / a))))
+    return f"ratio {units.ratio(ratio)} so far ({METRIC_NAMES[metric]})"

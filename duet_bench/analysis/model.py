@@ -1,0 +1,184 @@
+"""The records of an analysis: how to analyse (:class:`AnalysisSettings`) and what came out,
+per metric (:class:`MetricEstimate`) and per benchmark (:class:`BenchmarkAnalysis`, whose
+:meth:`~BenchmarkAnalysis.to_dict` is what ``results.json`` stores)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from duet_bench.analysis.interference import Interference
+from duet_bench.analysis.sides import SideAsymmetry
+from duet_bench.analysis.verdict import Verdict
+from duet_bench.metrics import DEFAULT_METRIC, METRIC_CHOICES, Metric, MetricChoice
+from duet_bench.settings import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_INTERVAL,
+    DEFAULT_REPS,
+    DEFAULT_SEED,
+    DEFAULT_THRESHOLD,
+    DEFAULT_WINSORIZE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class AnalysisSettings:
+    """How to analyse. The defaults are method.md's, from :mod:`duet_bench.settings`, which also
+    resolves them per benchmark against the configuration and the options."""
+
+    confidence: float = DEFAULT_CONFIDENCE
+    threshold: float = DEFAULT_THRESHOLD
+    reps: int = DEFAULT_REPS
+    seed: int = DEFAULT_SEED
+    interval: Literal["percentile", "expanded", "bca", "basic", "studentized"] = DEFAULT_INTERVAL
+    winsorize: bool = DEFAULT_WINSORIZE
+    metric: MetricChoice = DEFAULT_METRIC
+
+    def __post_init__(self) -> None:
+        if not 0 < self.confidence < 1:
+            raise ValueError(f"confidence must be strictly between 0 and 1, got {self.confidence}")
+        if not self.threshold >= 0 or not math.isfinite(self.threshold):
+            raise ValueError(f"threshold must be a finite number >= 0, got {self.threshold}")
+        if self.reps < 100:
+            raise ValueError(f"reps must be at least 100, got {self.reps}")
+        if self.metric not in METRIC_CHOICES:
+            raise ValueError(
+                f"metric must be one of {', '.join(METRIC_CHOICES)}, got {self.metric}"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class SideSummary:
+    """Descriptive figures for one side over the analysed runs (for tables, not for verdicts).
+
+    ``geomean_ns`` is the geometric mean of exactly the iterations the ratio pairs, so the two
+    sides' geometric means divide to the ratio (up to winsorization, which acts on the ratios).
+    """
+
+    geomean_ns: float
+    median_ns: float
+    mean_ns: float
+    impact_plain: float | None = None
+    impact_transformed: float | None = None
+    impact_missing: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"geomean_ns": self.geomean_ns, "median_ns": self.median_ns, "mean_ns": self.mean_ns}
+
+
+@dataclass(frozen=True, slots=True)
+class MetricEstimate:
+    """The ratio, interval and verdict of one metric (wall or CPU time) of one benchmark."""
+
+    metric: Metric
+    ratio: float
+    ci_low: float | None
+    ci_high: float | None
+    verdict: Verdict | None
+    winsorized: int
+    baseline: SideSummary
+    candidate: SideSummary
+    #: Per-iteration log ratios that were analysed (for planning; not stored).
+    log_ratios: np.ndarray[Any, np.dtype[np.float64]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ratio": self.ratio,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "verdict": self.verdict,
+            "winsorized": self.winsorized,
+            "baseline": self.baseline.to_dict(),
+            "candidate": self.candidate.to_dict(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class BenchmarkAnalysis:
+    """The analysis of one benchmark; :meth:`to_dict` is what ``results.json`` stores.
+
+    The top-level figures (``ratio`` ... ``verdict``, ``baseline``, ``candidate``) are those of
+    the metric that decided (``metric``); ``metrics`` holds every metric that was analysed.
+    """
+
+    ratio: float | None
+    ci_low: float | None
+    ci_high: float | None
+    confidence: float
+    threshold: float
+    verdict: Verdict | None
+    runs_used: int
+    runs_failed: int
+    iterations: int
+    winsorized: int
+    interval: str
+    reps: int
+    seed: int
+    baseline: SideSummary | None
+    candidate: SideSummary | None
+    runs_needed: int | None
+    note: str | None
+    failures: tuple[str, ...]
+    metric: Metric = "wall"
+    metric_requested: MetricChoice = DEFAULT_METRIC
+    metric_reason: str | None = None
+    metrics: Mapping[str, MetricEstimate] = field(default_factory=dict)
+    #: Why a metric could not be analysed (e.g. ``{"cpu": "not recorded (duet-results/1)"}``).
+    metrics_missing: Mapping[str, str] = field(default_factory=dict)
+    #: Per side, the median share of the iteration spent on a CPU or waiting for one.
+    busy_share: Mapping[str, float] = field(default_factory=dict)
+    interference: Interference | None = None
+    disagreement: str | None = None
+    #: Does the core matter? When the runs used two cores, else None.
+    side_asymmetry: SideAsymmetry | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        def side(s: SideSummary | None) -> dict[str, Any] | None:
+            return None if s is None else s.to_dict()
+
+        def impact(s: SideSummary | None) -> dict[str, Any] | None:
+            if s is None or s.impact_plain is None:
+                return None if s is None else {"missing": s.impact_missing}
+            return {"plain": s.impact_plain, "transformed": s.impact_transformed}
+
+        return {
+            "ratio": self.ratio,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "confidence": self.confidence,
+            "threshold": self.threshold,
+            "verdict": self.verdict,
+            "metric": self.metric,
+            "metric_requested": self.metric_requested,
+            "metric_reason": self.metric_reason,
+            "runs_used": self.runs_used,
+            "runs_failed": self.runs_failed,
+            "iterations": self.iterations,
+            "winsorized": self.winsorized,
+            "interval": self.interval,
+            "reps": self.reps,
+            "seed": self.seed,
+            "baseline": side(self.baseline),
+            "candidate": side(self.candidate),
+            "metrics": {
+                **{name: m.to_dict() for name, m in self.metrics.items()},
+                **{name: {"missing": why} for name, why in self.metrics_missing.items()},
+            },
+            "busy_share": dict(self.busy_share) or None,
+            "interference": None if self.interference is None else self.interference.to_dict(),
+            "disagreement": self.disagreement,
+            "side_asymmetry": None
+            if self.side_asymmetry is None
+            else self.side_asymmetry.figures(),
+            "impact_factor": {
+                "baseline": impact(self.baseline),
+                "candidate": impact(self.candidate),
+            },
+            "runs_needed": self.runs_needed,
+            "note": self.note,
+            "failures": list(self.failures),
+        }
