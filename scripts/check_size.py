@@ -50,8 +50,6 @@ EXCEPTIONS: dict[str, str] = {
     "duet_bench/harness/duet_worker.py": _OPEN
     + "copied into the measured environment; the command, "
     "python, driver and output modes could be harness files of their own",
-    "duet_bench/isolation/__init__.py": _OPEN + "cgroupfs moved out; starting the sides is left",
-    "duet_bench/isolation/cgroup_v2.py": _OPEN + "delegation and controller handling",
 }
 
 

@@ -17,16 +17,9 @@ import os
 import signal
 
 from duet_bench.errors import IsolationError
-from duet_bench.isolation import (
-    SETTLE_TIMEOUT_S,
-    Backend,
-    Container,
-    Limits,
-    Usage,
-    kill_pids,
-    privilege_fix,
-    wait_until,
-)
+from duet_bench.isolation.base import SETTLE_TIMEOUT_S, Backend, Container
+from duet_bench.isolation.cgroupfs import kill_pids, privilege_fix, wait_until
+from duet_bench.isolation.model import Limits, Usage
 from duet_bench.machine import (
     THIS,
     online_cpus,

@@ -32,13 +32,8 @@ import os
 from dataclasses import dataclass
 
 from duet_bench.errors import IsolationError
-from duet_bench.isolation import (
-    SETTLE_TIMEOUT_S,
-    Backend,
-    Container,
-    Limits,
-    Probe,
-    Usage,
+from duet_bench.isolation.base import SETTLE_TIMEOUT_S, Backend, Container
+from duet_bench.isolation.cgroupfs import (
     cgroup_dir,
     find_stale,
     kill_pids,
@@ -52,6 +47,7 @@ from duet_bench.isolation import (
     wait_until,
     write_text,
 )
+from duet_bench.isolation.model import Limits, Probe, Usage
 from duet_bench.machine import (
     CgroupMount,
     cgroup_mounts,
