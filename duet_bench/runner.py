@@ -344,9 +344,9 @@ def install_harness(workdir: Path) -> Path:
 
     target = workdir / "harness"
     target.mkdir(mode=0o755, exist_ok=True)
-    for name in ("duet_worker.py", "duet_barrier.py", "duet_pytest.py", "duet_outputs.py"):
-        shutil.copyfile(WORKER.parent / name, target / name)
-        os.chmod(target / name, 0o644)
+    for source in sorted(WORKER.parent.glob("duet_*.py")):
+        shutil.copyfile(source, target / source.name)
+        os.chmod(target / source.name, 0o644)
     return target / "duet_worker.py"
 
 

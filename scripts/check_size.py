@@ -55,9 +55,6 @@ EXCEPTIONS: dict[str, str] = {
         "the barrier client is one self-contained file copied into "
         "the measured environment (docs/barrier-protocol.md)"
     ),
-    "duet_bench/harness/duet_worker.py": _OPEN
-    + "copied into the measured environment; the command, "
-    "python, driver and output modes could be harness files of their own",
     "duet_bench/isolation/__init__.py": _OPEN + "cgroupfs moved out; starting the sides is left",
     "duet_bench/isolation/cgroup_v2.py": _OPEN + "delegation and controller handling",
     "duet_bench/report/plots.py": _OPEN + "every plot of a report",
