@@ -18,15 +18,18 @@ only, Python >= 3.8, run by the version's own interpreter.
   when given, is called before each wait, once per call, and returns that call's ``(args,
   kwargs)``; ``teardown(*args, **kwargs)`` runs after the clock stopped. Whatever the driver
   does around the call (pytest's fixtures) stays outside the measured iterations.
+
+Both go through one timed loop, :func:`timed_iterations`.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import itertools
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the type checker sees the file where it lies in the duet source tree
@@ -67,35 +70,60 @@ def is_driver(function: Callable[..., Any]) -> bool:
     return getattr(function, DRIVER_ATTRIBUTE, False) is True
 
 
-def run_python(
+# -- the timed loop ----------------------------------------------------------------------------
+
+
+def timed_iterations(
     spec: dict[str, Any],
     barrier: duet_barrier.Barrier,
     samples: duet_samples.Samples,
     function: Callable[..., Any],
     args: tuple[Any, ...],
-) -> None:
-    """Every iteration of a plain callable."""
+    prepare: Callable[[], Iterable[Callable[[], Any]]] | None = None,
+    after: Callable[[], object] | None = None,
+) -> Any:
+    """Every iteration, warm-up and measured, each started right after leaving the barrier and
+    written to ``samples`` before the next wait; returns the last call's result.
+
+    An iteration is ``inner_loops`` calls of ``function(*args)``, or, with ``prepare``, the
+    zero-argument calls that ``prepare()`` returns, made before the wait (a driver's per-call
+    setup). ``after()`` runs once the iteration's line is written (a driver's teardown).
+
+    Inside the timed region there is nothing but the clock and figure reads and the calls, as
+    in a hand-written loop: the choice between ``function(*args)`` and a call without
+    arguments is one test per iteration, and a call without arguments iterates over the
+    callables themselves (``repeat(function, n)``, made before the wait), which costs what
+    ``function()`` in a counted loop does. Keyword arguments are bound before the loop
+    (:func:`_call_form`). Each call's result is kept until the next call returns (the driver
+    returns the last one).
+    """
     warmup = spec["warmup"]
     total = warmup + spec["iterations"]
     timeout_ns = spec["timeout_ns"]
-    inner_loops = spec.get("inner_loops", 1)
+    inner_loops: int = spec.get("inner_loops", 1)
     repeat = itertools.repeat
     clock = time.monotonic_ns
     cpu_clock = time.process_time_ns
     queue = duet_samples.RunQueue("/proc/thread-self/schedstat")
     switches = duet_samples.involuntary_switches
+    calls: Iterable[Callable[[], Any]] = ()
+    result = None
     try:
         for done in range(total):
+            if prepare is not None:
+                calls = prepare()
+            elif not args:
+                calls = repeat(function, inner_loops)
             start_ns = barrier.wait(timeout_ns)
             cpu_start = cpu_clock()
             runq_start = queue.read_ns()
             nivcsw_start = switches()
             if args:
                 for _ in repeat(None, inner_loops):
-                    function(*args)
+                    result = function(*args)
             else:
-                for _ in repeat(None, inner_loops):
-                    function()
+                for call in calls:
+                    result = call()
             end_ns = clock()
             cpu_ns = cpu_clock() - cpu_start
             runq_end = queue.read_ns()
@@ -105,8 +133,33 @@ def run_python(
             samples.sample(
                 done, warmup, start_ns, end_ns, cpu_ns, runq_ns, switches() - nivcsw_start
             )
+            if after is not None:
+                after()
     finally:
         queue.close()
+    return result
+
+
+def _call_form(
+    function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """What the timed loop calls for ``function(*args, **kwargs)``: keyword arguments bound
+    by ``functools.partial``, which does per call what ``function(*args, **kwargs)`` does
+    (copy the keywords, call)."""
+    if kwargs:
+        return functools.partial(function, *args, **kwargs), ()
+    return function, args
+
+
+def run_python(
+    spec: dict[str, Any],
+    barrier: duet_barrier.Barrier,
+    samples: duet_samples.Samples,
+    function: Callable[..., Any],
+    args: tuple[Any, ...],
+) -> None:
+    """Every iteration of a plain callable."""
+    timed_iterations(spec, barrier, samples, function, args)
 
 
 # -- drivers -----------------------------------------------------------------------------------
@@ -174,6 +227,25 @@ def _arguments(
     return tuple(made[0]), dict(made[1])
 
 
+def _prepare_calls(
+    function: Callable[..., Any],
+    setup: Callable[[], Any],
+    inner_loops: int,
+    made: list[tuple[tuple[Any, ...], dict[str, Any]]],
+) -> list[Callable[[], Any]]:
+    """The calls of one iteration with a per-call setup, run before the wait; their
+    arguments are kept in ``made`` for the teardown."""
+    made[:] = [_arguments(setup, (), {}) for _ in range(inner_loops)]
+    return [functools.partial(function, *a, **k) for a, k in made]
+
+
+def _tear_down(
+    teardown: Callable[..., Any], made: list[tuple[tuple[Any, ...], dict[str, Any]]]
+) -> None:
+    for call_args, call_kwargs in made:
+        teardown(*call_args, **call_kwargs)
+
+
 def run_driver(
     spec: dict[str, Any],
     barrier: duet_barrier.Barrier,
@@ -183,9 +255,6 @@ def run_driver(
 ) -> int:
     """Every iteration of a driver's function, under the barrier; returns the calls made per
     iteration."""
-    warmup = spec["warmup"]
-    total = warmup + spec["iterations"]
-    timeout_ns = spec["timeout_ns"]
     inner_loops: int = spec.get("inner_loops", 1)
 
     def measure(
@@ -196,53 +265,25 @@ def run_driver(
         teardown: Callable[..., Any] | None = None,
     ) -> Any:
         kwargs = kwargs or {}
-        repeat = itertools.repeat
-        clock = time.monotonic_ns
-        cpu_clock = time.process_time_ns
-        queue = duet_samples.RunQueue("/proc/thread-self/schedstat")
-        switches = duet_samples.involuntary_switches
-        result = None
-        try:
-            for done in range(total):
-                # The untimed setup of every call of this iteration, before the wait.
-                calls = (
-                    [_arguments(setup, args, kwargs) for _ in repeat(None, inner_loops)]
-                    if setup is not None
-                    else None
-                )
-                start_ns = barrier.wait(timeout_ns)
-                cpu_start = cpu_clock()
-                runq_start = queue.read_ns()
-                nivcsw_start = switches()
-                if calls is not None:
-                    for call_args, call_kwargs in calls:
-                        result = function(*call_args, **call_kwargs)
-                elif kwargs:
-                    for _ in repeat(None, inner_loops):
-                        result = function(*args, **kwargs)
-                elif args:
-                    for _ in repeat(None, inner_loops):
-                        result = function(*args)
-                else:
-                    for _ in repeat(None, inner_loops):
-                        result = function()
-                end_ns = clock()
-                cpu_ns = cpu_clock() - cpu_start
-                runq_end = queue.read_ns()
-                runq_ns = (
-                    runq_end - runq_start
-                    if runq_end is not None and runq_start is not None
-                    else None
-                )
-                samples.sample(
-                    done, warmup, start_ns, end_ns, cpu_ns, runq_ns, switches() - nivcsw_start
-                )
-                if teardown is not None:
-                    for call_args, call_kwargs in calls or [(args, kwargs)]:
-                        teardown(*call_args, **call_kwargs)
-        finally:
-            queue.close()
-        return result
+        # The arguments of the iteration's calls, for the teardown: one pair per call with a
+        # setup (made before each wait), else the same pair once per iteration.
+        made = [(args, kwargs)]
+        prepare: Callable[[], list[Callable[[], Any]]] | None
+        if setup is None:
+            called, positional = _call_form(function, args, kwargs)
+            prepare = None
+        else:
+            called, positional = function, ()
+            prepare = functools.partial(_prepare_calls, function, setup, inner_loops, made)
+        return timed_iterations(
+            spec,
+            barrier,
+            samples,
+            called,
+            positional,
+            prepare,
+            None if teardown is None else functools.partial(_tear_down, teardown, made),
+        )
 
     _drive(driver, args, measure)
     return inner_loops
@@ -304,11 +345,8 @@ def calibrate_driver(
         if setup is not None:
             found[:] = [1, elapsed]
         else:
-
-            def call() -> Any:
-                return function(*call_args, **call_kwargs)
-
-            found[:] = calibrate_calls(call, (), target, cap)
+            # Calibrated in the form the timed loop calls it.
+            found[:] = calibrate_calls(*_call_form(function, call_args, call_kwargs), target, cap)
         return result
 
     _drive(driver, args, measure)
