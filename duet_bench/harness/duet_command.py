@@ -17,7 +17,7 @@ only, Python >= 3.8.
   same spawn, stdout to a file; the sample is what the harness printed (``duet_outputs.py``).
 
 A command that exits non-zero, is killed, or cannot be started raises
-:class:`duet_samples.BenchmarkFailed`.
+:class:`duet_samples.BenchmarkFailed`, with its exit status or signal.
 """
 
 from __future__ import annotations
@@ -162,14 +162,6 @@ def _respawn(
         ) from e
 
 
-def _describe_status(status: int) -> str:
-    if os.WIFSIGNALED(status):
-        return f"was killed by signal {os.WTERMSIG(status)}"
-    if os.WIFEXITED(status):
-        return f"exited with status {os.WEXITSTATUS(status)}"
-    return f"ended with wait status {status}"
-
-
 def _phase(done: int, warmup: int) -> str:
     return "warmup" if done < warmup else "measure"
 
@@ -208,9 +200,9 @@ def run_command(
             runq_ns = run_delay_ns(pid)
             _, status, usage = wait4(pid, 0)
             if status != 0:
-                raise BenchmarkFailed(
-                    f"the command {_describe_status(status)} in iteration {done} "
-                    f"({_phase(done, warmup)}): {spec['command']}"
+                raise BenchmarkFailed.of_command(
+                    status,
+                    f" in iteration {done} ({_phase(done, warmup)}): {spec['command']}",
                 )
             samples.sample(
                 done,
@@ -268,9 +260,9 @@ def run_command_output(
                 text = f.read()
             if status != 0:
                 tail = text.strip()[-400:] or "(nothing on stdout; its stderr is above)"
-                raise BenchmarkFailed(
-                    f"the command {_describe_status(status)} in iteration {done} ({phase}): "
-                    f"{spec['command']}; its output ended: {tail}"
+                raise BenchmarkFailed.of_command(
+                    status,
+                    f" in iteration {done} ({phase}): {spec['command']}; its output ended: {tail}",
                 )
             try:
                 real_ns, cpu_ns = duet_outputs.parse(output, text)

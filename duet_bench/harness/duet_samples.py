@@ -3,7 +3,8 @@
 Part of the worker (``duet_worker.py``), inside the measured environment: standard library
 only, Python >= 3.8. The file is JSON lines (``docs/architecture.md``, "Samples file"): a
 header, one line per iteration appended and flushed before the next barrier wait (a crash never
-loses a measured iteration), then a ``done`` line or an ``error`` line.
+loses a measured iteration), then a ``done`` line or an ``error`` line. The error line of a
+failed command carries its status as numbers (:class:`BenchmarkFailed`).
 
 The figures of a sample line besides its duration: CPU time (from ``wait4``'s rusage for a
 command), run-queue delay (``/proc/<tid>/schedstat``, :class:`RunQueue`) and involuntary
@@ -22,12 +23,43 @@ SAMPLES_VERSION = 1
 
 class BenchmarkFailed(Exception):
     """The benchmark failed (exit 3): the command exited non-zero or was killed, or could not
-    be started, or a driver gave up."""
+    be started, or a driver gave up.
+
+    ``exit_status`` (the command exited with it, non-zero) or ``signal`` (a signal killed it)
+    say how a command ended, as numbers: the error line carries them beside the text, for the
+    runner to read without parsing the message.
+    """
+
+    def __init__(
+        self, message: str, exit_status: int | None = None, signal: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.exit_status = exit_status
+        self.signal = signal
+
+    @classmethod
+    def of_command(cls, status: int, message: str) -> BenchmarkFailed:
+        """A command that ended with wait status ``status``; ``message`` says where, after
+        ``the command <how it ended>``."""
+        if os.WIFSIGNALED(status):
+            signal = os.WTERMSIG(status)
+            return cls(f"the command was killed by signal {signal}{message}", signal=signal)
+        if os.WIFEXITED(status):
+            code = os.WEXITSTATUS(status)
+            return cls(f"the command exited with status {code}{message}", exit_status=code)
+        return cls(f"the command ended with wait status {status}{message}")
 
 
 def error_line(error: BaseException) -> dict[str, Any]:
-    """The samples file's error line for ``error``: ``{"error": "Type: message"}``."""
-    return {"error": error_text(error)}
+    """The samples file's error line for ``error``: ``{"error": "Type: message"}``, and for a
+    failed command ``"exit_status"`` or ``"signal"`` (integers)."""
+    line: dict[str, Any] = {"error": error_text(error)}
+    if isinstance(error, BenchmarkFailed):
+        if error.exit_status is not None:
+            line["exit_status"] = error.exit_status
+        if error.signal is not None:
+            line["signal"] = error.signal
+    return line
 
 
 def error_text(error: BaseException) -> str:

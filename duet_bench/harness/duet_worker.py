@@ -36,7 +36,9 @@ Exit codes (the runner's contract):
 6. the barrier file cannot be used (missing, malformed, another protocol version, slot taken)
 
 Every failure writes ``{"error": "Type: message"}`` to the samples file when it is open, and
-the traceback or the message to stderr.
+the traceback or the message to stderr. The error line of a command that exited non-zero also
+has ``"exit_status"`` (its exit status), of a command a signal killed ``"signal"`` (the signal
+number).
 """
 
 from __future__ import annotations

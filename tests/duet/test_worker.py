@@ -503,6 +503,9 @@ def test_failing_command_exits_3_and_stops_the_other_side(
     lines = read_samples(tmp_path / "samples-0.jsonl")
     assert len(lines) == 2
     assert lines[1]["error"].startswith("BenchmarkFailed: the command exited with status 7")
+    # The status as a number beside the text, for the runner.
+    assert lines[1]["exit_status"] == 7
+    assert "signal" not in lines[1]
     assert other_code == 5, other_err
     assert read_samples(tmp_path / "samples-1.jsonl")[-1]["error"].startswith("BarrierAborted: ")
 
@@ -513,6 +516,23 @@ def test_killed_command_is_a_failure(processes: Processes, shm_path: str, tmp_pa
         code, _, err = finish(worker)
     assert code == 3
     assert "was killed by signal 9" in err
+    error = read_samples(tmp_path / "samples-0.jsonl")[-1]
+    assert error["signal"] == 9
+    assert "exit_status" not in error
+
+
+def test_a_failing_harness_has_its_exit_status_in_the_error_line(
+    processes: Processes, shm_path: str, tmp_path: Path
+) -> None:
+    fields = {"command": "echo half a line; exit 4", "output": "go"}
+    with db.create(shm_path, parties=1):
+        worker = start_worker(processes, write_spec(tmp_path, shm_path, 0, **fields))
+        code, _, err = finish(worker)
+    assert code == 3, err
+    error = read_samples(tmp_path / "samples-0.jsonl")[-1]
+    assert error["error"].startswith("BenchmarkFailed: the command exited with status 4 ")
+    assert error["error"].endswith("its output ended: half a line")
+    assert error["exit_status"] == 4
 
 
 def test_exception_in_the_callable(
@@ -694,3 +714,5 @@ def test_a_program_that_cannot_be_started_fails_with_the_reason(
         code, _, err = finish(worker)
     assert code == 3
     assert "the command could not be started in iteration 0 (No such file or directory)" in err
+    # It never ran: no status.
+    assert set(read_samples(tmp_path / "samples-0.jsonl")[-1]) == {"error"}
