@@ -47,9 +47,6 @@ EXCEPTIONS: dict[str, str] = {
         "the barrier client is one self-contained file copied into "
         "the measured environment (docs/barrier-protocol.md)"
     ),
-    "duet_bench/harness/duet_worker.py": _OPEN
-    + "copied into the measured environment; the command, "
-    "python, driver and output modes could be harness files of their own",
 }
 
 

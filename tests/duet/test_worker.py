@@ -89,11 +89,12 @@ def start_worker(
     python: str = sys.executable,
     cpu: int = -1,
     env: dict[str, str] | None = None,
+    isolated: bool = True,
 ) -> subprocess.Popen[str]:
     # -I: no site-packages, no user site, no PYTHON* variables: the worker needs nothing but the
-    # standard library and its own directory.
+    # standard library and its own directory (the runner does not isolate it: PYTHONPATH counts).
     process = processes.start(
-        [python, "-I", str(WORKER), *args, str(spec)],
+        [python, *(["-I"] if isolated else []), str(WORKER), *args, str(spec)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=None if env is None else {**os.environ, **env},
@@ -273,6 +274,146 @@ def test_python_3_8_worker_against_the_current_one(
     assert read_samples(tmp_path / "samples-1.jsonl")[-1]["spawn"] == "direct"
 
 
+@pytest.mark.parametrize(
+    "name", ["duet_spec.py", "duet_samples.py", "duet_command.py", "duet_python.py"]
+)
+def test_the_worker_files_parse_as_python_3_8(name: str) -> None:
+    # duet_worker.py itself, the barrier and the output parsers: tests/duet/test_barrier.py.
+    shared.test_harness_files_parse_as_python_3_8(name)
+
+
+def test_every_harness_file_is_installed_for_the_sides(tmp_path: Path) -> None:
+    from duet_bench.runner import install_harness
+
+    worker = install_harness(tmp_path)
+    assert worker == tmp_path / "harness" / "duet_worker.py"
+    installed = sorted(p.name for p in worker.parent.iterdir())
+    assert installed == sorted(p.name for p in HARNESS.glob("duet_*.py"))
+
+
+SHADOWED = textwrap.dedent(
+    """
+    raise ImportError("the worker imported {name} from PYTHONPATH instead of its own")
+    """
+)
+
+WHOSE = textwrap.dedent(
+    """
+    import importlib, json, os
+
+    def setup():
+        names = os.environ["DUET_TEST_NAMES"].split()
+        found = {name: importlib.import_module(name).WHOSE for name in names}
+        with open(os.environ["DUET_TEST_PATH_LOG"], "w") as f:
+            json.dump(found, f)
+
+    def work():
+        return 1
+    """
+)
+
+
+def test_harness_modules_and_the_users_modules_of_the_same_names_do_not_shadow_each_other(
+    processes: Processes, shm_path: str, tmp_path: Path, user_dir: Path
+) -> None:
+    """The worker imports its own files even when PYTHONPATH has modules of their names; the
+    benchmarked code imports its own modules of those names, not the worker's."""
+    names = sorted(p.stem for p in HARNESS.glob("duet_*.py"))
+    shadows = tmp_path / "on pythonpath"
+    shadows.mkdir()
+    for name in names:
+        (shadows / f"{name}.py").write_text(SHADOWED.format(name=name))
+        (user_dir / f"{name}.py").write_text('WHOSE = "user"\n')
+    (user_dir / "whose.py").write_text(WHOSE)
+    env = {
+        "PYTHONPATH": str(shadows),
+        "DUET_TEST_NAMES": " ".join(names),
+        "DUET_TEST_PATH_LOG": str(tmp_path / "whose.json"),
+    }
+    fields = {
+        "kind": "python",
+        "callable": "whose:work",
+        "setup": "whose:setup",
+        "sys_path": [str(user_dir)],
+    }
+    with db.create(shm_path, parties=1):
+        spec = write_spec(tmp_path, shm_path, 0, **fields)
+        code, _, err = finish(start_worker(processes, spec, env=env, isolated=False))
+    assert code == 0, err
+    assert json.loads((tmp_path / "whose.json").read_text()) == dict.fromkeys(names, "user")
+
+
+DRIVER = textwrap.dedent(
+    """
+    import json, os
+
+    def drive(measure):
+        seen = {"calls": [], "teardowns": []}
+
+        def target(*args, **kwargs):
+            seen["calls"].append([list(args), kwargs])
+            return len(seen["calls"])
+
+        def teardown(*args, **kwargs):
+            seen["teardowns"].append([list(args), kwargs])
+
+        made = []
+
+        def setup():
+            made.append(len(made) + 1)
+            return (made[-1],), {"k": made[-1]}
+
+        form = os.environ["DUET_TEST_FORM"]
+        if form == "plain":
+            seen["result"] = measure(target)
+        elif form == "args":
+            seen["result"] = measure(target, (1, 2))
+        elif form == "kwargs":
+            seen["result"] = measure(target, (1,), {"k": 2}, teardown=teardown)
+        else:
+            seen["result"] = measure(target, setup=setup, teardown=teardown)
+        with open(os.environ["DUET_TEST_DRIVER_LOG"], "w") as f:
+            json.dump(seen, f)
+
+    drive.duet_driver = True
+    """
+)
+
+
+@pytest.mark.parametrize("form", ["plain", "args", "kwargs", "setup"])
+def test_a_driver_hands_over_each_form_of_call(
+    processes: Processes, shm_path: str, tmp_path: Path, user_dir: Path, form: str
+) -> None:
+    """The one timed loop, through a driver: 2 + 4 iterations of 3 calls, each with its
+    arguments; the teardown after every iteration (once per call with a setup); the last
+    call's result handed back."""
+    (user_dir / "userdriver.py").write_text(DRIVER)
+    env = {"DUET_TEST_FORM": form, "DUET_TEST_DRIVER_LOG": str(tmp_path / "driver.json")}
+    fields = {
+        "kind": "python",
+        "callable": "userdriver:drive",
+        "sys_path": [str(user_dir)],
+        "inner_loops": 3,
+    }
+    with db.create(shm_path, parties=1) as orchestrator:
+        spec = write_spec(tmp_path, shm_path, 0, **fields)
+        code, _, err = finish(start_worker(processes, spec, env=env))
+        assert orchestrator.generations()[0] == 6
+    assert code == 0, err
+    lines = read_samples(tmp_path / "samples-0.jsonl")
+    check_complete_samples(lines, "baseline", lines[0]["pid"], 2, 4, 3)
+    seen = json.loads((tmp_path / "driver.json").read_text())
+    assert seen["result"] == 18
+    one = {"plain": [[], {}], "args": [[1, 2], {}], "kwargs": [[1], {"k": 2}]}
+    if form == "setup":
+        each = [[[n], {"k": n}] for n in range(1, 19)]
+        assert seen["calls"] == each
+        assert seen["teardowns"] == each
+    else:
+        assert seen["calls"] == [one[form]] * 18
+        assert seen["teardowns"] == ([one[form]] * 6 if form == "kwargs" else [])
+
+
 # -- failures ----------------------------------------------------------------------------------
 
 
@@ -298,7 +439,7 @@ def test_python_3_8_worker_against_the_current_one(
 def test_only_simple_commands_are_spawned_without_a_shell(command: str, argv: object) -> None:
     from duet_bench.harness import duet_worker
 
-    assert duet_worker.direct_argv(command) == argv
+    assert duet_worker.duet_command.direct_argv(command) == argv
 
 
 def test_run_queue_delay_is_measured_when_another_process_shares_the_cpu(
@@ -362,6 +503,9 @@ def test_failing_command_exits_3_and_stops_the_other_side(
     lines = read_samples(tmp_path / "samples-0.jsonl")
     assert len(lines) == 2
     assert lines[1]["error"].startswith("BenchmarkFailed: the command exited with status 7")
+    # The status as a number beside the text, for the runner.
+    assert lines[1]["exit_status"] == 7
+    assert "signal" not in lines[1]
     assert other_code == 5, other_err
     assert read_samples(tmp_path / "samples-1.jsonl")[-1]["error"].startswith("BarrierAborted: ")
 
@@ -372,6 +516,23 @@ def test_killed_command_is_a_failure(processes: Processes, shm_path: str, tmp_pa
         code, _, err = finish(worker)
     assert code == 3
     assert "was killed by signal 9" in err
+    error = read_samples(tmp_path / "samples-0.jsonl")[-1]
+    assert error["signal"] == 9
+    assert "exit_status" not in error
+
+
+def test_a_failing_harness_has_its_exit_status_in_the_error_line(
+    processes: Processes, shm_path: str, tmp_path: Path
+) -> None:
+    fields = {"command": "echo half a line; exit 4", "output": "go"}
+    with db.create(shm_path, parties=1):
+        worker = start_worker(processes, write_spec(tmp_path, shm_path, 0, **fields))
+        code, _, err = finish(worker)
+    assert code == 3, err
+    error = read_samples(tmp_path / "samples-0.jsonl")[-1]
+    assert error["error"].startswith("BenchmarkFailed: the command exited with status 4 ")
+    assert error["error"].endswith("its output ended: half a line")
+    assert error["exit_status"] == 4
 
 
 def test_exception_in_the_callable(
@@ -553,3 +714,5 @@ def test_a_program_that_cannot_be_started_fails_with_the_reason(
         code, _, err = finish(worker)
     assert code == 3
     assert "the command could not be started in iteration 0 (No such file or directory)" in err
+    # It never ran: no status.
+    assert set(read_samples(tmp_path / "samples-0.jsonl")[-1]) == {"error"}

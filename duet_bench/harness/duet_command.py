@@ -1,0 +1,286 @@
+"""The ``command`` kind: spawn the command in every iteration, under the barrier.
+
+Part of the worker (``duet_worker.py``), inside the measured environment: standard library
+only, Python >= 3.8.
+
+- :func:`run_command`: the command is spawned (``posix_spawnp``) and reaped with ``wait4`` in
+  every iteration; stdin and stdout are /dev/null, stderr is inherited (the runner captures
+  it). A *simple* command (words and quotes only, :func:`direct_argv`) is spawned directly, as
+  its own words; anything else through ``spec["shell"] -c`` (the ``done`` line says which:
+  ``"spawn": "direct"`` or ``"shell"``). ``cpu_ns`` is the user + system time of the child and
+  every descendant it reaped, from ``wait4`` (microsecond resolution); ``runq_ns`` is the
+  child's own run-queue delay (``/proc/<pid>/schedstat``, read after it exited and before it
+  is reaped, with ``waitid(WNOWAIT)``): the program itself when spawned directly, the shell
+  only when it went through one (the programs the shell starts are not counted); ``nivcsw``
+  the involuntary context switches of the child and its reaped descendants.
+- :func:`run_command_output` (spec ``"output"``, suite adapters, ``docs/adapters.md``): the
+  same spawn, stdout to a file; the sample is what the harness printed (``duet_outputs.py``).
+
+A command that exits non-zero, is killed, or cannot be started raises
+:class:`duet_samples.BenchmarkFailed`, with its exit status or signal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shlex
+import shutil
+import time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the type checker sees the file where it lies in the duet source tree
+    from duet_bench.harness import duet_barrier, duet_outputs, duet_samples
+else:
+    import duet_barrier
+    import duet_outputs
+    import duet_samples
+
+BenchmarkFailed = duet_samples.BenchmarkFailed
+
+#: Characters that make a command more than words and quotes when they stand outside quotes
+#: (operators, redirections, expansions, globs, comments, line breaks): the shell is needed.
+_SHELL_SYNTAX = frozenset("|&;<>()$`\\*?[]{}~#!\n\r")
+#: Inside double quotes the shell still expands these.
+_DOUBLE_QUOTED_SYNTAX = frozenset("$`\\")
+
+
+def _needs_shell(command: str) -> bool:
+    quote = ""
+    for c in command:
+        if quote == "'":
+            quote = "" if c == "'" else quote
+        elif quote == '"':
+            if c in _DOUBLE_QUOTED_SYNTAX:
+                return True
+            quote = "" if c == '"' else quote
+        elif c in "'\"":
+            quote = c
+        elif c in _SHELL_SYNTAX:
+            return True
+    return bool(quote)  # an unterminated quote: let the shell say what is wrong
+
+
+#: Builtins and keywords of POSIX sh that are not programs on PATH (or must not be run as one).
+_SHELL_WORDS = frozenset(
+    [
+        ".",
+        ":",
+        "alias",
+        "bg",
+        "break",
+        "case",
+        "cd",
+        "command",
+        "continue",
+        "do",
+        "done",
+        "elif",
+        "else",
+        "esac",
+        "eval",
+        "exec",
+        "exit",
+        "export",
+        "fc",
+        "fg",
+        "fi",
+        "for",
+        "getopts",
+        "hash",
+        "if",
+        "jobs",
+        "read",
+        "readonly",
+        "return",
+        "set",
+        "shift",
+        "source",
+        "then",
+        "times",
+        "trap",
+        "type",
+        "ulimit",
+        "umask",
+        "unalias",
+        "unset",
+        "until",
+        "wait",
+        "while",
+    ]
+)
+
+
+def direct_argv(command: str) -> list[str] | None:
+    """The words of a simple command, to be spawned without a shell; None when it needs one.
+
+    A shell would add its own start-up (about a millisecond) to every measured iteration, the
+    same on both sides, which pulls the ratio toward 1; and the run-queue delay of the program
+    is only readable when the program is the process we spawned.
+    """
+    if not command.strip() or _needs_shell(command):
+        return None
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if not words or "=" in words[0] or words[0] in _SHELL_WORDS:
+        # VAR=value prog, a builtin (exit, cd, ...) or a keyword: only the shell understands it.
+        return None
+    if "/" not in words[0] and shutil.which(words[0]) is None:
+        # Not found: the shell reports it the usual way (exit status 127).
+        return None
+    return words
+
+
+def _shell_argv(spec: dict[str, Any]) -> list[str]:
+    return [spec["shell"], "-c", spec["command"]]
+
+
+def _respawn(
+    error: OSError,
+    spec: dict[str, Any],
+    argv: list[str],
+    environ: dict[str, str],
+    actions: list[tuple[Any, ...]],
+    done: int,
+) -> tuple[int, list[str]]:
+    """After the spawn of ``argv`` failed with ``error``: a script without a ``#!`` line runs
+    through the shell (as sh would run it), anything else is a failed benchmark. Returns the
+    pid and the argv it was started with."""
+    try:
+        if error.errno != errno.ENOEXEC or argv[0] == spec["shell"]:
+            raise error
+        argv = _shell_argv(spec)
+        return os.posix_spawnp(argv[0], argv, environ, file_actions=actions), argv
+    except OSError as e:
+        # Spawned directly, a missing program fails here (a shell would exit 127).
+        raise BenchmarkFailed(
+            f"the command could not be started in iteration {done} "
+            f"({e.strerror or e}): {spec['command']}"
+        ) from e
+
+
+def _phase(done: int, warmup: int) -> str:
+    return "warmup" if done < warmup else "measure"
+
+
+def run_command(
+    spec: dict[str, Any], barrier: duet_barrier.Barrier, samples: duet_samples.Samples
+) -> str:
+    """Every iteration of a ``command`` side; returns how it was spawned, ``direct`` or
+    ``shell`` (a script without ``#!`` falls back to the shell on its first iteration)."""
+    argv = direct_argv(spec["command"]) or _shell_argv(spec)
+    program = argv[0]
+    warmup = spec["warmup"]
+    total = warmup + spec["iterations"]
+    timeout_ns = spec["timeout_ns"]
+    environ = dict(os.environ)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    # stdin and stdout to /dev/null, stderr inherited (the runner captures it).
+    actions = [(os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, devnull, 1)]
+    spawn = os.posix_spawnp
+    wait4 = os.wait4
+    waitid = os.waitid
+    exited_kept = os.WEXITED | os.WNOWAIT
+    clock = time.monotonic_ns
+    run_delay_ns = duet_samples.task_run_delay_ns
+    try:
+        for done in range(total):
+            start_ns = barrier.wait(timeout_ns)
+            try:
+                pid = spawn(program, argv, environ, file_actions=actions)
+            except OSError as e:
+                pid, argv = _respawn(e, spec, argv, environ, actions, done)
+                program = argv[0]
+            # Wait for the exit without reaping: the child's schedstat is still readable.
+            waitid(os.P_PID, pid, exited_kept)
+            end_ns = clock()
+            runq_ns = run_delay_ns(pid)
+            _, status, usage = wait4(pid, 0)
+            if status != 0:
+                raise BenchmarkFailed.of_command(
+                    status,
+                    f" in iteration {done} ({_phase(done, warmup)}): {spec['command']}",
+                )
+            samples.sample(
+                done,
+                warmup,
+                start_ns,
+                end_ns,
+                duet_samples.cpu_ns_from_rusage(usage),
+                runq_ns,
+                usage.ru_nivcsw,
+            )
+    finally:
+        os.close(devnull)
+    return "shell" if program == spec["shell"] else "direct"
+
+
+def run_command_output(
+    spec: dict[str, Any], barrier: duet_barrier.Barrier, samples: duet_samples.Samples
+) -> str:
+    """Every iteration of a suite adapter's side (spec ``"output"``): the command is one
+    invocation of a benchmark harness for one benchmark; its stdout goes to a file (a pipe
+    could fill and stall the harness mid-measurement), and the sample written is the
+    harness's own time per operation (:mod:`duet_outputs`), so the start-up of the binary and
+    the harness's warm-up and calibration are not in it.
+
+    ``start_ns`` is still the moment the barrier released both sides; ``cpu_ns`` is the
+    harness's CPU time per operation when it reports one, else left out. ``runq_ns`` and
+    ``nivcsw`` are left out: the process's figures cover the whole invocation (start-up,
+    warm-up, calibration), not the operations the sample is the mean of, and a run-queue delay
+    subtracted from a per-operation time would be meaningless. Returns ``direct`` or
+    ``shell``, as :func:`run_command`.
+    """
+    argv = direct_argv(spec["command"]) or _shell_argv(spec)
+    warmup = spec["warmup"]
+    total = warmup + spec["iterations"]
+    timeout_ns = spec["timeout_ns"]
+    output = spec["output"]
+    out_path = spec["samples"] + ".out"
+    environ = dict(os.environ)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    try:
+        for done in range(total):
+            phase = _phase(done, warmup)
+            out_fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+            try:
+                actions = [(os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, out_fd, 1)]
+                start_ns = barrier.wait(timeout_ns)
+                try:
+                    pid = os.posix_spawnp(argv[0], argv, environ, file_actions=actions)
+                except OSError as e:
+                    pid, argv = _respawn(e, spec, argv, environ, actions, done)
+            finally:
+                os.close(out_fd)
+            _, status, _ = os.wait4(pid, 0)
+            with open(out_path, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+            if status != 0:
+                tail = text.strip()[-400:] or "(nothing on stdout; its stderr is above)"
+                raise BenchmarkFailed.of_command(
+                    status,
+                    f" in iteration {done} ({phase}): {spec['command']}; its output ended: {tail}",
+                )
+            try:
+                real_ns, cpu_ns = duet_outputs.parse(output, text)
+            except duet_outputs.OutputError as e:
+                raise BenchmarkFailed(
+                    f"iteration {done} ({phase}) of {spec['command']}: {e}"
+                ) from None
+            line: dict[str, Any] = {
+                "phase": phase,
+                "index": done if done < warmup else done - warmup,
+                "start_ns": start_ns,
+                "duration_ns": real_ns,
+            }
+            if cpu_ns is not None:
+                line["cpu_ns"] = cpu_ns
+            samples.write(line)
+    finally:
+        os.close(devnull)
+        with contextlib.suppress(OSError):
+            os.unlink(out_path)
+    return "shell" if argv[0] == spec["shell"] else "direct"
