@@ -151,7 +151,9 @@ def _command_line(argv: list[str]) -> str:
     if not argv:
         return "python"
     program = argv[0]
-    if os.path.basename(program) == "duet" or program.endswith(os.path.join("duet", "__main__.py")):
+    if os.path.basename(program) == "duet" or program.endswith(
+        os.path.join("duet_bench", "__main__.py")
+    ):
         words = ["duet", *argv[1:]]
     else:
         words = [os.path.basename(program) or "python", *argv[1:]]

@@ -33,7 +33,6 @@ FUNCTION_MAX_LINES = 100
 PATHS = ("duet_bench", "duet_stats", "benchmarks")
 ROOT = Path(__file__).resolve().parent.parent
 
-_OPEN = "not split yet, open after issue 14: "
 _STUDY = "a study script run by hand for docs/accuracy.md, one table after another"
 
 #: ``path`` for a module, ``path::qualified.name`` for a function, relative to the root.

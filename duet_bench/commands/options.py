@@ -307,9 +307,9 @@ def session_options(
     a command without a configuration (``run``, ``calibrate``): every value is an option's."""
     from pathlib import Path
 
-    from duet_bench.compare import session_options as measuring
+    from duet_bench import compare
 
-    return measuring(
+    return compare.session_options(
         Path(o["out"]),
         machine_given(o),
         isolation=o["isolation"],

@@ -7,7 +7,7 @@ own interpreter and pytest (Python >= 3.8, standard library and pytest only, nev
 Two uses:
 
 - the worker's driver, ``callable = "duet_pytest:run"``: the worker calls :func:`run` with its
-  ``measure`` function (see ``duet_worker.py``, "drivers"); ``run`` starts pytest on the one test
+  ``measure`` function (see ``duet_python.py``, "drivers"); ``run`` starts pytest on the one test
   named by ``DUET_PYTEST_NODEID`` (relative to the working directory, the version's directory),
   and when the test calls ``benchmark(fn, *args, **kwargs)`` or ``benchmark.pedantic(...)``
   the fixture hands ``fn`` to ``measure``: every warm-up and measured iteration runs while

@@ -174,7 +174,7 @@ def _properties(doc: ResultsDocument, items: list[Row]) -> ET.Element:
     if version:
         add("duet.version", version)
     if doc.environment.get("isolation"):
-        add("duet_bench.isolation", doc.environment["isolation"])
+        add("duet.isolation", doc.environment["isolation"])
     shared = common_confidence(items)
     if shared is not None:
         add("duet.confidence", units.percent(shared))

@@ -40,6 +40,10 @@ def side_record(s: Side, bench: BenchmarkSpec, usage: Usage) -> SideRecord:
         status, reason = "failed", s.stopped_by
     elif code is not None and code < 0:
         status, reason = "failed", f"killed by {signal.Signals(-code).name}"
+    elif code != 0 and samples.command_failed and samples.error:
+        # The worker's own exit code says only "the command failed"; the command's exit status
+        # (or signal) in the worker's message is the figure a user can act on (127: not found).
+        status, reason = "failed", samples.error.removeprefix("BenchmarkFailed: ")
     elif code != 0:
         status = "failed"
         # The exit code first: "exit code 2 (the side wrote no samples file)" says the program
@@ -91,10 +95,4 @@ def run_status(records: Mapping[SideName, SideRecord]) -> tuple[str, str | None]
     causes = [(n, r) for n, r in failed if not (r.reason or "").startswith(consequences)]
     name, rec = (causes or failed)[0]
     status = rec.status if rec.status in ("timeout", "out-of-memory", "pids-limit") else "failed"
-    reason = rec.reason or status
-    # The worker's own exit code 3 says only "the command failed"; the command's exit status is
-    # in its message, and that is the number a user can act on (127: not found).
-    worker_wrapper = "exit code 3 (BenchmarkFailed: the command "
-    if reason.startswith(worker_wrapper) and reason.endswith(")"):
-        reason = "the command " + reason[len(worker_wrapper) : -1]
-    return status, f"{name}: {reason}"
+    return status, f"{name}: {rec.reason or status}"

@@ -25,6 +25,9 @@ class Samples:
     iteration_runq_ns: tuple[int, ...] | None = None
     iteration_nivcsw: tuple[int, ...] | None = None
     error: str | None = None
+    #: The error line says the measured command failed (it carries the command's
+    #: ``exit_status`` or the ``signal`` that killed it), not the worker or the spec.
+    command_failed: bool = False
     done: bool = False
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -36,6 +39,7 @@ def read_samples(path: Path) -> Samples:
     starts: list[int] = []
     per_iteration: dict[str, list[int]] = {"cpu_ns": [], "runq_ns": [], "nivcsw": []}
     error = None
+    command_failed = False
     done = False
     extra: dict[str, Any] = {}
     try:
@@ -54,6 +58,7 @@ def read_samples(path: Path) -> Samples:
             continue
         if "error" in item:
             error = str(item["error"])
+            command_failed = "exit_status" in item or "signal" in item
         elif item.get("done"):
             done = True
             extra = {k: v for k, v in item.items() if k != "done"}
@@ -86,6 +91,7 @@ def read_samples(path: Path) -> Samples:
         iteration_runq_ns=complete("runq_ns"),
         iteration_nivcsw=complete("nivcsw"),
         error=error,
+        command_failed=command_failed,
         done=done,
         extra=extra,
     )

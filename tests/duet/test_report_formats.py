@@ -219,7 +219,7 @@ def test_junit_is_valid_and_says_what_happened(basic: ResultsDocument) -> None:
     assert 6 < float(cases["parse-json"].get("time", "0")) < 10
     props = {p.get("name"): p.get("value") for p in suite.iter("property")}
     assert props["duet.confidence"] == "99%"
-    assert props["duet_bench.isolation"] == "cgroup-v1"
+    assert props["duet.isolation"] == "cgroup-v1"
 
 
 def test_junit_errors_for_a_benchmark_without_a_successful_run(evil: ResultsDocument) -> None:
