@@ -139,5 +139,5 @@ def winsor_note(settings: AnalysisSettings, *, runs: int, iterations: int) -> st
         return None
     return (
         f"not winsorized: runs of {iterations} iterations are fewer than {MIN_ITERATIONS}, too "
-        "few for the 20% rule (docs/statistics.md)"
+        "few for the 20% rule"
     )

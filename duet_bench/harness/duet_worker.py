@@ -95,7 +95,7 @@ def _harness_directory_last() -> None:
     for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None)
         ours = file and os.path.dirname(os.path.realpath(file)) == here
-        if ours and "." not in name and name != "__main__":
+        if ours and "." not in name and name not in ("__main__", __name__):
             del sys.modules[name]
 
 
