@@ -16,6 +16,7 @@ from duet_bench.commands.options import (
     machine_given,
     report_format_option,
     run_options,
+    versions_options,
 )
 
 #: Exit code of a search that stopped undecided (the machine could not tell; see the advice).
@@ -60,17 +61,7 @@ EXIT_UNDECIDED = 3
     help="A commit is named alone when it carries at least this share of GOOD..BAD's change "
     "(log ratio); below it the search goes on for the commits that carry the rest.",
 )
-@click.option(
-    "--rebuild", is_flag=True, help="Build again even when a built worktree could be reused."
-)
-@click.option("--keep-worktrees", is_flag=True, help="Keep the worktrees (for debugging a build).")
-@click.option(
-    "--repo",
-    type=click.Path(file_okay=False, exists=True),
-    default=".",
-    show_default=True,
-    help="A path inside the git checkout.",
-)
+@versions_options
 @run_options
 @analysis_options
 @report_format_option

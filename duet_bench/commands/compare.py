@@ -16,6 +16,7 @@ from duet_bench.commands.options import (
     machine_given,
     report_format_option,
     run_options,
+    versions_options,
 )
 
 
@@ -39,17 +40,7 @@ from duet_bench.commands.options import (
     "--bench", metavar="PATTERN", help="Only the benchmarks whose name matches this glob."
 )
 @click.option("--shard", metavar="I/N", help="Measure shard I of N of the suite (see duet merge).")
-@click.option(
-    "--rebuild", is_flag=True, help="Build again even when a built worktree could be reused."
-)
-@click.option("--keep-worktrees", is_flag=True, help="Keep the worktrees (for debugging a build).")
-@click.option(
-    "--repo",
-    type=click.Path(file_okay=False, exists=True),
-    default=".",
-    show_default=True,
-    help="A path inside the git checkout.",
-)
+@versions_options
 @click.option("--no-plots", is_flag=True, help="Skip the plots (faster).")
 @click.option(
     "--allow-missing",

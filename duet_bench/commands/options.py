@@ -59,6 +59,29 @@ def report_format_option(fn: F) -> F:
     )(fn)
 
 
+def versions_options(fn: F) -> F:
+    """``--rebuild``, ``--keep-worktrees``, ``--repo``: how the commands that build versions of
+    the user's repository (``compare``, ``bisect``) find and keep them."""
+    options = [
+        click.option(
+            "--rebuild",
+            is_flag=True,
+            help="Build again even when a built worktree could be reused.",
+        ),
+        click.option(
+            "--keep-worktrees", is_flag=True, help="Keep the worktrees (for debugging a build)."
+        ),
+        click.option(
+            "--repo",
+            type=click.Path(file_okay=False, exists=True),
+            default=".",
+            show_default=True,
+            help="A path inside the git checkout.",
+        ),
+    ]
+    return _apply(options, fn)
+
+
 def analysis_options(fn: F) -> F:
     """Options shared by every command that analyses samples."""
     options = [
