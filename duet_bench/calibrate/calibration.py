@@ -146,11 +146,12 @@ def _choose_metric(
         m for m in ("wall", "cpu" if cpu_fits else "wall-runq") if m in calibrations
     ]
     widths = {m: _deciding_width(calibrations[m]) for m in candidates}
+    # At most one rival to wall time: CPU time wins a tie, wall-runq must be narrower.
     best: Metric = "wall"
-    for m in candidates[1:]:
-        w, w_best = widths[m], widths[best]
-        if w is not None and (w_best is None or w < w_best or (m == "cpu" and w == w_best)):
-            best = m
+    if len(candidates) == 2:
+        rival, w, w_wall = candidates[1], widths[candidates[1]], widths["wall"]
+        if w is not None and (w_wall is None or w < w_wall or (rival == "cpu" and w == w_wall)):
+            best = rival
 
     def width(m: Metric) -> str:
         return f"{steps.pct(widths[m] or 0)} with {calibrations[m].method_pays}"
