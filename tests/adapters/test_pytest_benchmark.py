@@ -662,5 +662,8 @@ def test_duet_compare_of_a_version_against_itself_is_not_a_regression(tmp_path: 
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     result = json.loads((out / "results.json").read_text())["benchmarks"][0]
-    assert result["analysis"]["verdict"] != "regression"
-    assert 0.85 < result["analysis"]["ratio"] < 1.15
+    # What an A/A may claim is the verdict, not the point estimate: on a VM whose vCPUs share
+    # the host's cores, one side's CPU time per iteration can double for a whole run (a ratio of
+    # 1.19 over 10 runs in CI; a repeat gave 0.825 [0.588, 1.10], honestly inconclusive).
+    # A driver that measured different work on the two sides would be narrow and decided.
+    assert result["analysis"]["verdict"] in ("no change", "inconclusive"), result["analysis"]
