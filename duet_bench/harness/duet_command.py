@@ -8,11 +8,15 @@ only, Python >= 3.8.
   it). A *simple* command (words and quotes only, :func:`direct_argv`) is spawned directly, as
   its own words; anything else through ``spec["shell"] -c`` (the ``done`` line says which:
   ``"spawn": "direct"`` or ``"shell"``). ``cpu_ns`` is the user + system time of the child and
-  every descendant it reaped, from ``wait4`` (microsecond resolution); ``runq_ns`` is the
+  every descendant it reaped, from ``wait4`` (microsecond resolution). ``runq_ns``, with a
+  ``spec["pressure"]`` file (the side's cgroup has PSI): the time in which any process of the
+  side waited for a CPU, the programs a shell or build started included, bounded by ``wall -
+  cpu`` (:func:`duet_samples.others_delay_ns`; microsecond resolution). Without one: the
   child's own run-queue delay (``/proc/<pid>/schedstat``, read after it exited and before it
-  is reaped, with ``waitid(WNOWAIT)``): the program itself when spawned directly, the shell
-  only when it went through one (the programs the shell starts are not counted); ``nivcsw``
-  the involuntary context switches of the child and its reaped descendants.
+  is reaped, with ``waitid(WNOWAIT)``), the program itself when spawned directly, the shell
+  only when it went through one. The ``done`` line says which (``"runq": "pressure"`` or
+  ``"task"``). ``nivcsw``: the involuntary context switches of the child and its reaped
+  descendants.
 - :func:`run_command_output` (spec ``"output"``, suite adapters, ``docs/adapters.md``): the
   same spawn, stdout to a file; the sample is what the harness printed (``duet_outputs.py``).
 
@@ -168,9 +172,10 @@ def _phase(done: int, warmup: int) -> str:
 
 def run_command(
     spec: dict[str, Any], barrier: duet_barrier.Barrier, samples: duet_samples.Samples
-) -> str:
-    """Every iteration of a ``command`` side; returns how it was spawned, ``direct`` or
-    ``shell`` (a script without ``#!`` falls back to the shell on its first iteration)."""
+) -> dict[str, str]:
+    """Every iteration of a ``command`` side; returns the ``done`` line's ``spawn`` (``direct``
+    or ``shell``: a script without ``#!`` falls back to the shell on its first iteration) and
+    ``runq`` (``pressure`` or ``task``: where ``runq_ns`` came from)."""
     argv = direct_argv(spec["command"]) or _shell_argv(spec)
     program = argv[0]
     warmup = spec["warmup"]
@@ -186,9 +191,14 @@ def run_command(
     exited_kept = os.WEXITED | os.WNOWAIT
     clock = time.monotonic_ns
     run_delay_ns = duet_samples.task_run_delay_ns
+    others_delay_ns = duet_samples.others_delay_ns
+    pressure = duet_samples.Pressure(spec["pressure"]) if spec.get("pressure") else None
+    pressure_read = pressure.read_ns if pressure is not None else lambda: None
+    whole_side = pressure_read() is not None
     try:
         for done in range(total):
             start_ns = barrier.wait(timeout_ns)
+            waited_ns = pressure_read() if whole_side else None
             try:
                 pid = spawn(program, argv, environ, file_actions=actions)
             except OSError as e:
@@ -197,30 +207,31 @@ def run_command(
             # Wait for the exit without reaping: the child's schedstat is still readable.
             waitid(os.P_PID, pid, exited_kept)
             end_ns = clock()
-            runq_ns = run_delay_ns(pid)
+            waited_end_ns = pressure_read() if whole_side else None
+            runq_ns = run_delay_ns(pid) if not whole_side else None
             _, status, usage = wait4(pid, 0)
             if status != 0:
                 raise BenchmarkFailed.of_command(
                     status,
                     f" in iteration {done} ({_phase(done, warmup)}): {spec['command']}",
                 )
-            samples.sample(
-                done,
-                warmup,
-                start_ns,
-                end_ns,
-                duet_samples.cpu_ns_from_rusage(usage),
-                runq_ns,
-                usage.ru_nivcsw,
-            )
+            cpu_ns = duet_samples.cpu_ns_from_rusage(usage)
+            if waited_ns is not None and waited_end_ns is not None:
+                runq_ns = others_delay_ns(waited_end_ns - waited_ns, end_ns - start_ns, cpu_ns)
+            samples.sample(done, warmup, start_ns, end_ns, cpu_ns, runq_ns, usage.ru_nivcsw)
     finally:
         os.close(devnull)
-    return "shell" if program == spec["shell"] else "direct"
+        if pressure is not None:
+            pressure.close()
+    return {
+        "spawn": "shell" if program == spec["shell"] else "direct",
+        "runq": "pressure" if whole_side else "task",
+    }
 
 
 def run_command_output(
     spec: dict[str, Any], barrier: duet_barrier.Barrier, samples: duet_samples.Samples
-) -> str:
+) -> dict[str, str]:
     """Every iteration of a suite adapter's side (spec ``"output"``): the command is one
     invocation of a benchmark harness for one benchmark; its stdout goes to a file (a pipe
     could fill and stall the harness mid-measurement), and the sample written is the
@@ -231,8 +242,8 @@ def run_command_output(
     harness's CPU time per operation when it reports one, else left out. ``runq_ns`` and
     ``nivcsw`` are left out: the process's figures cover the whole invocation (start-up,
     warm-up, calibration), not the operations the sample is the mean of, and a run-queue delay
-    subtracted from a per-operation time would be meaningless. Returns ``direct`` or
-    ``shell``, as :func:`run_command`.
+    subtracted from a per-operation time would be meaningless. Returns the ``done`` line's
+    ``spawn``, as :func:`run_command`.
     """
     argv = direct_argv(spec["command"]) or _shell_argv(spec)
     warmup = spec["warmup"]
@@ -283,4 +294,4 @@ def run_command_output(
         os.close(devnull)
         with contextlib.suppress(OSError):
             os.unlink(out_path)
-    return "shell" if argv[0] == spec["shell"] else "direct"
+    return {"spawn": "shell" if argv[0] == spec["shell"] else "direct"}

@@ -7,8 +7,9 @@ loses a measured iteration), then a ``done`` line or an ``error`` line. The erro
 failed command carries its status as numbers (:class:`BenchmarkFailed`).
 
 The figures of a sample line besides its duration: CPU time (from ``wait4``'s rusage for a
-command), run-queue delay (``/proc/<tid>/schedstat``, :class:`RunQueue`) and involuntary
-context switches (``getrusage``).
+command), run-queue delay (``/proc/<tid>/schedstat``, :class:`RunQueue`, or for a command in
+a cgroup with PSI the cgroup's ``cpu.pressure``, :class:`Pressure`) and involuntary context
+switches (``getrusage``).
 """
 
 from __future__ import annotations
@@ -129,6 +130,51 @@ class RunQueue:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+class Pressure:
+    """The CPU pressure of a cgroup (PSI, kernel documentation ``accounting/psi.rst``): the
+    ``total`` of ``cpu.pressure``'s ``some`` line, the time in which at least one task of the
+    cgroup was runnable but waiting for a CPU (microseconds, read as nanoseconds), the file
+    kept open and re-read. The kernel brings the figure up to date when it is read."""
+
+    def __init__(self, path: str) -> None:
+        try:
+            self._fd: int | None = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            self._fd = None
+
+    def read_ns(self) -> int | None:
+        """The waiting time so far, or None when the file cannot be read."""
+        if self._fd is None:
+            return None
+        try:
+            some = os.pread(self._fd, 256, 0).split(b"\n", 1)[0].split()
+        except OSError:
+            return None
+        for field in some:
+            if field.startswith(b"total="):
+                try:
+                    return int(field[6:]) * 1000
+                except ValueError:
+                    return None
+        return None
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def others_delay_ns(pressure_ns: int, wall_ns: int, cpu_ns: int) -> int:
+    """The part of a side's CPU pressure that other processes caused, bounded from above.
+
+    A side has one CPU. ``some`` pressure counts a task of the side waiting while the CPU ran
+    *another* task of the same side too (a build's parallel jobs, a pipeline's stages), which
+    is not interference. Another process can only have held the CPU while the side was not
+    running on it, ``wall - cpu``: so the figure is ``min(pressure, wall - cpu)``, exact when
+    the side had one runnable task at a time."""
+    return max(0, min(pressure_ns, wall_ns - cpu_ns))
 
 
 def task_run_delay_ns(pid: int) -> int | None:

@@ -136,10 +136,10 @@ def _run_kind(
 ) -> dict[str, Any]:
     """Every iteration of the side, by its kind; returns the ``done`` line."""
     if spec["kind"] == "command":
-        spawned = (
-            duet_command.run_command_output if spec.get("output") else duet_command.run_command
-        )(spec, barrier, samples)
-        return {"done": True, "inner_loops": 1, "spawn": spawned}
+        how = (duet_command.run_command_output if spec.get("output") else duet_command.run_command)(
+            spec, barrier, samples
+        )
+        return {"done": True, "inner_loops": 1, **how}
     function, args = duet_python.prepare_python(spec)
     if duet_python.is_driver(function):
         inner_loops = duet_python.run_driver(spec, barrier, samples, function, args)

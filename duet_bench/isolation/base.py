@@ -102,6 +102,13 @@ class Container(ABC):
             self._popens.append(popen)
         return popen
 
+    @property
+    def pressure_file(self) -> str | None:
+        """The ``cpu.pressure`` file (PSI) of this container's cgroup in a cgroup2 hierarchy:
+        the time in which any of its processes waited for a CPU. None without one (no cgroup, no
+        cgroup2 hierarchy we may use, a kernel without PSI)."""
+        return None
+
     @abstractmethod
     def _join_files(self) -> Sequence[str]:
         """The ``cgroup.procs`` files the child writes ``0`` into before ``exec``."""

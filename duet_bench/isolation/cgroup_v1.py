@@ -20,6 +20,14 @@ Measurement (kernel documentation ``cgroup-v1/cpuacct.rst``, ``memory.rst``, ``p
   benchmark wrote, e.g. into a tmpfs) counts too.
 - ``oom_kills`` from the ``oom_kill`` line of ``memory.oom_control`` (Linux 4.13+).
 - ``pids_limit_hit`` from the ``max`` line of ``pids.events``: forks refused by ``pids.max``.
+
+Pressure (PSI): v1 has no per-cgroup CPU pressure, but a machine with v1 controllers usually
+mounts a controller-less cgroup2 hierarchy beside them (systemd's ``/sys/fs/cgroup/unified``),
+whose cgroups have ``cpu.pressure`` whatever the controllers. When our own cgroup there has it
+and we may create cgroups in it, each side also gets a leaf there (``paths["pressure"]``), and
+the worker of a command reads its ``cpu.pressure`` (:attr:`Container.pressure_file`): the time
+any process of the side, the programs a shell or build started included, waited for a CPU.
+Without it the run goes on and the worker reads the spawned process's own run-queue delay.
 """
 
 from __future__ import annotations
@@ -60,6 +68,9 @@ from duet_bench.machine import (
 __all__ = ["CONTROLLERS", "CgroupV1Backend", "CgroupV1Container", "probe_v1"]
 
 logger = logging.getLogger(__name__)
+
+#: The key of the controller-less cgroup2 hierarchy in ``parents`` and in a container's ``paths``.
+PRESSURE = "pressure"
 
 #: The v1 controllers duet uses. ``cpu`` (CFS shares and quotas) is not needed: nothing is
 #: throttled, and ``cpuacct`` measures.
@@ -129,6 +140,26 @@ def _locate(root: str) -> tuple[list[_Hierarchy], Probe]:
     return list(hierarchies.values()), Probe(True)
 
 
+def _pressure_base(root: str) -> str | None:
+    """Our own cgroup in a cgroup2 hierarchy mounted beside the v1 ones, when its cgroups have
+    ``cpu.pressure`` (the kernel has PSI on) and we may create cgroups in it; else None."""
+    mount = next((m for m in cgroup_mounts(root) if m.fstype == "cgroup2"), None)
+    if mount is None:
+        return None
+    try:
+        path = own_cgroups().get("")
+    except OSError:
+        return None
+    base = cgroup_dir(mount, path) if path is not None else None
+    if base is None or not os.access(base, os.W_OK, effective_ids=True):
+        return None
+    try:
+        has_psi = read_text(os.path.join(base, "cpu.pressure")).startswith("some ")
+    except OSError:  # absent (no PSI, or psi=0 at boot) or EOPNOTSUPP
+        return None
+    return base if has_psi else None
+
+
 def probe_v1(root: str = "/sys/fs/cgroup") -> Probe:
     """Whether cgroup v1 isolation is possible (without creating anything)."""
     return _locate(root)[1]
@@ -179,6 +210,15 @@ class CgroupV1Backend(Backend):
         self._allowed_cpus = frozenset(
             parse_cpu_list(read_text(os.path.join(self.parents["cpuset"], "cpuset.cpus")))
         )
+        self._pressure_base = _pressure_base(root)
+        if self._pressure_base is not None:
+            parent = os.path.join(self._pressure_base, self.parent_name)
+            try:
+                os.mkdir(parent)
+                self.parents[PRESSURE] = parent
+            except OSError as e:
+                # Optional: the worker then reads the spawned process's own run-queue delay.
+                logger.debug("no pressure cgroup (%s): %s", parent, e)
         logger.debug("cgroup v1 parents: %s", sorted(set(self.parents.values())))
 
     def _create(
@@ -227,6 +267,14 @@ class CgroupV1Backend(Backend):
         for path in stale:
             has_freezer = "freezer" in bases[os.path.dirname(path)].controllers
             if not _kill_tree([path], path if has_freezer else None):
+                logger.warning("processes in stale cgroup %s survived SIGKILL", path)
+            if rmdir_tree(path):
+                removed.append(path)
+                logger.info("removed stale cgroup %s", path)
+        # The pressure leaves held the same processes, killed above through the freezer.
+        pressure = [self._pressure_base] if self._pressure_base is not None else []
+        for path in find_stale(pressure):
+            if not _kill_tree([path], None):
                 logger.warning("processes in stale cgroup %s survived SIGKILL", path)
             if rmdir_tree(path):
                 removed.append(path)
@@ -318,6 +366,11 @@ class CgroupV1Container(Container):
         #: controller -> this container's cgroup directory in that controller's hierarchy
         self.paths = dict(paths)
         self._distinct = list(dict.fromkeys(paths.values()))
+
+    @property
+    def pressure_file(self) -> str | None:
+        pressure = self.paths.get(PRESSURE)
+        return None if pressure is None else os.path.join(pressure, "cpu.pressure")
 
     def _join_files(self) -> list[str]:
         return [os.path.join(path, "cgroup.procs") for path in self._distinct]

@@ -43,6 +43,10 @@ class SideRecord:
     iteration_cpu_ns: tuple[int, ...] | None = None
     iteration_runq_ns: tuple[int, ...] | None = None
     iteration_nivcsw: tuple[int, ...] | None = None
+    #: Where ``iteration_runq_ns`` came from: ``"pressure"`` (the side's cgroup, every process of
+    #: the side) or ``"task"`` (the measured thread, or for a command the process duet spawned);
+    #: None when there is no such series or the file predates this field.
+    runq_source: str | None = None
     cores: tuple[int, ...] | None = None
     cpu_ns: int | None = None
     cpu_user_ns: int | None = None

@@ -36,7 +36,7 @@ def _side_dict(s: SideRecord) -> JSONObject:
     for k in ("cpu_ns", "cpu_user_ns", "cpu_system_ns", "peak_memory_bytes", "wall_ns"):
         out[k] = getattr(s, k)
     out["exit_code"] = s.exit_code
-    for k in ("reason", "hit_limit", "stderr_tail"):
+    for k in ("reason", "hit_limit", "runq_source", "stderr_tail"):
         if getattr(s, k) is not None:
             out[k] = getattr(s, k)
     if s.missing:

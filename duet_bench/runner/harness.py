@@ -31,8 +31,10 @@ def worker_spec(
     bench: BenchmarkSpec,
     samples: Path,
     inner_loops: int,
+    pressure: str | None = None,
 ) -> dict[str, Any]:
-    """The worker spec of docs/architecture.md for one side of one run."""
+    """The worker spec of docs/architecture.md for one side of one run. ``pressure`` is the
+    side's ``cpu.pressure`` file (:attr:`Container.pressure_file`), given to a command."""
     out: dict[str, Any] = {
         "protocol": 1,
         "kind": spec.kind,
@@ -48,6 +50,8 @@ def worker_spec(
         out.update(command=spec.command, shell="/bin/sh")
         if spec.output is not None:
             out["output"] = spec.output
+        elif pressure is not None:
+            out["pressure"] = pressure
     elif spec.kind == "python":
         out.update(
             callable=spec.callable,

@@ -69,6 +69,9 @@ def side_record(s: Side, bench: BenchmarkSpec, usage: Usage) -> SideRecord:
         iteration_cpu_ns=samples.iteration_cpu_ns,
         iteration_runq_ns=samples.iteration_runq_ns,
         iteration_nivcsw=samples.iteration_nivcsw,
+        runq_source=(
+            None if samples.iteration_runq_ns is None else str(samples.extra.get("runq", "task"))
+        ),
         cores=(s.cpu,),
         cpu_ns=usage.cpu_ns,
         cpu_user_ns=usage.cpu_user_ns,

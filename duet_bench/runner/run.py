@@ -98,6 +98,7 @@ def _execute(
                 bench=bench,
                 samples=s.samples_path,
                 inner_loops=inner_loops,
+                pressure=s.container.pressure_file,
             )
             argv, env = argv_and_env(side_spec, s, wspec, ctx)
             stderr: IO[bytes] = stack.enter_context(s.stderr_path.open("wb"))

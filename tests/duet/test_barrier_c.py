@@ -477,4 +477,5 @@ def test_native_side_with_a_python_worker(
         "done": True,
         "inner_loops": 1,
         "spawn": "direct",
+        "runq": "task",
     }

@@ -56,6 +56,19 @@ def test_round_trip_is_identity() -> None:
     assert again == doc
 
 
+def test_where_the_run_queue_delay_came_from_survives_a_round_trip() -> None:
+    data = minimal()
+    data["schema"] = "duet-results/2"
+    side = data["benchmarks"][0]["runs"][0]["baseline"]
+    side.update(iteration_runq_ns=[0, 5], runq_source="pressure")
+    doc = results.from_dict(data)
+    assert doc.benchmarks[0].runs[0].baseline.runq_source == "pressure"
+    assert doc.benchmarks[0].runs[0].candidate.runq_source is None
+    again = json.loads(results.dumps(doc))
+    assert again["benchmarks"][0]["runs"][0]["baseline"]["runq_source"] == "pressure"
+    assert "runq_source" not in again["benchmarks"][0]["runs"][0]["candidate"]
+
+
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [

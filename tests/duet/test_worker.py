@@ -126,7 +126,9 @@ def check_complete_samples(
 ) -> list[dict[str, Any]]:
     assert lines[0] == {"duet_samples": 1, "side": side, "pid": pid}
     done = {"done": True, "inner_loops": inner}
-    assert lines[-1] == (done if spawn is None else {**done, "spawn": spawn})
+    # A command's done line says how it was spawned and where its run-queue delay came from
+    # (no pressure file in these specs: the spawned process's own schedstat, "task").
+    assert lines[-1] == (done if spawn is None else {**done, "spawn": spawn, "runq": "task"})
     samples = lines[1:-1]
     assert [(s["phase"], s["index"]) for s in samples] == [("warmup", i) for i in range(warmup)] + [
         ("measure", i) for i in range(iterations)

@@ -89,6 +89,12 @@ class CgroupV2Container(Container):
         self._mount = plan.mount.mountpoint
         self._plan = plan
 
+    @property
+    def pressure_file(self) -> str | None:
+        # Every cgroup2 cgroup has one when the kernel has PSI on, whatever its controllers.
+        path = os.path.join(self.path, "cpu.pressure")
+        return path if os.path.exists(path) else None
+
     def _join_files(self) -> list[str]:
         return [os.path.join(self.path, "cgroup.procs")]
 
