@@ -116,18 +116,12 @@ def main(verbose: int) -> None:
 
 
 def install_signal_handlers() -> None:
-    """SIGINT and SIGTERM raise :class:`Interrupted`: cleanup runs, the results file says where
-    it stopped, and the exit code is 128 + the signal (130, 143)."""
-    import signal
+    """SIGINT, SIGTERM and SIGHUP raise :class:`Interrupted`: cleanup runs, the results file
+    says where it stopped, and the exit code is 128 + the signal (130, 143, 129); see
+    :mod:`duet_bench.interrupts`."""
+    from duet_bench import interrupts
 
-    from duet_bench.errors import Interrupted
-
-    def handler(signum: int, _frame: object) -> None:
-        raise Interrupted(signum)
-
-    signal.signal(signal.SIGINT, handler)
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGHUP, handler)
+    interrupts.install()
 
 
 def finish(

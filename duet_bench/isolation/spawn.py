@@ -15,13 +15,14 @@ import subprocess
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import IO, Any
 
+from duet_bench import interrupts
 from duet_bench.errors import IsolationError
 from duet_bench.isolation.model import RunAs
 
 __all__ = ["HELD_WHILE_FORKING", "signals_held", "spawn_prepared"]
 
-#: The signals duet turns into ``Interrupted`` (``duet_bench.cli``); see ``signals_held``.
-HELD_WHILE_FORKING = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+#: The signals duet turns into ``Interrupted`` (``duet_bench.interrupts``); see ``signals_held``.
+HELD_WHILE_FORKING = frozenset(interrupts.SIGNALS)
 
 
 @contextlib.contextmanager

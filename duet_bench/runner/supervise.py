@@ -14,6 +14,7 @@ import subprocess
 import time
 from collections.abc import Callable
 
+from duet_bench import interrupts
 from duet_bench.harness import duet_barrier
 from duet_bench.runner.context import Side
 
@@ -66,6 +67,7 @@ def supervise(
             wait_s = max(0.0, min(remaining_s, WATCHDOG_PERIOD_S)) if pidfds else 0.05
             for key, _ in selector.select(timeout=wait_s):
                 selector.unregister(key.fd)
+            interrupts.raise_if_pending()  # a signal whose own exception was dropped
             for s in list(running):
                 assert s.popen is not None
                 if s.popen.poll() is None:

@@ -1,0 +1,72 @@
+"""A signal whose exception CPython drops (raised inside a weakref callback) still stops duet:
+the handler records it and :func:`duet_bench.interrupts.raise_if_pending` raises it again. Run in
+a child process, so the test's own signal handlers are untouched."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+CHILD = textwrap.dedent(
+    """
+    import os, signal, sys, weakref
+    from duet_bench import interrupts
+    from duet_bench.errors import Interrupted
+
+    interrupts.install()
+
+    class Thing:
+        pass
+
+    def callback(_ref):
+        # The handler runs here, at the callback's next bytecode, and its exception is dropped
+        # ("Exception ignored in"), as in importlib's module-lock callback.
+        os.kill(os.getpid(), signal.{name})
+        for _ in range(1000):
+            pass
+
+    thing = Thing()
+    ref = weakref.ref(thing, callback)
+    del thing
+    print("survived the dropped exception", flush=True)
+    try:
+        interrupts.raise_if_pending()
+    except Interrupted as e:
+        print("raised again:", e, e.exit_code, flush=True)
+    interrupts.raise_if_pending()  # once only
+    print("once", flush=True)
+    """
+)
+
+
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGINT", "SIGHUP"])
+def test_a_dropped_interrupt_is_raised_again_once(name: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD.format(name=name)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Exception ignored" in done.stderr  # CPython did drop the handler's exception
+    code = 128 + signal.Signals[name].value
+    assert done.stdout.splitlines() == [
+        "survived the dropped exception",
+        f"raised again: interrupted by {name} {code}",
+        "once",
+    ]
+
+
+def test_without_a_signal_nothing_is_raised() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "from duet_bench import interrupts; interrupts.install(); "
+         "interrupts.raise_if_pending(); print('ok')"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "ok\n"
