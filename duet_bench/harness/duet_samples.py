@@ -107,9 +107,9 @@ class Samples:
         self._file.close()
 
 
-class RunQueue:
-    """The run-queue delay of one task: ``/proc/<tid>/schedstat`` field 2 (nanoseconds spent
-    runnable but waiting for a CPU), the file kept open and re-read."""
+class _KeptOpen:
+    """A kernel file opened once and re-read with ``pread`` (no open or path lookup inside an
+    iteration); ``read_ns`` is None when the file could not be opened or read."""
 
     def __init__(self, path: str) -> None:
         try:
@@ -117,13 +117,12 @@ class RunQueue:
         except OSError:
             self._fd = None
 
-    def read_ns(self) -> int | None:
-        """The delay so far, or None when the kernel does not provide it."""
+    def _read(self, size: int) -> bytes | None:
         if self._fd is None:
             return None
         try:
-            return int(os.pread(self._fd, 128, 0).split()[1])
-        except (OSError, IndexError, ValueError):
+            return os.pread(self._fd, size, 0)
+        except OSError:
             return None
 
     def close(self) -> None:
@@ -132,38 +131,37 @@ class RunQueue:
             self._fd = None
 
 
-class Pressure:
+class RunQueue(_KeptOpen):
+    """The run-queue delay of one task: ``/proc/<tid>/schedstat`` field 2 (nanoseconds spent
+    runnable but waiting for a CPU), the file kept open and re-read."""
+
+    def read_ns(self) -> int | None:
+        """The delay so far, or None when the kernel does not provide it."""
+        text = self._read(128)
+        try:
+            return None if text is None else int(text.split()[1])
+        except (IndexError, ValueError):
+            return None
+
+
+class Pressure(_KeptOpen):
     """The CPU pressure of a cgroup (PSI, kernel documentation ``accounting/psi.rst``): the
     ``total`` of ``cpu.pressure``'s ``some`` line, the time in which at least one task of the
     cgroup was runnable but waiting for a CPU (microseconds, read as nanoseconds), the file
     kept open and re-read. The kernel brings the figure up to date when it is read."""
 
-    def __init__(self, path: str) -> None:
-        try:
-            self._fd: int | None = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        except OSError:
-            self._fd = None
-
     def read_ns(self) -> int | None:
         """The waiting time so far, or None when the file cannot be read."""
-        if self._fd is None:
+        text = self._read(256)
+        if text is None:
             return None
-        try:
-            some = os.pread(self._fd, 256, 0).split(b"\n", 1)[0].split()
-        except OSError:
-            return None
-        for field in some:
+        for field in text.split(b"\n", 1)[0].split():
             if field.startswith(b"total="):
                 try:
                     return int(field[6:]) * 1000
                 except ValueError:
                     return None
         return None
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
 
 
 def others_delay_ns(pressure_ns: int, wall_ns: int, cpu_ns: int) -> int:
