@@ -99,7 +99,7 @@ def check_regression_found(
     assert set(by_name) == {steady, slowed, added, removed}, sorted(by_name)
     assert by_name[slowed]["analysis"]["verdict"] == "regression", by_name[slowed]["analysis"]
     assert 1.1 < by_name[slowed]["analysis"]["ratio"] < 1.6
-    assert by_name[steady]["analysis"]["verdict"] != "regression", by_name[steady]["analysis"]
+    assert not regression_at_999(by_name[steady]), by_name[steady]["analysis"]
     assert by_name[added]["runs"] == []
     assert by_name[added]["note"].startswith("new")
     assert by_name[removed]["runs"] == []
@@ -108,6 +108,23 @@ def check_regression_found(
     assert doc["config"]["missing_in_baseline"] == []
     assert "new: only in the candidate" in done.stdout
     assert "Traceback" not in done.stderr
+
+
+def regression_at_999(benchmark: Mapping[str, Any]) -> bool:
+    """Whether a steady benchmark (the same code on both sides) is a regression at 99.9%.
+
+    The suite tests check the machinery, that both sides measure the same work, not the
+    calibration of the interval (``docs/statistics.md`` measures that over hundreds of A/A
+    intervals). At the default 99% one A/A in a hundred is a regression by design, more where
+    the host slows one vCPU for minutes at a time (an in-process python benchmark's run ratios
+    spread 0.7-1.4 here on such a day), which would fail the suite that often for nothing; a
+    side that measured different work is decided far beyond 99.9%."""
+    from duet_bench.analysis import AnalysisSettings, analyze_benchmark
+    from duet_bench.results import from_dict
+
+    doc = from_dict({"schema": "duet-results/2", "benchmarks": [benchmark]})
+    settings = AnalysisSettings(confidence=0.999, metric=benchmark["analysis"]["metric"])
+    return analyze_benchmark(doc.benchmarks[0], settings).verdict == "regression"
 
 
 def check_no_regression(done: subprocess.CompletedProcess[str], doc: dict[str, Any]) -> None:

@@ -46,8 +46,10 @@ ISOLATION = "cgroup" if is_root() else "affinity"
 
 
 def config(builds: Path, isolation: str = ISOLATION) -> str:
-    """The suite. A 5% threshold: a 15% or 30% step is far beyond it, and an unchanged commit
-    is "no change" with these few runs even on a shared machine. Every build appends its
+    """The suite. A 10% threshold: a 15% or 30% step is beyond it, and an unchanged commit is
+    "no change" with these few runs even on a shared machine (at 5% an unchanged commit stayed
+    inconclusive at 0.996 [0.932, 1.07] after 24 runs in CI on a day the host slowed one vCPU
+    at a time). Every build appends its
     commit to ``builds``, and the number of the repository's worktrees at that moment (the
     user's checkout included) to ``<builds>.worktrees``."""
     record = f"git rev-parse HEAD >> {builds} && git worktree list | wc -l >> {builds}.worktrees"
@@ -56,7 +58,7 @@ def config(builds: Path, isolation: str = ISOLATION) -> str:
         runs = 6
         iterations = 5
         warmup = 1
-        threshold = 0.05
+        threshold = 0.10
         metric = "cpu"
         isolation = "{isolation}"
         build = "cc -O2 -o work work.c && {record}"
