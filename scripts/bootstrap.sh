@@ -42,11 +42,13 @@ fi
 
 # Tools the CI-template, install and accuracy tests use. Each is optional: the tests that need
 # one skip with the reason when it is missing, so a registry that is down does not break the
-# install. sudo and pipx are what tests/install/ tries duet with, as a user would.
+# install. sudo and pipx are what tests/install/ tries duet with, as a user would; bubblewrap
+# (bwrap) gives the unprivileged tier (tests/system/test_unprivileged.py) its container.
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     missing=""
-    for tool in shellcheck rsync hyperfine sudo pipx; do
-        command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
+    for pair in shellcheck rsync hyperfine sudo pipx bwrap:bubblewrap; do
+        tool=${pair%%:*} package=${pair#*:}
+        command -v "$tool" >/dev/null 2>&1 || missing="$missing $package"
     done
     if [ -n "$missing" ]; then
         # shellcheck disable=SC2086  # one word per package, on purpose
