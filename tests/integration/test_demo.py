@@ -62,8 +62,13 @@ def test_the_demo_detects_its_regression_also_beside_a_busy_process(tmp_path: Pa
         assert a["verdict"] in (
             ("regression",) if where == "quiet" else ("regression", "inconclusive")
         )
-        # 5% more loop iterations: within a point of 1.05 (the loop is not all of the program).
-        assert 1.03 < a["ratio"] < 1.07, a
+        # 5% more loop iterations: a regression is within a point of 1.05 (the loop is not all
+        # of the program); an inconclusive interval still holds it (its point estimate may lie
+        # anywhere inside: 1.028 [0.994, 1.07] in one CI run beside the busy process).
+        if a["verdict"] == "regression":
+            assert 1.03 < a["ratio"] < 1.07, a
+        else:
+            assert a["ci_low"] < 1.05 < a["ci_high"], a
         assert (tmp_path / where / "report.md").read_text().startswith("## duet:")
     busy = json.loads((tmp_path / "busy" / "results.json").read_text())
     # The busy process had to take turns with the sides: the run queue shows it.
