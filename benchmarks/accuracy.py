@@ -53,6 +53,7 @@ sys.path.insert(0, str(HERE))
 import noise  # noqa: E402
 import workloads  # noqa: E402
 
+from duet_bench.errors import Interrupted  # noqa: E402
 from duet_bench.plan import BenchmarkSpec, SideSpec  # noqa: E402
 from duet_bench.session import SessionOptions, measure  # noqa: E402
 from duet_stats.ratio import duet_ratio  # noqa: E402
@@ -330,6 +331,8 @@ class Driver:
         self.cells.append(key)
         try:
             run_cell(key, cond, specs, **kw)
+        except Interrupted:  # asked to stop: the cell is kept as failed, the study ends
+            raise
         except Exception as e:  # a failed cell is reported, the others still run
             log(f"{key}: FAILED: {type(e).__name__}: {e}")
 
@@ -1215,6 +1218,13 @@ def measuring_lock(
         from duet_bench.lock import acquire
     except ImportError:  # a tree without duet.lock: nothing to coordinate with
         return contextlib.nullcontext()
+    with contextlib.suppress(ImportError):  # a tree from before duet_bench.interrupts
+        from duet_bench import interrupts
+
+        # SIGTERM, SIGINT and SIGHUP stop a study as they stop duet: the run being measured
+        # removes its cgroups, barrier file and work directory (without this, a SIGTERM left
+        # them behind for the next duet to clean).
+        interrupts.install()
     log("taking the duet measuring lock (waits while another duet measures)")
     return acquire(wait=True, command=command)
 
@@ -1239,4 +1249,8 @@ def run_experiments(args: argparse.Namespace, p: argparse.ArgumentParser) -> int
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except Interrupted as e:  # the cells measured so far are on disk; a rerun resumes
+        log(f"stopped: {e}")
+        sys.exit(e.exit_code)

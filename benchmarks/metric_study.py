@@ -57,6 +57,7 @@ import noise  # noqa: E402
 import workloads  # noqa: E402
 
 from duet_bench.analysis import AnalysisSettings, analyze_benchmark, rng_for  # noqa: E402
+from duet_bench.errors import Interrupted  # noqa: E402
 from duet_bench.plan import BenchmarkSpec, SideSpec  # noqa: E402
 from duet_bench.results import BenchmarkRecord, from_dict  # noqa: E402
 from duet_stats.sequential import sequential_ci  # noqa: E402
@@ -550,6 +551,8 @@ class Driver:
     def cell(self, key: str, cond: str, specs: list[BenchmarkSpec], kind: str, f: float) -> None:
         try:
             measure_cell(key, cond, specs, bound_s=self.bound(kind, f))
+        except Interrupted:  # asked to stop: the cell is kept as failed, the study ends
+            raise
         except Exception as e:  # a failed cell is reported, the others still run
             log(f"{key}: FAILED: {type(e).__name__}: {e}")
 
@@ -671,4 +674,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except Interrupted as e:  # the cells measured so far are on disk; a rerun resumes
+        log(f"stopped: {e}")
+        sys.exit(e.exit_code)
