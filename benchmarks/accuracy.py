@@ -53,6 +53,7 @@ sys.path.insert(0, str(HERE))
 import noise  # noqa: E402
 import workloads  # noqa: E402
 
+from duet_bench import interrupts  # noqa: E402
 from duet_bench.errors import Interrupted  # noqa: E402
 from duet_bench.plan import BenchmarkSpec, SideSpec  # noqa: E402
 from duet_bench.session import SessionOptions, measure  # noqa: E402
@@ -1218,13 +1219,11 @@ def measuring_lock(
         from duet_bench.lock import acquire
     except ImportError:  # a tree without duet.lock: nothing to coordinate with
         return contextlib.nullcontext()
-    with contextlib.suppress(ImportError):  # a tree from before duet_bench.interrupts
-        from duet_bench import interrupts
-
-        # SIGTERM, SIGINT and SIGHUP stop a study as they stop duet: the run being measured
-        # removes its cgroups, barrier file and work directory (without this, a SIGTERM left
-        # them behind for the next duet to clean).
-        interrupts.install()
+    # Taken by every study before it measures, so the place where they all install duet's
+    # handlers: SIGTERM, SIGINT and SIGHUP stop a study as they stop duet, and the run being
+    # measured removes its cgroups, barrier file and work directory (without them, a SIGTERM
+    # left those behind for the next duet to clean).
+    interrupts.install()
     log("taking the duet measuring lock (waits while another duet measures)")
     return acquire(wait=True, command=command)
 

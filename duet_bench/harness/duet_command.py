@@ -193,12 +193,13 @@ def run_command(
     run_delay_ns = duet_samples.task_run_delay_ns
     others_delay_ns = duet_samples.others_delay_ns
     pressure = duet_samples.Pressure(spec["pressure"]) if spec.get("pressure") else None
-    pressure_read = pressure.read_ns if pressure is not None else lambda: None
-    whole_side = pressure_read() is not None
+    if pressure is not None and pressure.read_ns() is None:  # unreadable: the task's figure
+        pressure.close()
+        pressure = None
     try:
         for done in range(total):
             start_ns = barrier.wait(timeout_ns)
-            waited_ns = pressure_read() if whole_side else None
+            waited_ns = pressure.read_ns() if pressure is not None else None
             try:
                 pid = spawn(program, argv, environ, file_actions=actions)
             except OSError as e:
@@ -207,8 +208,8 @@ def run_command(
             # Wait for the exit without reaping: the child's schedstat is still readable.
             waitid(os.P_PID, pid, exited_kept)
             end_ns = clock()
-            waited_end_ns = pressure_read() if whole_side else None
-            runq_ns = run_delay_ns(pid) if not whole_side else None
+            waited_end_ns = pressure.read_ns() if pressure is not None else None
+            runq_ns = run_delay_ns(pid) if pressure is None else None
             _, status, usage = wait4(pid, 0)
             if status != 0:
                 raise BenchmarkFailed.of_command(
@@ -225,7 +226,7 @@ def run_command(
             pressure.close()
     return {
         "spawn": "shell" if program == spec["shell"] else "direct",
-        "runq": "pressure" if whole_side else "task",
+        "runq": "task" if pressure is None else "pressure",
     }
 
 

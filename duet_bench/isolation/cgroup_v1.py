@@ -263,18 +263,14 @@ class CgroupV1Backend(Backend):
         stale = find_stale(bases)
         # Kill through the freezer hierarchy first: frozen processes cannot fork while we kill.
         stale.sort(key=lambda p: "freezer" not in bases[os.path.dirname(p)].controllers)
+        # The pressure leaves held the same processes, killed through the freezer first: last.
+        if self._pressure_base is not None:
+            stale += find_stale([self._pressure_base])
         removed: list[str] = []
         for path in stale:
-            has_freezer = "freezer" in bases[os.path.dirname(path)].controllers
-            if not _kill_tree([path], path if has_freezer else None):
-                logger.warning("processes in stale cgroup %s survived SIGKILL", path)
-            if rmdir_tree(path):
-                removed.append(path)
-                logger.info("removed stale cgroup %s", path)
-        # The pressure leaves held the same processes, killed above through the freezer.
-        pressure = [self._pressure_base] if self._pressure_base is not None else []
-        for path in find_stale(pressure):
-            if not _kill_tree([path], None):
+            hierarchy = bases.get(os.path.dirname(path))
+            freezer = path if hierarchy is not None and "freezer" in hierarchy.controllers else None
+            if not _kill_tree([path], freezer):
                 logger.warning("processes in stale cgroup %s survived SIGKILL", path)
             if rmdir_tree(path):
                 removed.append(path)
