@@ -54,6 +54,10 @@ DEFAULT_REPS = 10_000
 DEFAULT_SEED = 0
 DEFAULT_INTERVAL: Literal["expanded"] = "expanded"
 DEFAULT_WINSORIZE = True
+#: Runs per condition of ``duet demo`` (12 iterations of a ~60 ms process each). At 8 runs a host
+#: whose vCPUs change speed for seconds at a time (per-run ratios from 1.006 to 1.083 on a quiet
+#: VM) left the demo's 5% inconclusive once in CI; 16 take about 25 s per condition.
+DEMO_RUNS = 16
 
 #: The bootstrap interval methods (``--interval``).
 INTERVALS = ("percentile", "expanded", "bca", "basic", "studentized")

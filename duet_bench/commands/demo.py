@@ -19,7 +19,13 @@ from duet_bench.cli import color_for, install_signal_handlers, reports_errors
     show_default=True,
     help="Directory for the demo's results and report.",
 )
-@click.option("--runs", type=click.IntRange(5), default=8, show_default=True)
+@click.option(
+    "--runs",
+    type=click.IntRange(5),
+    default=settings.DEMO_RUNS,
+    show_default=True,
+    help="Runs per condition; fewer are quicker and may leave the 5% inconclusive.",
+)
 @click.option(
     "--isolation",
     type=click.Choice(["auto", "cgroup", "affinity"]),
@@ -43,7 +49,7 @@ from duet_bench.cli import color_for, install_signal_handlers, reports_errors
 def demo(out: str, runs: int, isolation: str, busy: bool, quiet: bool, wait: bool) -> None:
     """The bundled example end to end: two versions of a small C program, the second doing 5%
     more work, measured on the machine as it is and with one busy process beside it. Needs gcc.
-    Takes about half a minute to a minute."""
+    Takes about a minute."""
     from duet_bench.demo import CONDITIONS, expected_against_measured, run_demo
     from duet_bench.report import render
     from duet_bench.session import raise_if_broken

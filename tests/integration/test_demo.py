@@ -1,7 +1,13 @@
 """``duet demo`` end to end: the README's first command finds its 5% slower candidate on the
 machine as it is, and beside a busy process it never gives a wrong answer: it finds it, or says
 inconclusive and explains the miss (preemption costs a side cache warm-up, so even CPU time
-scatters there: 1.04 [0.989, 1.05] once in CI at 6 runs)."""
+scatters there: 1.04 [0.989, 1.05] once in CI at 6 runs).
+
+Finding the 5% is a statistical claim: a 99% interval misses the true ratio about once in a
+hundred demos by design, and more often on a host whose vCPUs change speed for seconds at a time
+(1.02 [0.997, 1.04] on the quiet machine once in CI at 8 runs). The claims that depend on the
+draw get a second demo when the first misses; what does not depend on it is checked every time.
+A duet that cannot find the 5% fails both."""
 
 from __future__ import annotations
 
@@ -19,60 +25,73 @@ from duet_bench.lock import acquire as acquire_lock
 
 pytestmark = pytest.mark.usefixtures("no_leftovers")
 
+#: How many demos the statistical claims may take (see the module docstring).
+ATTEMPTS = 2
 
-@pytest.mark.skipif(shutil.which("cc") is None, reason="the demo compiles C: no cc here")
-def test_the_demo_detects_its_regression_also_beside_a_busy_process(tmp_path: Path) -> None:
+
+def _demo(out: Path) -> str:
+    """Run ``duet demo`` into ``out``; check what holds whatever the draw; return its stdout."""
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "duet_bench",
-            "demo",
-            "--runs",
-            "8",
-            "--quiet",
-            "--out",
-            str(tmp_path),
-        ],
+        [sys.executable, "-m", "duet_bench", "demo", "--quiet", "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=600,
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    print(done.stdout)  # shown when an assertion below fails
     table = done.stdout.split("ratio 1.05):", 1)[1]
-    assert "the machine as it is" in table
-    assert "one busy process beside it" in table
+    assert "the machine as it is" in table, done.stdout
+    assert "one busy process beside it" in table, done.stdout
+    for where in ("quiet", "busy"):
+        doc = json.loads((out / where / "results.json").read_text())
+        bench = doc["benchmarks"][0]
+        assert len(bench["runs"]) == 16  # the demo's default
+        a = bench["analysis"]
+        # A CPU-bound C program: CPU time decides, and every metric was analysed.
+        assert a["metric"] == "cpu", a["metric_reason"]
+        assert set(a["metrics"]) == {"wall", "cpu", "wall-runq"}
+        # Never a wrong answer: 5% more work is neither "no change" nor an improvement.
+        assert a["verdict"] in ("regression", "inconclusive"), done.stdout
+        assert (out / where / "report.md").read_text().startswith("## duet:")
+    busy = json.loads((out / "busy" / "results.json").read_text())
+    # The busy process had to take turns with the sides: the run queue shows it.
+    assert busy["benchmarks"][0]["analysis"]["interference"]["share"] > 0.3, done.stdout
+    return done.stdout
+
+
+def _found(out: Path, stdout: str) -> str | None:
+    """None when the demo found what it should; else why not."""
+    table = stdout.split("ratio 1.05):", 1)[1]
     quiet_row, busy_row = (
         next(line for line in table.splitlines() if line.startswith(where))
         for where in ("the machine as it is", "one busy process beside it")
     )
-    assert "detected" in quiet_row, done.stdout
-    assert "detected" in busy_row or (
+    if "detected" not in quiet_row:
+        return f"the quiet machine missed the 5%: {quiet_row}"
+    if "detected" not in busy_row and not (
         "MISSED" in busy_row and "the deciding metric said inconclusive" in table
-    ), done.stdout
+    ):
+        return f"beside the busy process: {busy_row}"
     for where in ("quiet", "busy"):
-        doc = json.loads((tmp_path / where / "results.json").read_text())
-        a = doc["benchmarks"][0]["analysis"]
-        # A CPU-bound C program: CPU time decides, and both metrics were analysed.
-        assert a["metric"] == "cpu", a["metric_reason"]
-        assert set(a["metrics"]) == {"wall", "cpu", "wall-runq"}
-        # Never a wrong answer; the quiet machine must find it.
-        assert a["verdict"] in (
-            ("regression",) if where == "quiet" else ("regression", "inconclusive")
-        )
-        # 5% more loop iterations: a regression is within a point of 1.05 (the loop is not all
-        # of the program); an inconclusive interval still holds it (its point estimate may lie
-        # anywhere inside: 1.028 [0.994, 1.07] in one CI run beside the busy process).
-        if a["verdict"] == "regression":
-            assert 1.03 < a["ratio"] < 1.07, a
-        else:
-            assert a["ci_low"] < 1.05 < a["ci_high"], a
-        assert (tmp_path / where / "report.md").read_text().startswith("## duet:")
-    busy = json.loads((tmp_path / "busy" / "results.json").read_text())
-    # The busy process had to take turns with the sides: the run queue shows it.
-    assert busy["benchmarks"][0]["analysis"]["interference"]["share"] > 0.3
+        a = json.loads((out / where / "results.json").read_text())["benchmarks"][0]["analysis"]
+        # 5% more loop iterations (the loop is not all of the program): the interval holds a
+        # ratio within a point of 1.05, whether it decided or not.
+        if not (a["ci_low"] <= 1.06 and a["ci_high"] >= 1.04):
+            return f"{where}: {a['ratio']:.4f} [{a['ci_low']:.4f}, {a['ci_high']:.4f}] misses 1.05"
+    return None
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="the demo compiles C: no cc here")
+def test_the_demo_detects_its_regression_also_beside_a_busy_process(tmp_path: Path) -> None:
+    misses = []
+    for attempt in range(ATTEMPTS):
+        out = tmp_path / f"attempt-{attempt}"
+        stdout = _demo(out)
+        miss = _found(out, stdout)
+        if miss is None:
+            return
+        misses.append(f"{miss}\n{stdout}")
+    pytest.fail("\n\n".join(misses))
 
 
 def _children(pid: int) -> list[str]:
