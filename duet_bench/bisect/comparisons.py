@@ -38,6 +38,26 @@ log = logging.getLogger(__name__)
 DECIDED = ("regression", "no change", "improvement")
 
 
+def more_runs(have: int, needed: int | None, max_runs: int) -> int:
+    """How many runs the next round of an undecided comparison measures; 0 to stop.
+
+    Up to the planning's estimate ``needed`` (double ``have`` without one), capped at
+    ``max_runs`` in all, and even, so that the sides' cores stay balanced within the round. When
+    the estimate is beyond the cap, the runs are not spent on it, but only once it rests on at
+    least half the cap: a variance from few runs is itself uncertain. On a host that slowed one
+    vCPU for a while, 6 runs of an unchanged commit said 33 were needed against a cap of 24, and
+    the search stopped there.
+    """
+    if have >= max_runs:
+        return 0
+    if needed is not None and needed > max_runs:
+        if 2 * have >= max_runs:
+            return 0
+        needed = 2 * have
+    wanted = (needed or 2 * have) - have
+    return min(max(2, wanted + wanted % 2), max_runs - have)
+
+
 @dataclass(frozen=True, slots=True)
 class Comparison:
     """CANDIDATE against BASELINE (both commits of the searched line), over every round."""
@@ -155,13 +175,11 @@ class Comparer:
             record = part if record is None else _joined(record, part)
             comparison = self._summarise(baseline, candidate, record, files, reused)
             have, needed = comparison.runs, comparison.runs_needed
-            if comparison.decided or have >= self.max_runs:
+            if comparison.decided:
                 break
-            if needed is not None and needed > self.max_runs:
-                break  # the planning says the cap cannot decide it: do not spend the runs
-            wanted = (needed or 2 * have) - have
-            # An even number keeps the sides' cores balanced within the round.
-            add = min(max(2, wanted + wanted % 2), self.max_runs - have)
+            add = more_runs(have, needed, self.max_runs)
+            if add == 0:
+                break
             planned = f" (the planning says about {needed} in all)" if needed else ""
             self.on_note(
                 f"  {comparison.verdict or 'no verdict'} after {have} runs "

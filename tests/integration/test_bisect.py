@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from duet_bench.bisect.comparisons import Comparison
+from duet_bench.bisect.comparisons import Comparison, more_runs
 from duet_bench.bisect.history import Commit
 from duet_bench.bisect.search import search
 from tests.conftest import is_root
@@ -267,6 +267,29 @@ def test_an_undecided_step_gets_more_runs_up_to_the_cap_then_resumes(tmp_path: P
     assert len(first["files"]) == 3
     assert first["rounds_reused"] == 2
     assert re.search(r"no verdict after 4 runs \(ratio [0-9.]+\): 2 more runs", done.stderr)
+
+
+@pytest.mark.parametrize(
+    ("have", "needed", "max_runs", "add"),
+    [
+        (2, None, 4, 2),  # no interval yet: as many again
+        (6, 10, 24, 4),  # up to the planning
+        (6, 9, 24, 4),  # an even number keeps the cores balanced
+        (6, 7, 24, 2),  # at least 2
+        (6, 9, 9, 3),  # capped
+        (24, 30, 24, 0),  # the cap is reached
+        # The planning is beyond the cap: believed from half the cap on, before that doubled
+        # (6 runs of an unchanged commit once asked for 33 against a cap of 24 in CI).
+        (6, 33, 24, 6),
+        (12, 33, 24, 0),
+        (5, 50, 20, 6),
+        (10, 50, 20, 0),
+    ],
+)
+def test_the_rounds_of_an_undecided_comparison(
+    have: int, needed: int | None, max_runs: int, add: int
+) -> None:
+    assert more_runs(have, needed, max_runs) == add
 
 
 def test_good_reached_only_through_a_merged_branch_is_a_usage_error(tmp_path: Path) -> None:
