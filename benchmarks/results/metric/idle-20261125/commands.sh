@@ -1,5 +1,6 @@
 #!/bin/sh
-# The idle-VM run of docs/accuracy.md's "Wall time or CPU time (issue 12)", 2026-11-26 08:19-09:25,
+# The idle-VM run of docs/accuracy.md's "Wall time or CPU time (issue 12)", 2026-11-26 08:19-09:25
+# (steps 1-3) and 10:53-11:13 (steps 4-5),
 # after the run-queue delay of a command's whole process tree came from its cgroup's
 # cpu.pressure: R = 10 x I = 30, 20 ms iterations. Nothing else ran on the VM (see each raw
 # document's `processes` and load averages). Run from the repository root; it resumes (a cell on
@@ -14,7 +15,7 @@ $P --only aa --workloads integer,float --reps 5
 $P --only ratio --ratio-workloads integer,startup --ratio-conditions quiet,busy --reps-ratio 3
 # 3. Detection of 1% and 2% under the reference noise, 20 trials each (integer).
 $P --only slow --slow-workloads integer --slow-conditions noise --trials 20
-# 4. Not run on 2026-11-26 (stopped for the session's time; these resume): the start-up
+# 4-5. Run on 2026-11-26 10:53-11:13 UTC, after the rest (the machine idle again): the start-up
 #    command's A/A in every condition, and the cache and memory workloads once each.
 $P --only aa --workloads startup --reps 2
 $P --only aa --workloads cache,memory --reps 1
