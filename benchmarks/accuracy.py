@@ -55,6 +55,7 @@ import workloads  # noqa: E402
 
 from duet_bench import interrupts  # noqa: E402
 from duet_bench.errors import Interrupted  # noqa: E402
+from duet_bench.lock import acquire  # noqa: E402
 from duet_bench.plan import BenchmarkSpec, SideSpec  # noqa: E402
 from duet_bench.session import SessionOptions, measure  # noqa: E402
 from duet_stats.ratio import duet_ratio  # noqa: E402
@@ -1215,10 +1216,6 @@ def main(argv: list[str] | None = None) -> int:
 def measuring_lock(
     command: str = "benchmarks/accuracy.py",
 ) -> contextlib.AbstractContextManager[Any]:
-    try:
-        from duet_bench.lock import acquire
-    except ImportError:  # a tree without duet.lock: nothing to coordinate with
-        return contextlib.nullcontext()
     # Taken by every study before it measures, so the place where they all install duet's
     # handlers: SIGTERM, SIGINT and SIGHUP stop a study as they stop duet, and the run being
     # measured removes its cgroups, barrier file and work directory (without them, a SIGTERM

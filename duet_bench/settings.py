@@ -56,7 +56,7 @@ DEFAULT_INTERVAL: Literal["expanded"] = "expanded"
 DEFAULT_WINSORIZE = True
 #: Runs per condition of ``duet demo`` (12 iterations of a ~60 ms process each). At 8 runs a host
 #: whose vCPUs change speed for seconds at a time (per-run ratios from 1.006 to 1.083 on a quiet
-#: VM) left the demo's 5% inconclusive once in CI; 16 take about 25 s per condition.
+#: VM) left the demo's 5% inconclusive once in CI; 16 took 39 s for both conditions.
 DEMO_RUNS = 16
 
 #: The bootstrap interval methods (``--interval``).
