@@ -24,7 +24,7 @@ METHODS = ("duet", "sequential")
 
 JSONObject: TypeAlias = dict[str, Any]
 #: Per-iteration series next to ``iterations_ns`` (schema 2): non-negative integers, one each.
-SIDE_SERIES = ("iteration_cpu_ns", "iteration_runq_ns", "iteration_nivcsw")
+SIDE_SERIES = ("iteration_cpu_ns", "iteration_runq_ns", "iteration_nivcsw", "iteration_cpus")
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +43,9 @@ class SideRecord:
     iteration_cpu_ns: tuple[int, ...] | None = None
     iteration_runq_ns: tuple[int, ...] | None = None
     iteration_nivcsw: tuple[int, ...] | None = None
+    #: Per measured iteration: the logical CPU the side ran it on (crossover moves the sides
+    #: between the two CPUs of the pair; docs/statistics.md). None in files that predate it.
+    iteration_cpus: tuple[int, ...] | None = None
     #: Where ``iteration_runq_ns`` came from: ``"pressure"`` (the side's cgroup, every process of
     #: the side) or ``"task"`` (the measured thread, or for a command the process duet spawned);
     #: None when there is no such series or the file predates this field.

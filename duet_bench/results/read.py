@@ -172,6 +172,7 @@ def _side(rd: _Reader, raw: Any, where: str, *, ok: bool) -> SideRecord:
         iteration_cpu_ns=series["iteration_cpu_ns"],
         iteration_runq_ns=series["iteration_runq_ns"],
         iteration_nivcsw=series["iteration_nivcsw"],
+        iteration_cpus=series["iteration_cpus"],
         runq_source=rd.string(m.get("runq_source"), f"{where}.runq_source", optional=True),
         cores=cores,
         exit_code=rd.integer(m.get("exit_code"), f"{where}.exit_code", optional=True),
