@@ -25,7 +25,7 @@ from duet_bench.errors import EnvironmentNotReady
 from duet_bench.isolation import Request
 from duet_bench.lock import acquire as acquire_lock
 from duet_bench.metrics import METRIC_NAMES
-from duet_bench.plan import BenchmarkSpec, SideSpec
+from duet_bench.plan import BenchmarkSpec, Crossover, SideSpec
 from duet_bench.report import render
 from duet_bench.report.text import table
 from duet_bench.results import ResultsDocument
@@ -110,6 +110,7 @@ def run_demo(
     progress: bool = True,
     conditions: tuple[Condition, ...] = CONDITIONS,
     wait: bool = False,
+    crossover: Crossover = settings.DEFAULT_CROSSOVER,
 ) -> tuple[list[tuple[Condition, ResultsDocument]], Path]:
     """Build the two versions and measure them under each condition; each condition's results
     and report go to its own directory under ``out``.
@@ -118,7 +119,7 @@ def run_demo(
     (:class:`~duet_bench.errors.EnvironmentNotReady`, exit 3) before compiling anything; with
     it, queue behind it."""
     with acquire_lock(wait=wait):
-        return _build_and_measure(Path(out), runs, isolation, progress, conditions)
+        return _build_and_measure(Path(out), runs, isolation, progress, conditions, crossover)
 
 
 def _build_and_measure(
@@ -127,6 +128,7 @@ def _build_and_measure(
     isolation: Request,
     progress: bool,
     conditions: tuple[Condition, ...],
+    crossover: Crossover,
 ) -> tuple[list[tuple[Condition, ResultsDocument]], Path]:
     v1, v2 = build(out_dir / "build")
     bench = BenchmarkSpec(
@@ -137,6 +139,7 @@ def _build_and_measure(
         iterations=12,
         warmup=2,
         timeout_s=30.0,
+        crossover=crossover,
     )
     measured = []
     for condition in conditions:

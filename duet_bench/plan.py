@@ -1,9 +1,13 @@
 """The plan: what is measured, in which runs, and which side sits on which core in each run.
 
 Pure logic, no processes. The two vCPUs of a cloud VM are not equal (measured-here.md: CPU 1 ran
-1-2.5 % slower than CPU 0, and fixed sides gave false positives in 3 of 12 A/A comparisons), so
-in every benchmark the sides swap cores in a randomized, *balanced* order: each side sits on
-each core in half of the runs (one extra run either way when R is odd).
+1-2.5 % slower than CPU 0, and fixed sides gave false positives in 3 of 12 A/A comparisons), and
+their difference changes within a run (tens to hundreds of ms). With ``crossover = "iteration"``
+(the default, method.md 1b) the sides cross over the two CPUs at every iteration: iteration k of
+run r (warm-up included) runs the baseline on ``pair[(r + k) % 2]`` and the candidate on the
+other. With ``crossover = "run"`` the sides keep their cores for a run and swap them between runs
+in a randomized, *balanced* order: each side sits on each core in half of the runs (one extra
+run either way when R is odd). The sequential method has no crossover: one side at a time.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Literal, TypeAlias
 from duet_bench.errors import UsageError
 from duet_bench.results import SideName
 from duet_bench.settings import (
+    DEFAULT_CROSSOVER,
     DEFAULT_ITERATIONS,
     DEFAULT_METHOD,
     DEFAULT_RUNS,
@@ -26,6 +31,7 @@ from duet_bench.settings import (
 
 Kind: TypeAlias = Literal["command", "python", "native"]
 Method: TypeAlias = Literal["duet", "sequential"]
+Crossover: TypeAlias = Literal["iteration", "run"]
 KINDS: tuple[Kind, ...] = ("command", "python", "native")
 
 DEFAULT_PIDS_MAX = 4096
@@ -90,6 +96,8 @@ class BenchmarkSpec:
     memory_limit_bytes: int | None = None
     pids_max: int | None = DEFAULT_PIDS_MAX
     method: Method = DEFAULT_METHOD
+    #: Ignored by the sequential method (one side at a time, nothing to cross).
+    crossover: Crossover = DEFAULT_CROSSOVER
 
     def __post_init__(self) -> None:
         if not self.name or any(c in self.name for c in "\n\r\0"):
@@ -107,6 +115,11 @@ class BenchmarkSpec:
             raise UsageError(f"benchmark {self.name!r}: timeout_s must be positive")
         if self.baseline.kind != self.candidate.kind:
             raise UsageError("both sides of a benchmark must be of the same kind")
+        if self.crossover not in ("iteration", "run"):
+            raise UsageError(
+                f"benchmark {self.name!r}: crossover must be iteration or run, "
+                f"got {self.crossover!r}"
+            )
 
     @property
     def kind(self) -> Kind:
@@ -121,16 +134,29 @@ class BenchmarkSpec:
             "memory_limit_bytes": self.memory_limit_bytes,
             "pids_max": self.pids_max,
             "method": self.method,
+            "crossover": self.crossover,
         }
 
 
 @dataclass(frozen=True, slots=True)
 class RunPlan:
-    """One run: the CPU of each side and, for the sequential method, which side goes first."""
+    """One run: the CPU of each side and, for the sequential method, which side goes first.
+
+    With ``crossover`` the sides change CPUs at every iteration: ``cpus`` is where each side runs
+    its first iteration (warm-up included), and iteration k runs it on :meth:`cpus_of` ``[k %
+    2]``."""
 
     index: int
     cpus: Mapping[SideName, int]
     order: tuple[SideName, SideName] | None = None
+    crossover: bool = False
+
+    def cpus_of(self, side: SideName) -> tuple[int, ...]:
+        """The CPUs ``side`` runs on in turn: its own and, crossing over, the other side's."""
+        other: SideName = "candidate" if side == "baseline" else "baseline"
+        if not self.crossover:
+            return (self.cpus[side],)
+        return (self.cpus[side], self.cpus[other])
 
     @property
     def swapped(self) -> bool:
@@ -152,7 +178,8 @@ def plan_runs(
 ) -> tuple[RunPlan, ...]:
     """The runs of one benchmark on the core ``pair``.
 
-    Duet: the sides sit on the two CPUs of the pair and swap, balanced, across runs. Sequential
+    Duet: the sides cross over the two CPUs of the pair at every iteration (``crossover =
+    "iteration"``), or sit on them for a run and swap, balanced, across runs (``"run"``). Sequential
     (randomized multiple interleaved trials, Abedi and Brecht): both sides run on the same
     CPU one after the other, in a random order per run, and the CPU alternates (balanced) too.
     The seed makes the plan reproducible; it is recorded with the results.
@@ -162,9 +189,18 @@ def plan_runs(
     rng = random.Random(f"{seed}:{spec.name}")
     swaps = balanced_swaps(spec.runs, rng)
     first, second = pair
+    crossover = spec.crossover == "iteration"
     plans = []
     for index, swap in enumerate(swaps):
-        if (method or spec.method) == "duet":
+        if (method or spec.method) == "duet" and crossover:
+            # method.md 1b: iteration k of run r on pair[(r + k) % 2]; the draw of the swaps
+            # above still happens, so the sequential order of a plan does not depend on it.
+            start: dict[SideName, int] = {
+                "baseline": pair[index % 2],
+                "candidate": pair[(index + 1) % 2],
+            }
+            plans.append(RunPlan(index=index, cpus=start, crossover=True))
+        elif (method or spec.method) == "duet":
             cpus: dict[SideName, int] = {
                 "baseline": second if swap else first,
                 "candidate": first if swap else second,

@@ -46,6 +46,12 @@ DEFAULT_ITERATIONS = 30
 DEFAULT_WARMUP = 2
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_METHOD: Literal["duet"] = "duet"
+#: Which core each side runs on (method.md 1b): ``iteration`` crosses the sides over the two
+#: CPUs at every iteration, ``run`` keeps them for a run and swaps them between runs. The
+#: default follows the prototype (measured-here.md, "Crossing the sides"): about 10x narrower.
+DEFAULT_CROSSOVER: Literal["iteration"] = "iteration"
+#: The choices of ``crossover``.
+CROSSOVERS = ("iteration", "run")
 DEFAULT_ISOLATION: Literal["auto"] = "auto"
 DEFAULT_MAX_FAILURES = 2
 DEFAULT_CONFIDENCE = 0.99
@@ -75,6 +81,7 @@ BUILTIN: Mapping[str, Any] = {
     "timeout_s": DEFAULT_TIMEOUT_S,
     "memory_limit_bytes": None,
     "method": DEFAULT_METHOD,
+    "crossover": DEFAULT_CROSSOVER,
     "isolation": DEFAULT_ISOLATION,
     "max_failures": DEFAULT_MAX_FAILURES,
     "confidence": DEFAULT_CONFIDENCE,
@@ -87,7 +94,15 @@ BUILTIN: Mapping[str, Any] = {
 }
 
 #: The settings of the plan of one benchmark (:class:`duet_bench.plan.BenchmarkSpec`).
-RUN_KEYS = ("runs", "iterations", "warmup", "timeout_s", "memory_limit_bytes", "method")
+RUN_KEYS = (
+    "runs",
+    "iterations",
+    "warmup",
+    "timeout_s",
+    "memory_limit_bytes",
+    "method",
+    "crossover",
+)
 #: The settings of the analysis (:class:`duet_bench.analysis.AnalysisSettings`).
 ANALYSIS_KEYS = ("confidence", "threshold", "reps", "seed", "interval", "winsorize", "metric")
 #: What a ``[[benchmark]]`` table may set.
@@ -100,6 +115,7 @@ BENCHMARK_KEYS = (
     "threshold",
     "confidence",
     "method",
+    "crossover",
     "metric",
 )
 #: What the suite table may set besides :data:`BENCHMARK_KEYS`: settings of one invocation.

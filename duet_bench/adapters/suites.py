@@ -41,6 +41,7 @@ SETTING_KEYS = (
     "threshold",
     "confidence",
     "method",
+    "crossover",
     "metric",
 )
 #: The keys every suite entry has, whatever its adapter.

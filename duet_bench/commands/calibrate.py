@@ -21,6 +21,7 @@ from duet_bench.cli import install_signal_handlers, reports_errors
 from duet_bench.commands.options import (
     analysis_options,
     analysis_settings,
+    crossover_option,
     machine_options,
     session_options,
 )
@@ -87,6 +88,7 @@ SEQUENTIAL_SUFFIX = " [sequential]"
     is_flag=True,
     help="Measure the same A/A with the sequential method too and report the accuracy gain.",
 )
+@crossover_option
 @machine_options
 @analysis_options
 @click.option(
@@ -236,6 +238,7 @@ def _spec(o: dict[str, Any]) -> BenchmarkSpec:
         **{k: o[k] for k in ("runs", "iterations", "warmup")},
         "method": "duet",
         **({"timeout_s": o["timeout"]} if _given("timeout") else {}),
+        **({"crossover": o["crossover"]} if _given("crossover") else {}),
     }
     if o["benchmark"]:
         from duet_bench.config import load_config

@@ -9,6 +9,7 @@ import click
 
 from duet_bench import settings
 from duet_bench.cli import color_for, install_signal_handlers, reports_errors
+from duet_bench.commands.options import crossover_option
 
 
 @click.command()
@@ -38,6 +39,7 @@ from duet_bench.cli import color_for, install_signal_handlers, reports_errors
     show_default=True,
     help="Measure a second time with one busy process beside the sides.",
 )
+@crossover_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.option(
     "--wait",
@@ -46,7 +48,9 @@ from duet_bench.cli import color_for, install_signal_handlers, reports_errors
     "refusing (exit 3). The lock is $DUET_LOCK, else /run/lock/duet.lock.",
 )
 @reports_errors
-def demo(out: str, runs: int, isolation: str, busy: bool, quiet: bool, wait: bool) -> None:
+def demo(
+    out: str, runs: int, isolation: str, busy: bool, crossover: str, quiet: bool, wait: bool
+) -> None:
     """The bundled example end to end: two versions of a small C program, the second doing 5%
     more work, measured on the machine as it is and with one busy process beside it. Needs gcc.
     Takes about a minute."""
@@ -63,6 +67,7 @@ def demo(out: str, runs: int, isolation: str, busy: bool, quiet: bool, wait: boo
         progress=not quiet,
         conditions=conditions,
         wait=wait,
+        crossover=crossover,  # type: ignore[arg-type]  # click.Choice guarantees the literal
     )
     for condition, doc in measured:
         click.echo(f"\n== {condition.name}")

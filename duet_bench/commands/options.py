@@ -223,6 +223,20 @@ def machine_options(fn: F) -> F:
     return _apply(options, fn)
 
 
+def crossover_option(fn: F) -> F:
+    """``--crossover``: which core each side runs on (method.md 1b), for every command that
+    measures a duet."""
+    return click.option(
+        "--crossover",
+        type=click.Choice(list(settings.CROSSOVERS)),
+        default=settings.DEFAULT_CROSSOVER,
+        show_default=True,
+        help="iteration: the sides swap CPUs at every iteration (a core's speed changing "
+        "within a run cancels); run: they keep their CPUs for a run, swapped between runs. "
+        "The sequential method ignores it.",
+    )(fn)
+
+
 def run_options(fn: F) -> F:
     """Options shared by the commands that compare two versions: the plan of runs and
     iterations, the method, the limits, and :func:`machine_options`."""
@@ -262,6 +276,7 @@ def run_options(fn: F) -> F:
             show_default=True,
             help="sequential: each side alone, one after the other (randomized order).",
         ),
+        crossover_option,
     ]
     return machine_options(_apply(options, fn))
 

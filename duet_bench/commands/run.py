@@ -90,7 +90,10 @@ def run(**o: Any) -> None:
     resolved = settings.resolve(
         {
             **{k: o[k] for k in ANALYSIS_KEYS},
-            **{k: o[k] for k in ("runs", "iterations", "warmup", "method", "max_failures")},
+            **{
+                k: o[k]
+                for k in ("runs", "iterations", "warmup", "method", "crossover", "max_failures")
+            },
             "timeout_s": o["timeout"],
             "memory_limit_bytes": o["memory_limit"],
             "isolation": o["isolation"],
@@ -102,7 +105,8 @@ def run(**o: Any) -> None:
     options = session_options(o, planned.analysis, "run")
     click.echo(
         f"duet: {bench.name}: {bench.runs} runs x ({bench.warmup} warm-up + {bench.iterations}) "
-        f"iterations, timeout {bench.timeout_s:g} s per iteration, method {bench.method}",
+        f"iterations, timeout {bench.timeout_s:g} s per iteration, method {bench.method}"
+        + (f", crossover {bench.crossover}" if bench.method == "duet" else ""),
         err=True,
     )
     install_signal_handlers()

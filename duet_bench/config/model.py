@@ -18,10 +18,12 @@ from typing import Any, Literal, TypeAlias
 from duet_bench.adapters.base import Suite
 from duet_bench.errors import ConfigError
 from duet_bench.metrics import DEFAULT_METRIC, METRIC_CHOICES, MetricChoice
-from duet_bench.plan import Kind, Method
+from duet_bench.plan import Crossover, Kind, Method
 from duet_bench.settings import (
     BENCHMARK_KEYS,
+    CROSSOVERS,
     DEFAULT_CONFIDENCE,
+    DEFAULT_CROSSOVER,
     DEFAULT_ISOLATION,
     DEFAULT_ITERATIONS,
     DEFAULT_MAX_FAILURES,
@@ -82,6 +84,8 @@ def _range_problem(name: str, value: Any) -> str | None:
         return f"must be one of {', '.join(ISOLATIONS)}, got {value!r}"
     if name == "method" and value not in METHODS:
         return f"must be one of {', '.join(METHODS)}, got {value!r}"
+    if name == "crossover" and value not in CROSSOVERS:
+        return f"must be one of {', '.join(CROSSOVERS)}, got {value!r}"
     if name == "metric" and value not in METRIC_CHOICES:
         return f"must be one of {', '.join(METRIC_CHOICES)}, got {value!r}"
     return None
@@ -109,6 +113,7 @@ class Defaults:
     memory_limit_bytes: int | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
     method: Method = DEFAULT_METHOD
+    crossover: Crossover = DEFAULT_CROSSOVER
     max_failures: int = DEFAULT_MAX_FAILURES
     metric: MetricChoice = DEFAULT_METRIC
 
@@ -138,6 +143,7 @@ class BenchmarkConfig:
     threshold: float | None = None
     confidence: float | None = None
     method: Method | None = None
+    crossover: Crossover | None = None
     metric: MetricChoice | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     #: Suite adapters: the harness output the sample is read from (``duet_bench/adapters/``).

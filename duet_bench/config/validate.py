@@ -43,6 +43,7 @@ from duet_bench.config.values import (
 from duet_bench.errors import ConfigError
 from duet_bench.metrics import METRIC_CHOICES
 from duet_bench.plan import Kind
+from duet_bench.settings import CROSSOVERS
 
 #: Keys of the suite table, each with its parser and the field it fills.
 _GLOBAL_KEYS: dict[str, tuple[Callable[[str, Any], Any], str]] = {
@@ -55,6 +56,7 @@ _GLOBAL_KEYS: dict[str, tuple[Callable[[str, Any], Any], str]] = {
     "memory_limit": (_size, "memory_limit_bytes"),
     "timeout": (lambda k, v: _in_range(k, "timeout_s", _number(k, v)), "timeout_s"),
     "method": (lambda k, v: _choice(k, v, METHODS), "method"),
+    "crossover": (lambda k, v: _choice(k, v, CROSSOVERS), "crossover"),
     "metric": (lambda k, v: _choice(k, v, METRIC_CHOICES), "metric"),
     "max_failures": (lambda k, v: _in_range(k, "max_failures", _integer(k, v)), "max_failures"),
     "build": (_string, "build"),
@@ -82,6 +84,7 @@ _BENCHMARK_KEYS: dict[str, tuple[Callable[[str, Any], Any], str]] = {
             "threshold",
             "confidence",
             "method",
+            "crossover",
             "metric",
         )
     },

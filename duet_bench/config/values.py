@@ -47,6 +47,7 @@ _EXAMPLES = {
     "memory_limit": '"2G"',
     "timeout": "60",
     "method": '"duet"',
+    "crossover": '"iteration"',
     "metric": '"auto"',
     "max_failures": "2",
     "build": '"make"',

@@ -33,6 +33,7 @@
 #  define _GNU_SOURCE 1
 #endif
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -83,6 +84,14 @@
 #define DUET_BARRIER_SLEEP_SLICE_NS UINT64_C(10000000)
 #define DUET_BARRIER_SPINS_PER_CHECK 256u
 #define DUET_BARRIER_ERROR_SIZE 320
+/* Crossover: the most CPUs a side crosses between, the longest task-list path. */
+#define DUET_BARRIER_MAX_CPUS 16u
+#define DUET_BARRIER_TASKS_SIZE 256
+/* Threads remembered by one move (a side with more is moved whole in every pass), and the passes
+ * over the thread list: a thread started by a thread not yet moved starts on the old CPU, and
+ * the next pass finds it. */
+#define DUET_BARRIER_MOVE_TRACKED 1024u
+#define DUET_BARRIER_MOVE_PASSES 4u
 
 /* Results of duet_barrier_wait (>= 0) and errors (< 0). */
 enum {
@@ -97,7 +106,8 @@ enum {
     DUET_BARRIER_E_BAD_SLOT = -6,
     DUET_BARRIER_E_SLOT_IN_USE = -7,
     DUET_BARRIER_E_BROKEN = -8,     /* waited again after a timeout or an abort */
-    DUET_BARRIER_E_USAGE = -9       /* e.g. wait() on an observer or a closed barrier */
+    DUET_BARRIER_E_USAGE = -9,      /* e.g. wait() on an observer or a closed barrier */
+    DUET_BARRIER_E_MOVE = -10       /* crossover: the side could not be moved to its CPU */
 };
 
 typedef struct duet_barrier_header {
@@ -137,6 +147,12 @@ typedef struct duet_barrier {
     uint64_t abort_reason; /* filled when a wait returns DUET_BARRIER_ABORTED */
     uint64_t abort_pid;
     char error[DUET_BARRIER_ERROR_SIZE]; /* what went wrong, for the last call that failed */
+    /* Crossover (duet_barrier_cross): wait k runs the side on cpus[k % ncpus]; 0: no moves. */
+    uint32_t ncpus;
+    int cpus[DUET_BARRIER_MAX_CPUS];
+    uint64_t crossings;
+    int cpu;                            /* the CPU the side is pinned to, -1 when unknown */
+    char tasks[DUET_BARRIER_TASKS_SIZE]; /* the side's threads ("": /proc/self/task) */
 } duet_barrier;
 
 /* -- small helpers ------------------------------------------------------------------------ */
@@ -202,6 +218,7 @@ static inline const char *duet_barrier_code_name(int code) {
     case DUET_BARRIER_E_SLOT_IN_USE: return "slot_in_use";
     case DUET_BARRIER_E_BROKEN: return "broken";
     case DUET_BARRIER_E_USAGE: return "usage";
+    case DUET_BARRIER_E_MOVE: return "move";
     default: return "unknown";
     }
 }
@@ -224,6 +241,7 @@ static inline size_t duet_barrier_file_size(uint32_t parties) {
 static inline void duet__init(duet_barrier *b) {
     memset(b, 0, sizeof *b);
     b->slot = UINT32_MAX;
+    b->cpu = -1;
     b->spin_ns = DUET_BARRIER_DEFAULT_SPIN_NS;
     b->yield_ns = DUET_BARRIER_DEFAULT_YIELD_NS;
 }
@@ -453,16 +471,8 @@ static inline int duet__wait_long(duet_barrier *b, uint32_t peer_slot, uint64_t 
     }
 }
 
-/* Arrive and wait for every other party. On DUET_BARRIER_OK, *start_ns (if not NULL) is
- * CLOCK_MONOTONIC read right after the release. DUET_BARRIER_TIMEOUT / _ABORTED break the
- * barrier for this party (later waits return DUET_BARRIER_E_BROKEN); b->error says why. */
-static inline int duet_barrier_wait(duet_barrier *b, uint64_t timeout_ns, uint64_t *start_ns) {
-    if (b->map == NULL || b->slot >= b->parties)
-        return duet__fail(b->error, DUET_BARRIER_E_USAGE,
-                          "wait() needs an attached party's barrier");
-    if (b->broken)
-        return duet__fail(b->error, DUET_BARRIER_E_BROKEN,
-                          "this party's barrier is broken by an earlier timeout or abort");
+/* One generation: arrive, wait for every other party, read the clock (duet_barrier_wait). */
+static inline int duet__rendezvous(duet_barrier *b, uint64_t timeout_ns, uint64_t *start_ns) {
     duet_barrier_header *h = b->header;
     if (atomic_load_explicit(&h->abort, memory_order_acquire)) return duet__aborted(b);
     duet_barrier_slot *own = &b->slots[b->slot];
@@ -502,6 +512,119 @@ static inline int duet_barrier_wait(duet_barrier *b, uint64_t timeout_ns, uint64
     uint64_t t = duet_monotonic_ns();
     if (start_ns) *start_ns = t;
     return DUET_BARRIER_OK;
+}
+
+/* -- crossover: moving the side between the CPUs of its pair ------------------------------- */
+
+/* The side's threads: the task list file, else /proc/self/task. Returns how many were put in
+ * out (at most cap), or -1 with b->error set. */
+static inline int duet__threads(duet_barrier *b, pid_t *out, size_t cap, size_t *total) {
+    size_t n = 0;
+    *total = 0;
+    if (b->tasks[0] != '\0') {
+        FILE *f = fopen(b->tasks, "re");
+        if (f == NULL)
+            return duet__fail(b->error, -1, "cannot read the side's task list %s: %s", b->tasks,
+                              strerror(errno));
+        long tid;
+        while (fscanf(f, "%ld", &tid) == 1) {
+            if (n < cap) out[n++] = (pid_t)tid;
+            (*total)++;
+        }
+        fclose(f);
+        return (int)n;
+    }
+    DIR *d = opendir("/proc/self/task");
+    if (d == NULL)
+        return duet__fail(b->error, -1, "cannot list /proc/self/task: %s", strerror(errno));
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+        if (n < cap) out[n++] = (pid_t)atol(e->d_name);
+        (*total)++;
+    }
+    closedir(d);
+    return (int)n;
+}
+
+/* Pin every thread of the side to cpu; a thread that ended meanwhile is skipped. */
+static inline int duet__move(duet_barrier *b, int cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pid_t listed[DUET_BARRIER_MOVE_TRACKED];
+    pid_t moved[DUET_BARRIER_MOVE_TRACKED];
+    size_t nmoved = 0;
+    for (unsigned pass = 0; pass < DUET_BARRIER_MOVE_PASSES; pass++) {
+        size_t total = 0;
+        int n = duet__threads(b, listed, DUET_BARRIER_MOVE_TRACKED, &total);
+        if (n < 0) return DUET_BARRIER_E_MOVE;
+        int fresh = 0;
+        for (int i = 0; i < n; i++) {
+            int seen = 0;
+            for (size_t j = 0; j < nmoved && !seen; j++) seen = moved[j] == listed[i];
+            if (seen) continue;
+            fresh = 1;
+            if (sched_setaffinity(listed[i], sizeof set, &set) != 0 && errno != ESRCH)
+                return duet__fail(b->error, DUET_BARRIER_E_MOVE,
+                                  "cannot move thread %ld of the side to CPU %d (crossover): "
+                                  "%s; every CPU it crosses to must be in the side's cpuset "
+                                  "and every thread in %s must be the side's own",
+                                  (long)listed[i], cpu, strerror(errno),
+                                  b->tasks[0] ? b->tasks : "/proc/self/task");
+            if (nmoved < DUET_BARRIER_MOVE_TRACKED) moved[nmoved++] = listed[i];
+        }
+        /* More threads than tracked: the ones beyond were not moved; move everything again. */
+        if (total > (size_t)n) nmoved = 0;
+        if (!fresh) break;
+    }
+    b->cpu = cpu;
+    return DUET_BARRIER_OK;
+}
+
+/* Cross the side over the cores: from now on wait k (counted from 0) runs it on
+ * cpus[k % ncpus]; it moves to cpus[0] at once, so what it does before its first wait already
+ * runs there. tasks: the file listing the side's threads (its cgroup's `tasks` at cgroup v1,
+ * `cgroup.threads` at v2), NULL or "" for every thread of this process. */
+static inline int duet_barrier_cross(duet_barrier *b, const int *cpus, uint32_t ncpus,
+                                     const char *tasks) {
+    if (ncpus == 0 || ncpus > DUET_BARRIER_MAX_CPUS)
+        return duet__fail(b->error, DUET_BARRIER_E_USAGE,
+                          "crossover needs 1 to %u CPUs, got %u", DUET_BARRIER_MAX_CPUS, ncpus);
+    for (uint32_t i = 0; i < ncpus; i++) {
+        if (cpus[i] < 0 || cpus[i] >= CPU_SETSIZE)
+            return duet__fail(b->error, DUET_BARRIER_E_USAGE, "CPU %d is out of range", cpus[i]);
+        b->cpus[i] = cpus[i];
+    }
+    if (tasks != NULL && strlen(tasks) >= sizeof b->tasks)
+        return duet__fail(b->error, DUET_BARRIER_E_USAGE, "the task list path is too long");
+    snprintf(b->tasks, sizeof b->tasks, "%s", tasks ? tasks : "");
+    b->ncpus = ncpus;
+    b->crossings = 0;
+    return duet__move(b, b->cpus[0]);
+}
+
+/* Arrive and wait for every other party. On DUET_BARRIER_OK, *start_ns (if not NULL) is
+ * CLOCK_MONOTONIC read right after the release. DUET_BARRIER_TIMEOUT / _ABORTED break the
+ * barrier for this party (later waits return DUET_BARRIER_E_BROKEN); b->error says why.
+ * After duet_barrier_cross, a wait is two rendezvous (two generations) with the move between:
+ * both sides finish the previous iteration before either moves (a side that moved at once
+ * would land on the CPU where the other still works), and both have moved before the clock
+ * starts. A failed move returns DUET_BARRIER_E_MOVE. */
+static inline int duet_barrier_wait(duet_barrier *b, uint64_t timeout_ns, uint64_t *start_ns) {
+    if (b->map == NULL || b->slot >= b->parties)
+        return duet__fail(b->error, DUET_BARRIER_E_USAGE,
+                          "wait() needs an attached party's barrier");
+    if (b->broken)
+        return duet__fail(b->error, DUET_BARRIER_E_BROKEN,
+                          "this party's barrier is broken by an earlier timeout or abort");
+    if (b->ncpus == 0) return duet__rendezvous(b, timeout_ns, start_ns);
+    int rc = duet__rendezvous(b, timeout_ns, NULL);
+    if (rc != DUET_BARRIER_OK) return rc;
+    rc = duet__move(b, b->cpus[b->crossings % b->ncpus]);
+    if (rc != DUET_BARRIER_OK) return rc;
+    b->crossings++;
+    return duet__rendezvous(b, timeout_ns, start_ns);
 }
 
 /* Raise the abort flag: every wait of every party returns DUET_BARRIER_ABORTED promptly. */
@@ -644,13 +767,54 @@ static inline int duet__env_u64(duet_native *ctx, const char *name, int required
     return 0;
 }
 
+/* Crossover when DUET_CPUS is set ("3,1": wait k runs the side on the k-th CPU of the list,
+ * cyclically; DUET_TASKS the side's task list); else the side stays where duet pinned it, and
+ * its one CPU, when it has one, is recorded per iteration. Returns 0 or the exit code. */
+static inline int duet__native_place(duet_native *ctx) {
+    const char *list = getenv("DUET_CPUS");
+    if (list == NULL || *list == '\0') {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) == 1)
+            for (int c = 0; c < CPU_SETSIZE; c++)
+                if (CPU_ISSET(c, &set)) ctx->barrier.cpu = c;
+        return DUET_EXIT_OK;
+    }
+    int cpus[DUET_BARRIER_MAX_CPUS];
+    uint32_t n = 0;
+    const char *p = list;
+    for (;;) {
+        char *end = NULL;
+        errno = 0;
+        long cpu = strtol(p, &end, 10);
+        if (*p < '0' || *p > '9' || errno != 0 || end == p || cpu >= CPU_SETSIZE ||
+            n == DUET_BARRIER_MAX_CPUS || (*end != ',' && *end != '\0')) {
+            snprintf(ctx->error, sizeof ctx->error,
+                     "UsageError: DUET_CPUS=\"%.64s\" is not a list of at most %u CPU numbers "
+                     "separated by commas",
+                     list, DUET_BARRIER_MAX_CPUS);
+            return duet__native_failed(ctx, DUET_EXIT_USAGE, DUET_ABORT_PARTY_FAILED);
+        }
+        cpus[n++] = (int)cpu;
+        if (*end == '\0') break;
+        p = end + 1;
+    }
+    if (duet_barrier_cross(&ctx->barrier, cpus, n, getenv("DUET_TASKS")) != DUET_BARRIER_OK) {
+        snprintf(ctx->error, sizeof ctx->error, "BarrierError: %s", ctx->barrier.error);
+        return duet__native_failed(ctx, DUET_EXIT_BARRIER, DUET_ABORT_PARTY_FAILED);
+    }
+    return DUET_EXIT_OK;
+}
+
 /* Read DUET_* from the environment, open the samples file and write its header, attach to the
- * barrier. Returns 0, or the exit code (ctx->error says why). */
+ * barrier (and cross over when DUET_CPUS says so). Returns 0, or the exit code (ctx->error
+ * says why). */
 static inline int duet_native_open(duet_native *ctx) {
     memset(ctx, 0, sizeof *ctx);
     ctx->inner_loops = 1;
     ctx->schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
     ctx->barrier.slot = UINT32_MAX;
+    ctx->barrier.cpu = -1;
     const char *samples = getenv("DUET_SAMPLES");
     if (samples == NULL || *samples == '\0') {
         snprintf(ctx->error, sizeof ctx->error,
@@ -702,7 +866,7 @@ static inline int duet_native_open(duet_native *ctx) {
         snprintf(ctx->error, sizeof ctx->error, "BarrierFileError: %s", ctx->barrier.error);
         return duet__native_failed(ctx, DUET_EXIT_BARRIER, 0);
     }
-    return DUET_EXIT_OK;
+    return duet__native_place(ctx);
 }
 
 /* Wait at the barrier for the next iteration. Returns 1: run the iteration now; 0: all
@@ -765,6 +929,8 @@ static inline int duet_native_iteration_end(duet_native *ctx) {
         written = fprintf(ctx->samples, ", \"runq_ns\": %" PRIu64, runq_end - ctx->runq_start_ns);
     if (written >= 0 && nivcsw_end >= 0 && ctx->nivcsw_start >= 0)
         written = fprintf(ctx->samples, ", \"nivcsw\": %ld", nivcsw_end - ctx->nivcsw_start);
+    if (written >= 0 && ctx->barrier.cpu >= 0)
+        written = fprintf(ctx->samples, ", \"cpu\": %d", ctx->barrier.cpu);
     if (written >= 0) written = fputs("}\n", ctx->samples);
     if (written < 0 || fflush(ctx->samples) != 0) {
         snprintf(ctx->error, sizeof ctx->error, "OSError: cannot write the samples file: %s",

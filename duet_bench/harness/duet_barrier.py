@@ -11,14 +11,20 @@ and then :meth:`Barrier.wait` before every iteration::
         start_ns = barrier.wait(timeout_ns)
         ...  # the work
     barrier.close()
+
+Crossover (``docs/barrier-protocol.md``, "Crossing the sides over the cores"): after
+:meth:`Barrier.cross` every wait is two rendezvous with a move between them, so both sides have
+finished the previous iteration before either moves, and both have moved before the clock starts.
 """
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import struct
 import time
+from collections.abc import Sequence
 from typing import Any
 
 PROTOCOL_VERSION = 1
@@ -67,6 +73,10 @@ _SPINS_PER_CHECK = 256
 _SLEEP_FIRST_S = 20e-6
 _SLEEP_MAX_S = 1e-3
 _monotonic_ns = time.monotonic_ns
+# Passes over the thread list per move: a thread created by a thread not yet moved starts on
+# the old CPU; the next pass lists and moves it. Two passes find every thread of a program that
+# does not create threads during the barrier wait; the rest is a bound, not a promise.
+_MOVE_PASSES = 4
 
 
 def file_size(parties: int) -> int:
@@ -197,6 +207,12 @@ class Barrier:
         # The two-party fast path: the one peer's generation and state words, else -1.
         self._peer = -1
         self._peer_state = -1
+        # Crossover (cross()): the CPUs a wait moves the side to, in turn; empty: no moves.
+        self._cpus: tuple[int, ...] = ()
+        self._tasks: str | None = None
+        self._crossings = 0
+        #: The CPU the side was last moved to (cross()), else None.
+        self.cpu: int | None = None
         if slot is not None:
             base = WORDS_PER_SLOT * (1 + slot)
             self._own = base + S_GENERATION
@@ -215,10 +231,20 @@ class Barrier:
         """Arrive at the barrier and wait for every other party; return ``time.monotonic_ns()``
         read right after the release.
 
+        After :meth:`cross`, a wait is two rendezvous (two generations) with the move of the
+        side to its next CPU between them.
+
         Raises :class:`BarrierAborted` if the abort flag is (or becomes) raised and
         :class:`BarrierTimeout` after ``timeout_ns``; after either the barrier is broken for this
-        party and further waits raise :class:`BarrierError`.
+        party and further waits raise :class:`BarrierError`. A move that fails raises
+        :class:`BarrierError` (the barrier stays usable; the caller should abort it).
         """
+        if self._cpus:
+            return self._wait_crossing(timeout_ns)
+        return self._rendezvous(timeout_ns)
+
+    def _rendezvous(self, timeout_ns: int) -> int:
+        """One generation: arrive, wait for every other party, read the clock."""
         # Every line here is on the path that sets the start skew: the two-party case is
         # written out flat, with no call, no loop over peers and no clock read while spinning.
         w = self._words
@@ -243,6 +269,59 @@ class Barrier:
                 self._wait_long(peer, g, _monotonic_ns() + timeout_ns, timeout_ns)
                 break
         return _monotonic_ns()
+
+    def cross(self, cpus: Sequence[int], tasks: str | None = None) -> None:
+        """Cross the side over the cores: wait number k (counted from 0) runs the side on
+        ``cpus[k % len(cpus)]``. Moves the side to ``cpus[0]`` at once, so that what it does
+        before its first wait (a setup, the threads it starts) already runs there.
+
+        The side is every thread listed in ``tasks`` (its cgroup's ``tasks`` at cgroup v1, its
+        ``cgroup.threads`` at v2: a command's children and every thread of them), else every
+        thread of this process (``/proc/self/task``). Every CPU must be in the side's cpuset.
+        """
+        if not cpus or any(isinstance(c, bool) or not isinstance(c, int) or c < 0 for c in cpus):
+            raise ValueError(f"cpus must be CPU numbers, got {list(cpus)!r}")
+        self._cpus = tuple(cpus)
+        self._tasks = tasks
+        self._crossings = 0
+        self._move(self._cpus[0])
+
+    def _wait_crossing(self, timeout_ns: int) -> int:
+        # Both sides first finish the iteration: a side that moved as soon as it finished would
+        # land on the CPU where the other still works and slow it (a 5% A/B read 1.14).
+        self._rendezvous(timeout_ns)
+        cpus = self._cpus
+        self._move(cpus[self._crossings % len(cpus)])
+        self._crossings += 1
+        # Both moved: only now may the clock start.
+        return self._rendezvous(timeout_ns)
+
+    def _threads(self) -> list[int]:
+        if self._tasks is None:
+            return [int(t) for t in os.listdir("/proc/self/task")]
+        with open(self._tasks, "rb") as f:
+            return [int(t) for t in f.read().split()]
+
+    def _move(self, cpu: int) -> None:
+        """Pin every thread of the side to ``cpu``; a thread that ended meanwhile is skipped."""
+        mask = {cpu}
+        moved: set[int] = set()
+        try:
+            for _ in range(_MOVE_PASSES):
+                new = [t for t in self._threads() if t not in moved]
+                if not new:
+                    break
+                for tid in new:
+                    with contextlib.suppress(ProcessLookupError):  # it ended since the listing
+                        os.sched_setaffinity(tid, mask)
+                moved.update(new)
+        except OSError as e:
+            raise BarrierError(
+                f"cannot move the side to CPU {cpu} (crossover): {e}; every CPU of "
+                f"{list(self._cpus)} must be in the side's cpuset and every thread listed in "
+                f"{self._tasks or '/proc/self/task'} must be the side's own"
+            ) from e
+        self.cpu = cpu
 
     def _wait_many(self, g: int, timeout_ns: int) -> int:
         """wait() for one party alone or for more than two."""

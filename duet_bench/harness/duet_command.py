@@ -20,6 +20,11 @@ only, Python >= 3.8.
 - :func:`run_command_output` (spec ``"output"``, suite adapters, ``docs/adapters.md``): the
   same spawn, stdout to a file; the sample is what the harness printed (``duet_outputs.py``).
 
+Crossover: the child is spawned after the barrier's wait moved the worker to the iteration's CPU
+(``duet_barrier.Barrier.cross``), so it starts there (a child inherits its parent's affinity),
+and so does everything it starts; a process the command left running is moved with the side at
+the next wait when the side has a cgroup (its ``tasks``).
+
 A command that exits non-zero, is killed, or cannot be started raises
 :class:`duet_samples.BenchmarkFailed`, with its exit status or signal.
 """
@@ -219,7 +224,9 @@ def run_command(
             cpu_ns = duet_samples.cpu_ns_from_rusage(usage)
             if waited_ns is not None and waited_end_ns is not None:
                 runq_ns = others_delay_ns(waited_end_ns - waited_ns, end_ns - start_ns, cpu_ns)
-            samples.sample(done, warmup, start_ns, end_ns, cpu_ns, runq_ns, usage.ru_nivcsw)
+            samples.sample(
+                done, warmup, start_ns, end_ns, cpu_ns, runq_ns, usage.ru_nivcsw, barrier.cpu
+            )
     finally:
         os.close(devnull)
         if pressure is not None:
@@ -290,6 +297,8 @@ def run_command_output(
             }
             if cpu_ns is not None:
                 line["cpu_ns"] = cpu_ns
+            if barrier.cpu is not None:
+                line["cpu"] = barrier.cpu
             samples.write(line)
     finally:
         os.close(devnull)

@@ -19,7 +19,9 @@ only, Python >= 3.8, run by the version's own interpreter.
   kwargs)``; ``teardown(*args, **kwargs)`` runs after the clock stopped. Whatever the driver
   does around the call (pytest's fixtures) stays outside the measured iterations.
 
-Both go through one timed loop, :func:`timed_iterations`.
+Both go through one timed loop, :func:`timed_iterations`. Crossover: the barrier's wait moves
+every thread of the process (or of the side's cgroup) to the iteration's CPU before it releases
+(``duet_barrier.Barrier.cross``): threads the callable or pytest started move with it.
 """
 
 from __future__ import annotations
@@ -131,7 +133,14 @@ def timed_iterations(
                 runq_end - runq_start if runq_end is not None and runq_start is not None else None
             )
             samples.sample(
-                done, warmup, start_ns, end_ns, cpu_ns, runq_ns, switches() - nivcsw_start
+                done,
+                warmup,
+                start_ns,
+                end_ns,
+                cpu_ns,
+                runq_ns,
+                switches() - nivcsw_start,
+                barrier.cpu,
             )
             if after is not None:
                 after()

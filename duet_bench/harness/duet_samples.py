@@ -87,8 +87,10 @@ class Samples:
         cpu_ns: int,
         runq_ns: int | None = None,
         nivcsw: int | None = None,
+        cpu: int | None = None,
     ) -> None:
-        """The line of iteration ``done`` (counting warm-up iterations)."""
+        """The line of iteration ``done`` (counting warm-up iterations); ``cpu`` is the one CPU
+        the side was pinned to for it (:attr:`duet_barrier.Barrier.cpu`), None when unknown."""
         in_warmup = done < warmup
         line: dict[str, Any] = {
             "phase": "warmup" if in_warmup else "measure",
@@ -101,6 +103,8 @@ class Samples:
             line["runq_ns"] = runq_ns
         if nivcsw is not None:
             line["nivcsw"] = nivcsw
+        if cpu is not None:
+            line["cpu"] = cpu
         self.write(line)
 
     def close(self) -> None:

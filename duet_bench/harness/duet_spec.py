@@ -90,7 +90,25 @@ def validate_spec(spec: Any, calibrate: bool = False) -> dict[str, Any]:
         if not isinstance(shell, str) or not shell:
             raise SpecError(f"the worker spec's 'shell' must be a path, got {shell!r}")
     _check_output(spec)
+    _check_crossover(spec)
     return spec
+
+
+def _check_crossover(spec: dict[str, Any]) -> None:
+    """``cpus`` (crossover: wait k runs the side on ``cpus[k % len]``) and ``tasks`` (the
+    threads that move: the side's cgroup's task list), both optional."""
+    cpus = spec.get("cpus")
+    if cpus is not None and not (
+        isinstance(cpus, list)
+        and cpus
+        and all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in cpus)
+    ):
+        raise SpecError(f"the worker spec's 'cpus' must be a list of CPU numbers, got {cpus!r}")
+    tasks = spec.get("tasks")
+    if tasks is not None and (not isinstance(tasks, str) or not tasks or cpus is None):
+        raise SpecError(
+            f"the worker spec's 'tasks' must be a file path, with 'cpus', got {tasks!r}"
+        )
 
 
 def _check_output(spec: dict[str, Any]) -> None:

@@ -149,6 +149,17 @@ def _run_kind(
     return {"done": True, "inner_loops": inner_loops}
 
 
+def _place(spec: dict[str, Any], barrier: duet_barrier.Barrier) -> None:
+    """Crossover (spec ``"cpus"``): every wait moves the side to its next CPU. Else the side
+    stays where the runner pinned it; its one CPU, when it has one, is recorded per iteration."""
+    if spec.get("cpus"):
+        barrier.cross(spec["cpus"], spec.get("tasks"))
+        return
+    pinned = os.sched_getaffinity(0)
+    if len(pinned) == 1:
+        barrier.cpu = next(iter(pinned))
+
+
 def _run_attached(spec: dict[str, Any], samples: duet_samples.Samples) -> int:
     try:
         barrier = duet_barrier.attach(spec["barrier"], spec["slot"])
@@ -157,6 +168,7 @@ def _run_attached(spec: dict[str, Any], samples: duet_samples.Samples) -> int:
         print(f"duet_worker: cannot use the barrier: {e}", file=sys.stderr)
         return EXIT_BARRIER
     try:
+        _place(spec, barrier)
         samples.write(_run_kind(spec, barrier, samples))
         return EXIT_OK
     except duet_barrier.BarrierTimeout as e:

@@ -109,6 +109,13 @@ class Container(ABC):
         cgroup2 hierarchy we may use, a kernel without PSI)."""
         return None
 
+    @property
+    def threads_file(self) -> str | None:
+        """The file listing every thread of this container (cgroup v1: its cpuset cgroup's
+        ``tasks``; v2: ``cgroup.threads``): what a crossover moves from one CPU to the other,
+        a command's children and their threads included. None without a cgroup."""
+        return None
+
     @abstractmethod
     def _join_files(self) -> Sequence[str]:
         """The ``cgroup.procs`` files the child writes ``0`` into before ``exec``."""

@@ -368,6 +368,11 @@ class CgroupV1Container(Container):
         pressure = self.paths.get(PRESSURE)
         return None if pressure is None else os.path.join(pressure, "cpu.pressure")
 
+    @property
+    def threads_file(self) -> str | None:
+        cpuset = self.paths.get("cpuset")
+        return None if cpuset is None else os.path.join(cpuset, "tasks")
+
     def _join_files(self) -> list[str]:
         return [os.path.join(path, "cgroup.procs") for path in self._distinct]
 

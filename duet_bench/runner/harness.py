@@ -32,9 +32,13 @@ def worker_spec(
     samples: Path,
     inner_loops: int,
     pressure: str | None = None,
+    cpus: tuple[int, ...] | None = None,
+    tasks: str | None = None,
 ) -> dict[str, Any]:
     """The worker spec of docs/architecture.md for one side of one run. ``pressure`` is the
-    side's ``cpu.pressure`` file (:attr:`Container.pressure_file`), given to a command."""
+    side's ``cpu.pressure`` file (:attr:`Container.pressure_file`), given to a command.
+    Crossing over, ``cpus`` are the CPUs the side's waits move it to in turn and ``tasks`` the
+    file listing its threads (:attr:`Container.threads_file`; None: the worker's own)."""
     out: dict[str, Any] = {
         "protocol": 1,
         "kind": spec.kind,
@@ -46,6 +50,10 @@ def worker_spec(
         "timeout_ns": int(bench.timeout_s * 1e9),
         "samples": str(samples),
     }
+    if cpus is not None:
+        out["cpus"] = list(cpus)
+        if tasks is not None:
+            out["tasks"] = tasks
     if spec.kind == "command":
         out.update(command=spec.command, shell="/bin/sh")
         if spec.output is not None:
@@ -78,6 +86,13 @@ def argv_and_env(
             DUET_TIMEOUT_NS=str(wspec["timeout_ns"]),
             DUET_SAMPLES=str(wspec["samples"]),
         )
+        # Never inherited: only the runner says whether and where a side crosses over.
+        env.pop("DUET_CPUS", None)
+        env.pop("DUET_TASKS", None)
+        if "cpus" in wspec:
+            env["DUET_CPUS"] = ",".join(str(c) for c in wspec["cpus"])
+            if "tasks" in wspec:
+                env["DUET_TASKS"] = str(wspec["tasks"])
         assert spec.command is not None
         return ["/bin/sh", "-c", "exec " + spec.command], env
     spec_path = side.directory / "spec.json"

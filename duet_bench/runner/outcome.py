@@ -69,10 +69,12 @@ def side_record(s: Side, bench: BenchmarkSpec, usage: Usage) -> SideRecord:
         iteration_cpu_ns=samples.iteration_cpu_ns,
         iteration_runq_ns=samples.iteration_runq_ns,
         iteration_nivcsw=samples.iteration_nivcsw,
+        iteration_cpus=samples.iteration_cpus,
         runq_source=(
             None if samples.iteration_runq_ns is None else str(samples.extra.get("runq", "task"))
         ),
-        cores=(s.cpu,),
+        # Crossing over, both CPUs of the pair (iteration_cpus says which ran what).
+        cores=tuple(s.container.cpus),
         cpu_ns=usage.cpu_ns,
         cpu_user_ns=usage.cpu_user_ns,
         cpu_system_ns=usage.cpu_system_ns,

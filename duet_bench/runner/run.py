@@ -2,7 +2,10 @@
 planned run of a benchmark with the rules that stop early.
 
 For a duet run both sides start together, each in a fresh container pinned to its CPU, and
-meet at a two-party barrier before every iteration. For a sequential run each side runs alone
+meet at a two-party barrier before every iteration. Crossing over (``crossover = "iteration"``,
+method.md 1b) each container holds both CPUs of the pair and the sides' barrier waits move them
+to the iteration's CPU (the worker spec's ``cpus`` and ``tasks``, a native program's
+``DUET_CPUS`` and ``DUET_TASKS``). For a sequential run each side runs alone
 (a one-party barrier) on the same CPU, one after the other.
 
 Every run is cleaned up whatever happens (success, failure, timeout, a signal): the barrier is
@@ -47,6 +50,8 @@ def _execute(
 ) -> dict[SideName, SideRecord]:
     """Run the sides in ``names`` together (one party each), wait, collect and clean up."""
     limits = Limits(memory_bytes=bench.memory_limit_bytes, pids_max=bench.pids_max)
+    # A sequential run has one side at a time: nothing to cross over.
+    crossing = plan.crossover and len(names) == len(SIDES)
     path = duet_barrier.new_path(ctx.barrier_dir)
     with contextlib.ExitStack() as stack:
         # Removal first: a signal between creating the file and registering its removal left
@@ -68,9 +73,11 @@ def _execute(
                 # give the side its own directory through TMPDIR only.
                 sandbox = replace(sandbox, mount_namespace=False)
             stack.callback(sandbox.remove)
+            cpus = plan.cpus_of(name) if crossing else (plan.cpus[name],)
             container = ctx.backend.container(
+                # Crossing over, the cpuset holds both CPUs; the barrier pins each iteration.
                 f"r{plan.index:03d}-{name}",
-                cpus=[plan.cpus[name]],
+                cpus=list(cpus),
                 mems=None,
                 limits=limits,
             )
@@ -99,6 +106,8 @@ def _execute(
                 samples=s.samples_path,
                 inner_loops=inner_loops,
                 pressure=s.container.pressure_file,
+                cpus=plan.cpus_of(s.name) if crossing else None,
+                tasks=s.container.threads_file if crossing else None,
             )
             argv, env = argv_and_env(side_spec, s, wspec, ctx)
             stderr: IO[bytes] = stack.enter_context(s.stderr_path.open("wb"))
@@ -119,9 +128,12 @@ def _execute(
         parts = 1 if len(names) == len(SIDES) else len(SIDES)  # sequential: one side at a time
         part = 0 if len(names) == len(SIDES) else SIDES.index(names[0])
         report = ctx.on_iterations
+        # Crossing over, an iteration is two barrier generations (finished, then moved).
+        waits = 2 if crossing else 1
 
-        def begun(iterations: int) -> None:
+        def begun(generations: int) -> None:
             if report is not None:
+                iterations = generations // waits
                 report((part + min(iterations, per_run) / max(per_run, 1)) / parts)
 
         supervise(sides, barrier, int(bench.timeout_s * 1e9), begun)

@@ -24,6 +24,8 @@ class Samples:
     iteration_cpu_ns: tuple[int, ...] | None = None
     iteration_runq_ns: tuple[int, ...] | None = None
     iteration_nivcsw: tuple[int, ...] | None = None
+    #: Per measured iteration, the CPU the side was pinned to (the line's ``cpu``).
+    iteration_cpus: tuple[int, ...] | None = None
     error: str | None = None
     #: The error line says the measured command failed (it carries the command's
     #: ``exit_status`` or the ``signal`` that killed it), not the worker or the spec.
@@ -37,7 +39,7 @@ def read_samples(path: Path) -> Samples:
     warmup: list[int] = []
     measured: list[int] = []
     starts: list[int] = []
-    per_iteration: dict[str, list[int]] = {"cpu_ns": [], "runq_ns": [], "nivcsw": []}
+    per_iteration: dict[str, list[int]] = {"cpu_ns": [], "runq_ns": [], "nivcsw": [], "cpu": []}
     error = None
     command_failed = False
     done = False
@@ -90,6 +92,7 @@ def read_samples(path: Path) -> Samples:
         iteration_cpu_ns=complete("cpu_ns"),
         iteration_runq_ns=complete("runq_ns"),
         iteration_nivcsw=complete("nivcsw"),
+        iteration_cpus=complete("cpu"),
         error=error,
         command_failed=command_failed,
         done=done,

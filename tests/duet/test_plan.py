@@ -1,4 +1,5 @@
-"""The plan: balanced, randomized side assignment; sequential order; shards."""
+"""The plan: crossover at every iteration, or a balanced, randomized side assignment per run;
+sequential order; shards."""
 
 from __future__ import annotations
 
@@ -7,12 +8,44 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from duet_bench.errors import UsageError
-from duet_bench.plan import BenchmarkSpec, SideSpec, parse_shard, plan_runs, select_shard
+from duet_bench.plan import (
+    BenchmarkSpec,
+    Crossover,
+    SideSpec,
+    parse_shard,
+    plan_runs,
+    select_shard,
+)
 
 
-def spec(runs: int = 10, name: str = "b") -> BenchmarkSpec:
+def spec(runs: int = 10, name: str = "b", crossover: Crossover = "run") -> BenchmarkSpec:
     side = SideSpec(kind="command", command="true")
-    return BenchmarkSpec(name=name, baseline=side, candidate=side, runs=runs)
+    return BenchmarkSpec(name=name, baseline=side, candidate=side, runs=runs, crossover=crossover)
+
+
+@given(runs=st.integers(2, 60), seed=st.integers(0, 1000))
+def test_crossover_plans_iteration_k_of_run_r_on_pair_r_plus_k(runs: int, seed: int) -> None:
+    """method.md 1b: iteration k of run r runs the baseline on pair[(r + k) % 2]."""
+    pair = (3, 1)
+    plans = plan_runs(spec(runs, crossover="iteration"), pair, seed=seed)
+    for r, p in enumerate(plans):
+        assert p.crossover
+        for k in range(5):
+            baseline = p.cpus_of("baseline")[k % 2]
+            candidate = p.cpus_of("candidate")[k % 2]
+            assert baseline == pair[(r + k) % 2]
+            assert candidate == pair[(r + k + 1) % 2]
+    # The sequential method has nothing to cross: one side at a time, on one CPU.
+    for p in plan_runs(spec(runs, crossover="iteration"), pair, seed=seed, method="sequential"):
+        assert not p.crossover
+        assert p.cpus_of("baseline") == (p.cpus["baseline"],)
+
+
+def test_crossover_run_keeps_the_cpus_of_a_run() -> None:
+    for p in plan_runs(spec(10, crossover="run"), (0, 1), seed=0):
+        assert not p.crossover
+        assert p.cpus_of("baseline") == (p.cpus["baseline"],)
+        assert p.cpus_of("candidate") == (p.cpus["candidate"],)
 
 
 @given(runs=st.integers(2, 60), seed=st.integers(0, 1000))

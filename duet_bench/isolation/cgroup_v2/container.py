@@ -95,6 +95,10 @@ class CgroupV2Container(Container):
         path = os.path.join(self.path, "cpu.pressure")
         return path if os.path.exists(path) else None
 
+    @property
+    def threads_file(self) -> str | None:
+        return os.path.join(self.path, "cgroup.threads")
+
     def _join_files(self) -> list[str]:
         return [os.path.join(self.path, "cgroup.procs")]
 
