@@ -1,4 +1,4 @@
-"""The results document ``duet-results/2``: raw samples, environment, configuration, analysis.
+"""The results document ``duet-results/3``: raw samples, environment, configuration, analysis.
 
 Every producer (``duet run``, ``duet compare``, ``duet merge``) writes this document and every
 consumer (``duet analyze``, ``duet report``, ``duet comment``) reads it. It is rewritten

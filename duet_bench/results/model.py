@@ -1,4 +1,4 @@
-"""The records of the results document ``duet-results/2`` (frozen; method.md section 7) and the
+"""The records of the results document ``duet-results/3`` (frozen; method.md section 7) and the
 names of its schema: sides, run statuses, methods, the per-iteration series."""
 
 from __future__ import annotations
@@ -8,12 +8,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeAlias
 
 #: Bump only with an entry in the schema history of docs/results-schema.md.
-SCHEMA = "duet-results/2"
+SCHEMA = "duet-results/3"
 SCHEMA_FAMILY = "duet-results"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: Versions this duet reads. A version 1 file has no per-iteration CPU time or run-queue delay:
-#: it is analysed on wall time, and the analysis says what is missing.
-READABLE_VERSIONS = (1, 2)
+#: it is analysed on wall time, and the analysis says what is missing. Versions 1 and 2 have no
+#: ``iteration_cpus`` (the sides kept their CPUs for a run: ``cores``).
+READABLE_VERSIONS = (1, 2, 3)
 
 SideName: TypeAlias = Literal["baseline", "candidate"]
 SIDES: tuple[SideName, SideName] = ("baseline", "candidate")

@@ -69,10 +69,37 @@ def test_where_the_run_queue_delay_came_from_survives_a_round_trip() -> None:
     assert "runq_source" not in again["benchmarks"][0]["runs"][0]["candidate"]
 
 
+@pytest.mark.parametrize("version", [1, 2])
+def test_files_before_crossover_still_read(version: int) -> None:
+    """Versions 1 and 2 predate crossover: they read, without a CPU per iteration, and are
+    written back as the current version."""
+    data = minimal()
+    data["schema"] = f"duet-results/{version}"
+    doc = results.from_dict(data)
+    side = doc.benchmarks[0].runs[0].baseline
+    assert side.iteration_cpus is None
+    again = json.loads(results.dumps(doc))
+    assert again["schema"] == results.SCHEMA == "duet-results/3"
+    assert "iteration_cpus" not in again["benchmarks"][0]["runs"][0]["baseline"]
+
+
+def test_the_cpu_of_every_iteration_survives_a_round_trip() -> None:
+    data = minimal()
+    data["schema"] = "duet-results/3"
+    run = data["benchmarks"][0]["runs"][0]
+    run["baseline"].update(iteration_cpus=[1, 0], cores=[0, 1])
+    run["candidate"].update(iteration_cpus=[0, 1], cores=[0, 1])
+    data["benchmarks"][0]["settings"] = {"crossover": "iteration"}
+    doc = results.from_dict(data)
+    assert doc.benchmarks[0].runs[0].baseline.iteration_cpus == (1, 0)
+    assert doc.benchmarks[0].settings["crossover"] == "iteration"
+    assert results.from_dict(json.loads(results.dumps(doc))) == doc
+
+
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
-        (lambda d: d.update(schema="duet-results/3"), r"newer duet \(duet-results/3\)"),
+        (lambda d: d.update(schema="duet-results/4"), r"newer duet \(duet-results/4\)"),
         (lambda d: d.update(schema="pyperf/1"), "is not a duet results schema"),
         (lambda d: d.pop("schema"), "schema: missing"),
         (lambda d: d.pop("benchmarks"), "missing required field 'benchmarks'"),

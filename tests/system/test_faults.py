@@ -600,7 +600,7 @@ def fixture_text() -> str:
 
 
 def newer_schema() -> str:
-    return fixture_text().replace('"duet-results/1"', '"duet-results/3"', 1)
+    return fixture_text().replace('"duet-results/1"', '"duet-results/4"', 1)
 
 
 def edited_sample() -> str:
@@ -619,7 +619,7 @@ def misspelt_field() -> str:
     ("content", "message"),
     [
         pytest.param(lambda: fixture_text()[:5000], "truncated (line", id="truncated"),
-        pytest.param(newer_schema, "written by a newer duet (duet-results/3)", id="newer"),
+        pytest.param(newer_schema, "written by a newer duet (duet-results/4)", id="newer"),
         pytest.param(
             edited_sample,
             "benchmarks[1] ('render-page').runs[3].candidate.iterations_ns[2]: expected an "
