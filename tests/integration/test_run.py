@@ -42,7 +42,7 @@ def test_a_slower_command_is_a_regression(tmp_path: Path, isolation: str) -> Non
     done = duet(
         "run", "--baseline", "sleep 0.01", "--candidate", "sleep 0.02",
         "--runs", "6", "--iterations", "5", "--warmup", "1", "--isolation", isolation,
-        "--out", str(out), "--quiet", "--reps", "2000",
+        "--out", str(out), "--quiet", "--reps", "2000", "--crossover", "run",
     )  # fmt: skip
     assert done.returncode == 1, done.stderr
     assert "regression" in done.stdout
@@ -56,7 +56,9 @@ def test_a_slower_command_is_a_regression(tmp_path: Path, isolation: str) -> Non
     runs = bench["runs"]
     assert len(runs) == 6
     assert all(r["status"] == "ok" for r in runs)
-    # Sides alternate cores, balanced: each side sits on each core in half of the runs.
+    # --crossover run: sides alternate cores between runs, balanced: each side sits on each
+    # core in half of the runs (tests/duet/test_crossover.py has the crossover at every
+    # iteration).
     baseline_cores = [r["baseline"]["cores"][0] for r in runs]
     assert len(set(baseline_cores)) == 2
     assert baseline_cores.count(baseline_cores[0]) == 3
@@ -213,6 +215,9 @@ def test_sequential_method(tmp_path: Path) -> None:
     for r in bench["runs"]:
         assert sorted(r["order"]) == ["baseline", "candidate"]
         assert r["baseline"]["cores"] == r["candidate"]["cores"]
+        # The sequential method ignores crossover (the default): one CPU for the whole run.
+        (cpu,) = r["baseline"]["cores"]
+        assert r["baseline"]["iteration_cpus"] == r["candidate"]["iteration_cpus"] == [cpu] * 3
         # Not overlapping: one side ended before the other started.
         a, b = r["baseline"]["iteration_start_ns"], r["candidate"]["iteration_start_ns"]
         assert max(a) < min(b) or max(b) < min(a)
