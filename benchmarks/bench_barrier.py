@@ -11,8 +11,14 @@ The first ``--discard`` iterations (process start-up) are left out. ``--hog`` ad
 neighbour pinned on each of the two CPUs (random read-modify-writes over 64 MiB plus integer
 work, SCHED_OTHER, nice 0), the interference generator of docs/measured-here.md, always on.
 
-Goals on an idle machine: C median < 1 µs and p99 < 20 µs, Python median < 2 µs and p99 < 50 µs.
-Run: ``python benchmarks/bench_barrier.py [--iterations 20000] [--hog] [--json]``.
+``--crossover`` has the parties cross over the two CPUs at every wait (duet's default,
+``Barrier.cross`` / ``duet_barrier_cross``: a rendezvous, the move, a second rendezvous), and
+measures the move alone too: ``--moves`` moves of one process with 0 and ``--threads`` idle extra
+threads, alternating between the two CPUs, each timed (``move_us``).
+
+Goals on an idle machine: C median < 1 µs and p99 < 20 µs, Python median < 2 µs and p99 < 50 µs
+(for the waits without crossover).
+Run: ``python benchmarks/bench_barrier.py [--iterations 20000] [--hog] [--crossover] [--json]``.
 """
 
 from __future__ import annotations
@@ -38,13 +44,16 @@ GOALS_US = {"c": (1.0, 20.0), "python": (2.0, 50.0)}  # (median, p99)
 TIMEOUT_NS = 60_000_000_000
 
 
-def python_party(path: str, slot: int, n: int, cpu: int, out: str) -> None:
-    """The Python side (run in its own process with ``--party``)."""
+def python_party(path: str, slot: int, n: int, cpu: int, out: str, other: int) -> None:
+    """The Python side (run in its own process with ``--party``); crossing over between
+    ``cpu`` and ``other`` unless ``other`` is -1."""
     os.sched_setaffinity(0, {cpu})
     sys.path.append(str(HARNESS))
     import duet_barrier
 
     barrier = duet_barrier.attach(path, slot)
+    if other >= 0:
+        barrier.cross([cpu, other])
     starts = array.array("Q", bytes(8 * n))
     wait = barrier.wait
     for i in range(n):
@@ -52,6 +61,34 @@ def python_party(path: str, slot: int, n: int, cpu: int, out: str) -> None:
     barrier.close()
     with open(out, "wb") as f:
         starts.tofile(f)
+
+
+def python_moves(path: str, n: int, cpu: int, other: int, threads: int, out: str) -> None:
+    """The Python client's move alone (``--move-party``): ``n`` moves of this process and its
+    ``threads`` idle extra threads, alternating between two CPUs, each timed."""
+    import threading
+
+    sys.path.append(str(HARNESS))
+    import duet_barrier
+
+    stop = threading.Event()
+    idle = [threading.Thread(target=stop.wait, daemon=True) for _ in range(threads)]
+    for t in idle:
+        t.start()
+    barrier = duet_barrier.attach(path, 0)
+    barrier.cross([cpu, other])
+    took = array.array("Q", bytes(8 * n))
+    move = barrier._move
+    clock = time.monotonic_ns
+    cpus = (cpu, other)
+    for i in range(n):
+        t0 = clock()
+        move(cpus[(i + 1) % 2])
+        took[i] = clock() - t0
+    barrier.close()
+    stop.set()
+    with open(out, "wb") as f:
+        took.tofile(f)
 
 
 def python_hog(cpu: int) -> None:
@@ -96,6 +133,7 @@ def measure(
     cpus: tuple[int, int],
     workdir: Path,
     discard: int,
+    crossover: bool = False,
 ) -> dict[str, Any]:
     sys.path.append(str(HARNESS))
     import duet_barrier
@@ -106,20 +144,14 @@ def measure(
         parties = []
         for slot in (0, 1):
             out = workdir / f"{client}-{slot}.bin"
+            other = str(cpus[1 - slot]) if crossover else "-1"
             if client == "c":
                 assert c_binary is not None
                 argv = [str(c_binary), "party", path, str(slot), str(n), str(cpus[slot]), str(out)]
+                argv += [other] if crossover else []
             else:
-                argv = [
-                    python,
-                    __file__,
-                    "--party",
-                    path,
-                    str(slot),
-                    str(n),
-                    str(cpus[slot]),
-                    str(out),
-                ]
+                argv = [python, __file__, "--party", path, str(slot), str(n), str(cpus[slot])]
+                argv += [str(out), other]
             parties.append((subprocess.Popen(argv), out))
         for process, _ in parties:
             if process.wait(timeout=600) != 0:
@@ -128,8 +160,12 @@ def measure(
     finally:
         barrier.close()
         os.unlink(path)
-    if generations != (n, n):
-        raise SystemExit(f"the {client} parties stopped at generations {generations}, not {n}")
+    # Crossing over, a wait is two generations (both finished, then both moved).
+    expected = 2 * n if crossover else n
+    if generations != (expected, expected):
+        raise SystemExit(
+            f"the {client} parties stopped at generations {generations}, not {expected}"
+        )
     starts = [read_starts(out, n)[discard:] for _, out in parties]
     round_trips = [b - a for side in starts for a, b in itertools.pairwise(side)]
     skews = [abs(a - b) for a, b in zip(starts[0], starts[1], strict=True)]
@@ -140,6 +176,37 @@ def measure(
         for metric in ("round_trip_us", "skew_us")
     )
     return result
+
+
+def measure_moves(
+    client: str,
+    c_binary: Path | None,
+    python: str,
+    n: int,
+    cpus: tuple[int, int],
+    threads: int,
+    workdir: Path,
+) -> dict[str, float]:
+    """One move alone, in µs: ``n`` moves of one process with ``threads`` idle extra threads."""
+    sys.path.append(str(HARNESS))
+    import duet_barrier
+
+    path = duet_barrier.new_path()
+    barrier = duet_barrier.create(path, parties=1)
+    out = workdir / f"{client}-moves.bin"
+    args = [path, str(n), str(cpus[0]), str(cpus[1]), str(threads), str(out)]
+    try:
+        if client == "c":
+            assert c_binary is not None
+            argv = [str(c_binary), "move", *args]
+        else:
+            argv = [python, __file__, "--move-party", *args]
+        if subprocess.run(argv, check=False, timeout=600).returncode != 0:
+            raise SystemExit(f"the {client} move party failed")
+    finally:
+        barrier.close()
+        os.unlink(path)
+    return summary_us(read_starts(out, n)[10:])  # the first ones fault pages in
 
 
 def build_c(workdir: Path) -> Path | None:
@@ -155,6 +222,7 @@ def build_c(workdir: Path) -> Path | None:
             "-Wextra",
             "-Werror",
             "-O2",
+            "-pthread",
             f"-I{HARNESS}",
             str(C_SOURCE),
             "-o",
@@ -205,7 +273,8 @@ def print_table(report: dict[str, Any]) -> None:
     print(
         f"barrier benchmark: {report['iterations']} empty iterations (first "
         f"{report['discard']} left out), CPUs {cpus[0]} and {cpus[1]}, "
-        f"hog {'on' if report['hog'] else 'off'}"
+        f"hog {'on' if report['hog'] else 'off'}, "
+        f"crossover {'on' if report['crossover'] else 'off'}"
     )
     columns = ("round trip median", "p99", "max", "skew median", "p99", "max")
     widths = (18, 8, 9, 12, 8, 9)
@@ -220,6 +289,12 @@ def print_table(report: dict[str, Any]) -> None:
             + " ".join(f"{v:>{w}.3f}" for v, w in zip(values, widths, strict=True))
             + f"   goals {verdict} (median < {median_goal:g}, p99 < {p99_goal:g})"
         )
+    for client, result in report["results"].items():
+        for threads, move in result.get("move_us", {}).items():
+            print(
+                f"{client:<8} one move of the process with {threads} extra threads: median "
+                f"{move['median']:.2f}, p99 {move['p99']:.2f}, max {move['max']:.2f}"
+            )
     print("(microseconds)")
 
 
@@ -232,12 +307,20 @@ def main() -> int:
     parser.add_argument("--clients", default="c,python", help="c, python or both")
     parser.add_argument("--python", default=sys.executable, help="interpreter of the Python party")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--party", nargs=5, help=argparse.SUPPRESS)
+    parser.add_argument("--crossover", action="store_true", help="cross over at every wait")
+    parser.add_argument("--moves", type=int, default=2000, help="moves timed (with --crossover)")
+    parser.add_argument("--threads", type=int, default=8, help="extra threads in the 2nd moves")
+    parser.add_argument("--party", nargs=6, help=argparse.SUPPRESS)
+    parser.add_argument("--move-party", nargs=6, help=argparse.SUPPRESS)
     parser.add_argument("--hog-process", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.party:
-        path, slot, n, cpu, out = args.party
-        python_party(path, int(slot), int(n), int(cpu), out)
+        path, slot, n, cpu, out, other = args.party
+        python_party(path, int(slot), int(n), int(cpu), out, int(other))
+        return 0
+    if args.move_party:
+        path, n, cpu, other, threads, out = args.move_party
+        python_moves(path, int(n), int(cpu), int(other), int(threads), out)
         return 0
     if args.hog_process is not None:
         python_hog(args.hog_process)
@@ -256,10 +339,24 @@ def main() -> int:
         try:
             results = {
                 client: measure(
-                    client, c_binary, args.python, args.iterations, cpus, workdir, args.discard
+                    client,
+                    c_binary,
+                    args.python,
+                    args.iterations,
+                    cpus,
+                    workdir,
+                    args.discard,
+                    args.crossover,
                 )
                 for client in clients
             }
+            for client in clients if args.crossover else ():
+                results[client]["move_us"] = {
+                    threads: measure_moves(
+                        client, c_binary, args.python, args.moves, cpus, threads, workdir
+                    )
+                    for threads in (0, args.threads)
+                }
         finally:
             for hog in hogs:
                 hog.kill()
@@ -270,6 +367,7 @@ def main() -> int:
         "discard": args.discard,
         "cpus": list(cpus),
         "hog": args.hog,
+        "crossover": args.crossover,
         "goals_us": {client: {"median": m, "p99": p} for client, (m, p) in GOALS_US.items()},
         "environment": environment(args.python),
         "results": results,

@@ -14,9 +14,12 @@ the bare median: what the harness adds inside the timed region), and of *wall ti
 iteration* (the side's wall time divided by warm-up plus measured iterations, against the bare
 median: barrier waits, sample writing, process start-up, amortised). The load average is
 printed next to every figure; ``--noise`` repeats everything under the reference noise.
+``--crossover iteration|run`` (default ``iteration``, duet's default) says whether the sides
+cross over the two CPUs at every iteration (a move and a second rendezvous per iteration, outside
+the timed region) or keep them for a run.
 
 Run: ``python benchmarks/bench_overhead.py [--iteration-ms 10] [--runs 5] [--iterations 50]
-[--noise] [--json]``.
+[--crossover iteration|run] [--noise] [--json]``.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ sys.path.insert(0, str(HERE))
 import noise  # noqa: E402
 import workloads  # noqa: E402
 
-from duet_bench.plan import BenchmarkSpec, SideSpec  # noqa: E402
+from duet_bench.plan import BenchmarkSpec, Crossover, SideSpec  # noqa: E402
 from duet_bench.session import SessionOptions, measure  # noqa: E402
 
 
@@ -81,10 +84,12 @@ def bare_python(inner: int, iterations: int, cpu: int) -> list[int]:
     return json.loads(done.stdout)
 
 
-def through_duet(side: SideSpec, runs: int, iterations: int, warmup: int) -> dict[str, Any]:
+def through_duet(
+    side: SideSpec, runs: int, iterations: int, warmup: int, crossover: Crossover
+) -> dict[str, Any]:
     bench = BenchmarkSpec(
         name="overhead", baseline=side, candidate=side, runs=runs, iterations=iterations,
-        warmup=warmup,
+        warmup=warmup, crossover=crossover,
     )  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         doc = measure([bench], SessionOptions(out=Path(tmp) / "r.json", progress=False))
@@ -104,7 +109,11 @@ def through_duet(side: SideSpec, runs: int, iterations: int, warmup: int) -> dic
 
 def measure_all(args: argparse.Namespace) -> dict[str, Any]:
     ops = workloads.calibrate("integer", args.iteration_ms, cpu=0)
-    out: dict[str, Any] = {"iteration_ms": args.iteration_ms, "ops": ops}
+    out: dict[str, Any] = {
+        "iteration_ms": args.iteration_ms,
+        "ops": ops,
+        "crossover": args.crossover,
+    }
     n = args.runs * args.iterations // 2
     load = os.getloadavg()[0]
     bare = bare_native(ops, n, cpu=0)
@@ -113,6 +122,7 @@ def measure_all(args: argparse.Namespace) -> dict[str, Any]:
         args.runs,
         args.iterations,
         args.warmup,
+        args.crossover,
     )
     bare += bare_native(ops, n, cpu=1)  # before and after, on each CPU: drift shows as spread
     bare_med = float(np.median(bare))
@@ -136,6 +146,7 @@ def measure_all(args: argparse.Namespace) -> dict[str, Any]:
         args.runs,
         args.iterations,
         args.warmup,
+        args.crossover,
     )
     inner = int(py["inner_loops"] or 1)
     pb = bare_python(inner, n, cpu=0) + bare_python(inner, n, cpu=1)
@@ -158,6 +169,7 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--iterations", type=int, default=50)
     p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--crossover", choices=("iteration", "run"), default="iteration")
     p.add_argument("--noise", action="store_true", help="under the reference noise")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
@@ -181,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(
         f"integer workload, {args.iteration_ms:g} ms iterations, {res['condition']}, "
-        f"{args.runs} runs x {args.iterations} iterations"
+        f"{args.runs} runs x {args.iterations} iterations, crossover {args.crossover}"
     )
     for name in ("native", "python"):
         r = res[name]
