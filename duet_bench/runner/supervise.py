@@ -94,7 +94,8 @@ def supervise(
             if gens != last:
                 last, last_change = gens, time.monotonic_ns()
                 if on_iterations is not None:
-                    # Each generation is one pass through the barrier: the iterations begun.
+                    # The generations both sides reached: one per iteration, two when the
+                    # sides cross over (the caller divides; the watchdog only needs a change).
                     on_iterations(min(gens[s.slot] for s in sides))
             elif running and time.monotonic_ns() - last_change > timeout_ns:
                 most = max(gens)

@@ -10,11 +10,13 @@ included) runs the baseline on ``pair[(r + k) % 2]`` and the candidate on the ot
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -242,3 +244,50 @@ def test_crossover_run_keeps_each_side_on_its_cpu(tmp_path: Path, isolation: str
     for side in ("baseline", "candidate"):
         runs = [r[side]["cores"][0] for r in bench["runs"] for _ in range(WARMUP + ITERATIONS)]
         assert [line["cpu"] for line in logged(Path(f"{log}.{side}"))] == runs
+
+
+def test_progress_counts_two_barrier_generations_per_crossed_iteration(tmp_path: Path) -> None:
+    """Within a run the progress is the share of iterations both sides began: crossing over, an
+    iteration is two generations, and counting generations would run ahead by 2x."""
+    import time
+
+    from duet_bench.isolation import select_backend
+    from duet_bench.plan import BenchmarkSpec, RunPlan, SideSpec
+    from duet_bench.runner import RunnerContext, install_harness, measure_run
+    from duet_bench.session import WORK_ROOT
+
+    need("affinity")
+    side = SideSpec(kind="command", command="sleep 0.3")
+    iterations = 8
+    bench = BenchmarkSpec(
+        name="p", baseline=side, candidate=side, runs=2, iterations=iterations, warmup=0
+    )
+    pair = sorted(os.sched_getaffinity(0))[:2]
+    plan = RunPlan(index=0, cpus={"baseline": pair[0], "candidate": pair[1]}, crossover=True)
+    reported: list[tuple[int, float]] = []
+    # Not under /tmp: the sides' sandbox has a /tmp of its own (as duet's work directory).
+    workdir = Path(tempfile.mkdtemp(prefix=f"duet-{os.getpid()}-", dir=WORK_ROOT))
+    with contextlib.ExitStack() as stack:
+        stack.callback(shutil.rmtree, workdir, ignore_errors=True)
+        backend = stack.enter_context(select_backend("affinity"))
+        ctx = RunnerContext(
+            backend=backend,
+            workdir=workdir,
+            worker=install_harness(workdir),
+            on_iterations=lambda share: reported.append((time.monotonic_ns(), share)),
+        )
+        record = measure_run(bench, plan, ctx)
+    assert record.ok, record.reason
+    starts = [
+        max(a, b)
+        for a, b in zip(
+            record.baseline.iteration_start_ns or (),
+            record.candidate.iteration_start_ns or (),
+            strict=True,
+        )
+    ]
+    assert len(reported) >= 2  # about once a second over about 2.4 s
+    for when, share in reported:
+        begun = sum(1 for s in starts if s <= when)
+        # The report follows the generations it read a moment before: at most one behind.
+        assert begun - 1 <= round(share * iterations) <= begun, (share, begun)
