@@ -1,0 +1,84 @@
+"""A/A coverage and width of the two core designs on a machine whose CPUs differ a lot.
+
+Issue 21, item 3. Synthetic A/A data (true ratio 1; ``tests/stats/synthetic.py``,
+``make_crossover_aa``): the duet model of the statistics tests plus, per run, one CPU 10-30%
+slower than the other (which one drawn per run) with the difference drifting inside the run.
+Each data set is drawn twice, once per design: the sides change CPUs at every iteration
+(analysed with the assignment, as ``duet_bench.analysis`` does when ``iteration_cpus`` are
+recorded) or only between runs (analysed as today). Both through
+``duet_stats.ratio.duet_ratio`` with the default ``expanded`` 99% interval and winsorization.
+For every cell: coverage of 1 with its 95% Wilson interval, and the median and 90th percentile
+of the interval width.
+
+Run from the repository root: ``python benchmarks/crossover_aa.py`` (defaults: 10 runs,
+I = 30 and 31, 2,000 data sets per cell, seed 21).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+# The data model is the one the tests check; it lives with them.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from duet_stats.ratio import duet_ratio
+from tests.stats.synthetic import make_crossover_aa
+
+
+def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    p = hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half, centre + half
+
+
+def cell(design: str, runs: int, iterations: int, trials: int, seed: int, reps: int) -> str:
+    rng = np.random.default_rng([seed, iterations, runs])
+    boot = np.random.default_rng([seed, iterations, runs, 1])
+    hits = 0
+    widths = []
+    for _ in range(trials):
+        a, b, assignment = make_crossover_aa(rng, runs, iterations, design=design)
+        est = duet_ratio(
+            a,
+            b,
+            method="expanded",
+            reps=reps,
+            assignment=assignment if design == "iteration" else None,
+            rng=boot,
+        )
+        assert est.ci_low is not None
+        assert est.ci_high is not None
+        hits += est.ci_low <= 1.0 <= est.ci_high
+        widths.append(est.ci_high - est.ci_low)
+    lo, hi = wilson(hits, trials)
+    w = np.array(widths) * 100
+    return (
+        f"| {design} | {runs} | {iterations} | {100 * hits / trials:.1f} "
+        f"({100 * lo:.1f}-{100 * hi:.1f}) | {np.median(w):.2f} | {np.quantile(w, 0.9):.2f} |"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, nargs="+", default=[10])
+    parser.add_argument("--iterations", type=int, nargs="+", default=[30, 31])
+    parser.add_argument("--trials", type=int, default=2000)
+    parser.add_argument("--reps", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=21)
+    args = parser.parse_args()
+    print("| design | R | I | coverage of 1, % (95% Wilson) | median width, % | p90 width, % |")
+    print("|---|---|---|---|---|---|")
+    for runs in args.runs:
+        for iterations in args.iterations:
+            for design in ("iteration", "run"):
+                print(cell(design, runs, iterations, args.trials, args.seed, args.reps), flush=True)
+
+
+if __name__ == "__main__":
+    main()
