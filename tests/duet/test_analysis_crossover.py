@@ -223,3 +223,12 @@ def test_balanced_runs_match_the_stats_function() -> None:
     assert m.assignment is not None
     expected = crossover_runs(m.log_ratios, m.assignment, winsorize="off").log_run_ratios
     assert m.ratio == pytest.approx(math.exp(float(expected.mean())), rel=1e-12)
+
+
+def test_the_running_estimate_weighs_the_assignments_equally() -> None:
+    from duet_bench.analysis import running_estimate
+
+    # 3 runs of 5 iterations: a plain mean would keep a fifth of the 20% in each run, and with
+    # runs 0 and 2 starting on the same CPU it would not cancel (1.05 * 1.2 ** (1/15) = 1.063).
+    record = _record(runs=3, iterations=5)
+    assert running_estimate(record, "wall") == "ratio 1.05 so far (wall time)"
