@@ -11,7 +11,10 @@ For every cell: coverage of 1 with its 95% Wilson interval, and the median and 9
 of the interval width.
 
 Run from the repository root: ``python benchmarks/crossover_aa.py`` (defaults: 10 runs,
-I = 30 and 31, 2,000 data sets per cell, seed 21).
+I = 30 and 31, 2,000 data sets per cell, seed 21). ``--winsor`` instead measures how often each
+winsorization of ``duet_stats.crossover.crossover_runs`` replaces a value in crossover runs of
+30 iterations, with equal CPUs, CPUs 2-5% apart and 10-30% apart, without and with one outlier
+per run (one iteration's log ratio raised by 0.15, about five times the iteration noise).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import numpy as np
 # The data model is the one the tests check; it lives with them.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from duet_stats.crossover import crossover_runs
 from duet_stats.ratio import duet_ratio
 from tests.stats.synthetic import make_crossover_aa
 
@@ -64,6 +68,27 @@ def cell(design: str, runs: int, iterations: int, trials: int, seed: int, reps: 
     )
 
 
+def winsor_shares(trials: int, seed: int) -> None:
+    """Share of runs in which each winsorization replaced a value (10 runs x 30 iterations)."""
+    print("| outlier | CPUs apart | centred | series |")
+    print("|---|---|---|---|")
+    rng = np.random.default_rng(seed)
+    runs, iterations = 10, 30
+    for outlier in (0.0, 0.15):
+        for low, high in ((0.0, 0.0), (0.02, 0.05), (0.10, 0.30)):
+            replaced = {"centred": 0, "series": 0}
+            for _ in range(trials):
+                a, b, assignment = make_crossover_aa(
+                    rng, runs, iterations, design="iteration", core_low=low, core_high=high
+                )
+                log_s = np.log(b) - np.log(a)
+                log_s[np.arange(runs), rng.integers(0, iterations, runs)] += outlier
+                for mode in replaced:
+                    replaced[mode] += crossover_runs(log_s, assignment, winsorize=mode).winsorized
+            shares = [f"{100 * replaced[m] / (trials * runs):.1f}%" for m in replaced]
+            print(f"| {outlier} | {100 * low:.0f}-{100 * high:.0f}% | " + " | ".join(shares) + " |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, nargs="+", default=[10])
@@ -71,7 +96,11 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=2000)
     parser.add_argument("--reps", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=21)
+    parser.add_argument("--winsor", action="store_true", help="winsorization shares instead")
     args = parser.parse_args()
+    if args.winsor:
+        winsor_shares(args.trials, args.seed)
+        return
     print("| design | R | I | coverage of 1, % (95% Wilson) | median width, % | p90 width, % |")
     print("|---|---|---|---|---|---|")
     for runs in args.runs:
