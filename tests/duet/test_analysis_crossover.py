@@ -232,3 +232,19 @@ def test_the_running_estimate_weighs_the_assignments_equally() -> None:
     # runs 0 and 2 starting on the same CPU it would not cancel (1.05 * 1.2 ** (1/15) = 1.063).
     record = _record(runs=3, iterations=5)
     assert running_estimate(record, "wall") == "ratio 1.05 so far (wall time)"
+
+
+def test_runs_needed_does_not_count_the_swing_between_the_cpus() -> None:
+    """A 3% change near the 2% threshold on CPUs 20% apart: planned from the raw log ratios the
+    +-D swing would count as iteration noise (S_X^2 about 0.033 against about 1e-4 left by the
+    design) and ask for several times the runs the balanced estimator needs."""
+    from duet_bench.analysis.runs_needed import runs_needed_of
+
+    settings = AnalysisSettings(reps=500)
+    chosen = analyze_benchmark(_record(ratio=1.03), settings).metrics["wall"]
+    undecided = replace(chosen, verdict="inconclusive")
+    centred = runs_needed_of(undecided, settings)
+    raw = runs_needed_of(replace(undecided, assignment=None), settings)
+    assert centred is not None
+    assert raw is not None
+    assert centred * 3 < raw, (centred, raw)
