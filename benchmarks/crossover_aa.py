@@ -14,7 +14,10 @@ Run from the repository root: ``python benchmarks/crossover_aa.py`` (defaults: 1
 I = 30 and 31, 2,000 data sets per cell, seed 21). ``--winsor`` instead measures how often each
 winsorization of ``duet_stats.crossover.crossover_runs`` replaces a value in crossover runs of
 30 iterations, with equal CPUs, CPUs 2-5% apart and 10-30% apart, without and with one outlier
-per run (one iteration's log ratio raised by 0.15, about five times the iteration noise).
+per run (one iteration's log ratio raised by 0.15, about five times the iteration noise), and
+the A/A coverage and median width of each (10 runs x 30 iterations, CPUs 10-30% apart, without
+and with a 3% chance per side and iteration of a preemption that makes the iteration
+1 + Exp(mean 0.3) times longer).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from duet_stats.crossover import crossover_runs
+from duet_stats.intervals import log_interval
 from duet_stats.ratio import duet_ratio
 from tests.stats.synthetic import make_crossover_aa
 
@@ -89,6 +93,44 @@ def winsor_shares(trials: int, seed: int) -> None:
             print(f"| {outlier} | {100 * low:.0f}-{100 * high:.0f}% | " + " | ".join(shares) + " |")
 
 
+def winsor_coverage(trials: int, seed: int, reps: int) -> None:
+    """A/A coverage of 1 and median width (99% expanded) under each winsorization."""
+    print("| preemptions | winsorization | coverage of 1, % | median width, % |")
+    print("|---|---|---|---|")
+    runs, iterations = 10, 30
+    for p_hit in (0.0, 0.03):
+        hits = {"centred": 0, "series": 0, "off": 0}
+        widths: dict[str, list[float]] = {m: [] for m in hits}
+        for trial in range(trials):
+            rng = np.random.default_rng([seed, trial])
+            a, b, assignment = make_crossover_aa(rng, runs, iterations, design="iteration")
+            slow = [
+                np.where(
+                    rng.random((runs, iterations)) < p_hit,
+                    1.0 + rng.exponential(0.3, (runs, iterations)),
+                    1.0,
+                )
+                for _ in range(2)
+            ]
+            log_s = np.log(b * slow[1]) - np.log(a * slow[0])
+            for mode in hits:
+                log_g = np.array(crossover_runs(log_s, assignment, winsorize=mode).log_run_ratios)
+                lo, hi = log_interval(
+                    log_g,
+                    confidence=0.99,
+                    reps=reps,
+                    method="expanded",
+                    rng=np.random.default_rng([seed, trial, 1]),  # the same draws for each
+                )
+                hits[mode] += lo <= 0.0 <= hi
+                widths[mode].append(math.exp(hi) - math.exp(lo))
+        for mode in hits:
+            print(
+                f"| {p_hit:.0%} | {mode} | {100 * hits[mode] / trials:.1f} | "
+                f"{100 * float(np.median(widths[mode])):.2f} |"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, nargs="+", default=[10])
@@ -100,6 +142,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.winsor:
         winsor_shares(args.trials, args.seed)
+        winsor_coverage(args.trials, args.seed, args.reps)
         return
     print("| design | R | I | coverage of 1, % (95% Wilson) | median width, % | p90 width, % |")
     print("|---|---|---|---|---|---|")
