@@ -7,12 +7,14 @@ decide an inconclusive benchmark, and which runs are analysed (the successful on
 One module per concern, in the order :func:`analyze_benchmark` takes them:
 
 - :mod:`~duet_bench.analysis.model`: the settings and the result records (``results.json``).
-- :mod:`~duet_bench.analysis.series`: per-iteration figures out of the run records, per metric.
+- :mod:`~duet_bench.analysis.series`: per-iteration figures out of the run records, per metric,
+  and the CPU assignment of every iteration when the sides changed CPUs (crossover).
 - :mod:`~duet_bench.analysis.estimate`: one metric's ratio, interval and verdict via
   ``duet_stats``; side summaries and impact factors.
 - :mod:`~duet_bench.analysis.interference`: how busy the sides were, run-queue delay.
 - :mod:`~duet_bench.analysis.choice`: which metric decides; contradicting verdicts.
-- :mod:`~duet_bench.analysis.sides`: does the core matter (the side asymmetry).
+- :mod:`~duet_bench.analysis.sides`: does the core matter (the side asymmetry between runs, or
+  the core difference from inside crossover runs).
 - :mod:`~duet_bench.analysis.runs_needed`: the runs that would decide an inconclusive one.
 - :mod:`~duet_bench.analysis.verdict`: the verdict words and ``--fail-on``.
 - :mod:`~duet_bench.analysis.benchmark`: :func:`analyze_benchmark`, the steps in sequence.

@@ -67,5 +67,13 @@ def running_estimate(record: BenchmarkRecord, requested: MetricChoice) -> str | 
         interference=interference(series),
     )
     a, b = series.of(metric) or series.wall
-    ratio = float(np.exp(np.mean(np.log(b / a))))
+    log_ratios = np.log(b / a)
+    if series.crossover is not None:
+        # The same equal weighting of the two CPU assignments as the final estimate, so that the
+        # progress line does not carry a core difference the analysis will not.
+        from duet_stats.crossover import crossover_runs
+
+        runs = crossover_runs(log_ratios, series.crossover.assignment, winsorize="off")
+        log_ratios = np.asarray(runs.log_run_ratios)
+    ratio = float(np.exp(np.mean(log_ratios)))
     return f"ratio {units.ratio(ratio)} so far ({METRIC_NAMES[metric]})"

@@ -58,3 +58,76 @@ def make_noisy_cpu_aa(
     slow = np.where(hit, 1.0 + rng.exponential(0.3, (runs, iterations)), 1.0)
     baseline_on_noisy = (np.arange(runs) % 2 == 0)[:, None]
     return np.where(baseline_on_noisy, a * slow, a), np.where(baseline_on_noisy, b, b * slow)
+
+
+def core_difference(
+    rng: np.random.Generator,
+    runs: int,
+    iterations: int,
+    *,
+    core_low: float = 0.10,
+    core_high: float = 0.30,
+    drift_sd: float = 0.005,
+    random_side: bool = True,
+) -> np.ndarray:
+    """``log(T on CPU b / T on CPU a)`` per iteration, for a pair of CPUs whose speeds differ a
+    lot and change between runs.
+
+    Per run one CPU is 10-30% slower than the other (``log`` of the factor uniform between
+    ``log1p(core_low)`` and ``log1p(core_high)``; which CPU is the slower one drawn per run when
+    ``random_side``, else always CPU b), and inside the run the difference drifts as a random
+    walk of ``drift_sd`` per iteration (the VM's vCPU speed changes over tens to hundreds of
+    milliseconds: docs/statistics.md, "Which CPU each side runs on").
+    """
+    size = rng.uniform(np.log1p(core_low), np.log1p(core_high), (runs, 1))
+    sign = rng.choice([-1.0, 1.0], (runs, 1)) if random_side else np.ones((runs, 1))
+    walk = np.cumsum(rng.normal(0.0, drift_sd, (runs, iterations)), axis=1)
+    out: np.ndarray = sign * size + walk
+    return out
+
+
+def on_cpus(
+    a: np.ndarray, b: np.ndarray, log_b_slower: np.ndarray, *, design: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Put the sides on the CPUs of :func:`core_difference` under a design.
+
+    ``design="iteration"``: iteration ``i`` of run ``r`` runs the baseline on CPU a when
+    ``(r + i)`` is even (the runner's crossover); ``design="run"``: for the whole run when ``r``
+    is even (the per-run swap). Returns ``(baseline_ns, candidate_ns, assignment)``, assignment
+    1 where the baseline ran on CPU b; the side on CPU b takes ``exp(log_b_slower)`` longer.
+    """
+    r, i = np.indices(a.shape)
+    assignment = ((r + i) % 2 if design == "iteration" else r % 2).astype(np.int64)
+    slow = np.exp(log_b_slower)
+    return (
+        np.where(assignment == 1, a * slow, a),
+        np.where(assignment == 0, b * slow, b),
+        assignment,
+    )
+
+
+def make_crossover_aa(
+    rng: np.random.Generator,
+    runs: int,
+    iterations: int,
+    *,
+    design: str,
+    ratio: float = 1.0,
+    core_low: float = 0.10,
+    core_high: float = 0.30,
+    drift_sd: float = 0.005,
+    random_side: bool = True,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`make_duet_data` (true ``ratio``; 1 for an A/A) on the CPUs of
+    :func:`core_difference` under ``design`` (:func:`on_cpus`)."""
+    a, b = make_duet_data(rng, runs, iterations, ratio)
+    d = core_difference(
+        rng,
+        runs,
+        iterations,
+        core_low=core_low,
+        core_high=core_high,
+        drift_sd=drift_sd,
+        random_side=random_side,
+    )
+    return on_cpus(a, b, d, design=design)
