@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from duet_bench.files import create_new
 from duet_bench.plan import BenchmarkSpec, SideSpec
 from duet_bench.results import SideName
 
@@ -81,7 +82,9 @@ def argv_and_env(
         assert spec.command is not None
         return ["/bin/sh", "-c", "exec " + spec.command], env
     spec_path = side.directory / "spec.json"
-    spec_path.write_text(json.dumps(wspec))
+    # The side's directory is its user's: never write through a name planted there.
+    with open(create_new(spec_path), "w", encoding="utf-8") as f:
+        f.write(json.dumps(wspec))
     python = ctx.worker_python if spec.kind == "command" else str(spec.interpreter)
     return [python, str(ctx.worker), str(spec_path)], env
 
