@@ -68,7 +68,9 @@ class User:
     gid: int
     home: Path
 
-    def run(self, *argv: str, cwd: Path | None = None, **kw: object) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, *argv: str, cwd: Path | None = None, **kw: object
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             ["runuser", "-u", self.name, "--", *argv],
             cwd=cwd or self.home,
@@ -214,12 +216,16 @@ def test_cleanup_never_chmods_through_a_link(user: User, target: Target) -> None
 def test_root_never_opens_a_planted_stderr_file(user: User, target: Target) -> None:
     """Finding 2: while duet runs, the user plants ``stderr.txt -> target`` in every side
     directory it finds; root must not truncate the target nor write a benchmark's stderr in."""
+    # A benchmark name of this test's own: the planter attacks only this run's directories,
+    # never those of another duet running on the machine.
+    name = "b" + secrets.token_hex(6)
+    runs = f"/var/tmp/duet-*/{name}-r*"
     planter = textwrap.dedent(
         f"""
         import glob, os, time
         end = time.monotonic() + 120
         while time.monotonic() < end:
-            for d in glob.glob("/var/tmp/duet-*/*/*") + glob.glob("/var/tmp/duet-*/*/*/*"):
+            for d in glob.glob("{runs}/*") + glob.glob("{runs}/*/*"):
                 if os.path.basename(d) in ("baseline", "candidate"):
                     try:
                         os.symlink({str(target.path)!r}, os.path.join(d, "stderr.txt"))
@@ -227,7 +233,7 @@ def test_root_never_opens_a_planted_stderr_file(user: User, target: Target) -> N
                         pass
         """
     )
-    repo = _repo(user, {"duet.toml": _config("true", _bench("b", "echo PWNED >&2"), runs=6)})
+    repo = _repo(user, {"duet.toml": _config("true", _bench(name, "echo PWNED >&2"), runs=6)})
     plant = user.popen("python3", "-c", planter)
     try:
         done, out = _duet(user, repo)
@@ -238,9 +244,7 @@ def test_root_never_opens_a_planted_stderr_file(user: User, target: Target) -> N
 
 
 @pytest.mark.parametrize("victim", ["stderr.txt", "samples.jsonl"])
-def test_reading_back_a_side_never_follows_a_link(
-    user: User, target: Target, victim: str
-) -> None:
+def test_reading_back_a_side_never_follows_a_link(user: User, target: Target, victim: str) -> None:
     """Finding 3: a side replaces its own stderr file (or samples file) with a link to the
     target and fails; root must not copy the target onto the terminal or into the results."""
     # A samples file's error line is what a reader would pass on.
@@ -275,34 +279,66 @@ def test_the_users_git_config_never_runs_as_root(user: User, target: Target) -> 
     assert set(ran_as) == {str(user.uid)}, f"the fsmonitor ran as uids {ran_as}"
 
 
-def test_the_barrier_file_is_closed_to_other_users(user: User, other_user: User) -> None:
+def test_the_barrier_file_is_closed_to_other_users(
+    user: User, other_user: User, tmp_path: Path
+) -> None:
     """Finding 5: another local user must not be able to open a run's barrier file (writing
-    its abort word stops every run)."""
+    its abort word stops every run). The benchmark tells where its barrier is (its worker's
+    spec); the other user tries to open it for writing while the run lasts."""
+    shared = Path("/var/tmp") / f"priv-test-{secrets.token_hex(6)}"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)
+    found = shared / "barriers"
+    # The benchmark finds its worker's spec among its ancestors' arguments.
+    probe_py = textwrap.dedent(
+        f"""
+        import json, os, time
+        pid = os.getppid()
+        while pid > 1:
+            args = open(f"/proc/{{pid}}/cmdline", "rb").read().split(b"\\0")
+            specs = [a for a in args if a.endswith(b"spec.json")]
+            if specs:
+                with open("{found}", "a") as out:
+                    print(json.load(open(specs[0]))["barrier"], file=out)
+                break
+            pid = int(open(f"/proc/{{pid}}/stat").read().rsplit(")", 1)[1].split()[1])
+        time.sleep(0.3)
+        """
+    )
     prober = textwrap.dedent(
         f"""
-        import glob, os, time
+        import os, time
         end = time.monotonic() + 120
-        seen = opened = 0
+        seen, opened = set(), 0
         while time.monotonic() < end:
-            for path in glob.glob("/dev/shm/duet-*"):
-                seen += 1
+            try:
+                paths = open("{found}").read().split()
+            except OSError:
+                paths = []
+            for path in paths:
                 try:
                     os.close(os.open(path, os.O_RDWR))
                     opened += 1
+                except FileNotFoundError:
+                    continue
                 except OSError:
                     pass
-            with open("{other_user.home}/probe", "w") as f:
-                f.write(f"{{seen}} {{opened}}")
+                seen.add(path)
+            with open("{other_user.home}/probe.new", "w") as f:
+                f.write(f"{{len(seen)}} {{opened}}")
+            os.replace("{other_user.home}/probe.new", "{other_user.home}/probe")
             time.sleep(0.01)
         """
     )
-    repo = _repo(user, {"duet.toml": _config("true", _bench("b", "sleep 0.3"))})
+    bench = _bench("b", "python3 probe.py")
+    repo = _repo(user, {"duet.toml": _config("true", bench), "probe.py": probe_py})
     probe = other_user.popen("python3", "-c", prober)
     try:
         done, _ = _duet(user, repo)
     finally:
         probe.kill()
         probe.wait()
+        shutil.rmtree(shared, ignore_errors=True)
     assert done.returncode == 0, done.stdout + done.stderr
     seen, opened = map(int, (other_user.home / "probe").read_text().split())
     assert seen > 0, "the prober never saw a barrier file: the test tests nothing"
@@ -310,18 +346,10 @@ def test_the_barrier_file_is_closed_to_other_users(user: User, other_user: User)
 
 
 def _secrets_seen(user: User, keep: tuple[str, ...] = ()) -> tuple[str, set[str]]:
-    dump = f"env > {{home}}/env-$DUET_SIDE-$$"
-    repo = _repo(
-        user,
-        {
-            "duet.toml": _config(
-                dump.format(home=user.home),
-                _bench("b", dump.format(home=user.home)),
-                extra=f"keep_env = {json.dumps(list(keep))}\n" if keep else "",
-            )
-        },
-    )
-    done, out = _duet(user, repo, env=TOKENS)
+    dump = f"env > {user.home}/env-$DUET_SIDE-$$"
+    repo = _repo(user, {"duet.toml": _config(dump, _bench("b", dump))})
+    keeping = [arg for name in keep for arg in ("--keep-env", name)]
+    done, out = _duet(user, repo, *keeping, env=TOKENS)
     assert done.returncode == 0, done.stdout + done.stderr
     dumps = list(user.home.glob("env-*"))
     assert len(dumps) > 2, "the build and benchmarks wrote no environment: the test tests nothing"
@@ -337,7 +365,8 @@ def test_ci_secrets_never_reach_builds_or_benchmarks(user: User) -> None:
 
 
 def test_keep_env_passes_a_token_on_purpose(user: User) -> None:
-    """The setting that keeps one on purpose: only that one gets through."""
+    """``--keep-env`` keeps one on purpose: only that one gets through. An option, not a key of
+    duet.toml: the configuration is read at HEAD, which the pull request writes."""
     _, seen = _secrets_seen(user, keep=("CI_JOB_TOKEN",))
     assert seen == {"CI_JOB_TOKEN"}
 
@@ -346,8 +375,14 @@ def test_build_daemons_are_gone_before_measuring(user: User) -> None:
     """Finding 7: a ``setsid`` child of the build must be killed before the measurement
     starts, and not outlive duet."""
     pidfile = user.home / "daemon.pid"
-    build = f"setsid sh -c 'echo $$ > {pidfile}; exec sleep 600' </dev/null >/dev/null 2>&1 & sleep 0.5"
-    check = f'kill -0 "$(cat {pidfile})" 2>/dev/null && echo alive >> {user.home}/seen; true'
+    build = (
+        f"setsid sh -c 'echo $$ > {pidfile}; exec sleep 600' </dev/null >/dev/null 2>&1 & sleep 0.5"
+    )
+    # A zombie is dead: in a container whose init reaps nothing, a killed daemon stays one.
+    check = (
+        f"s=$(awk '/^State:/ {{print $2}}' \"/proc/$(cat {pidfile})/status\" 2>/dev/null); "
+        f'[ -n "$s" ] && [ "$s" != Z ] && echo alive >> {user.home}/seen; true'
+    )
     repo = _repo(user, {"duet.toml": _config(build, _bench("b", check))})
     try:
         done, _ = _duet(user, repo)
