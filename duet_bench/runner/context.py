@@ -35,6 +35,8 @@ class RunnerContext:
     #: Called about once a second while a run is measured, with the share of the run's
     #: iterations (warm-up included) that both sides have finished: progress within a run.
     on_iterations: Callable[[float], None] | None = None
+    #: Secret variables (``SECRET_VARIABLES``) the sides keep (``--keep-env``).
+    keep_env: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
