@@ -212,7 +212,7 @@ def machine_options(fn: F) -> F:
             multiple=True,
             metavar="NAME",
             help="Pass the CI secret NAME (GITHUB_TOKEN, CI_JOB_TOKEN, ...; removed by default) "
-            "to the builds and benchmarks; repeatable. See docs/isolation.md.",
+            "to the builds and benchmarks; repeatable.",
         ),
         click.option(
             "--plan-seed",
