@@ -111,7 +111,14 @@ def _make_user() -> User:
 
 def _remove_user(user: User) -> None:
     Path("/etc/sudoers.d", user.name).unlink(missing_ok=True)
-    subprocess.run(["pkill", "-KILL", "-u", user.name], check=False)
+    # Whatever the user left running (nothing, if duet cleaned up) goes, by pid.
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == user.uid:
+                    os.kill(int(entry), signal.SIGKILL)
+            except (FileNotFoundError, ProcessLookupError):
+                continue
     subprocess.run(["userdel", "--remove", user.name], check=False, capture_output=True)
     shutil.rmtree(user.home, ignore_errors=True)
 
