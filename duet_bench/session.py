@@ -68,6 +68,8 @@ class SessionOptions:
     config: Mapping[str, Any] = field(default_factory=dict)
     #: When another duet is measuring on this machine: queue behind it instead of refusing.
     wait: bool = False
+    #: Secret variables the sides keep (``--keep-env``; docs/isolation.md).
+    keep_env: tuple[str, ...] = ()
 
 
 def _now() -> str:
@@ -231,6 +233,7 @@ def _runner_context(
         worker=install_harness(workdir),
         worker_python=worker_python_for(options.run_as),
         on_iterations=progress.advance if options.progress else None,
+        keep_env=options.keep_env,
     )
 
 

@@ -143,7 +143,11 @@ def bisect(
     out = options.out_dir
     root = repo_root(options.repo)
     with Versions(
-        root, keep=options.keep_worktrees, log_dir=out / "logs", run_as=options.machine.run_as
+        root,
+        keep=options.keep_worktrees,
+        log_dir=out / "logs",
+        run_as=options.machine.run_as,
+        keep_env=options.machine.keep_env,
     ) as versions:
         good = versions.resolve(options.good)
         bad = versions.resolve(options.bad)

@@ -207,6 +207,14 @@ def machine_options(fn: F) -> F:
             "user who ran sudo).",
         ),
         click.option(
+            "--keep-env",
+            "keep_env",
+            multiple=True,
+            metavar="NAME",
+            help="Pass the CI secret NAME (GITHUB_TOKEN, CI_JOB_TOKEN, ...; removed by default) "
+            "to the builds and benchmarks; repeatable.",
+        ),
+        click.option(
             "--plan-seed",
             type=int,
             default=0,
@@ -335,6 +343,7 @@ def machine_given(o: Mapping[str, Any]) -> MachineOptions:
         progress=not o["quiet"],
         run_as=RunAs.from_environment(o["user"], os.environ),
         wait=o["wait"],
+        keep_env=tuple(o.get("keep_env", ())),
     )
 
 

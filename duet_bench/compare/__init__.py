@@ -128,7 +128,11 @@ def compare(
     out_dir.mkdir(parents=True, exist_ok=True)
     root = repo_root(options.repo)
     with Versions(
-        root, keep=options.keep_worktrees, log_dir=out_dir / "logs", run_as=options.machine.run_as
+        root,
+        keep=options.keep_worktrees,
+        log_dir=out_dir / "logs",
+        run_as=options.machine.run_as,
+        keep_env=options.machine.keep_env,
     ) as versions:
         commits = _resolve(versions, options, note)
         suite = read_suite(

@@ -27,6 +27,8 @@ class MachineOptions:
     run_as: RunAs | None = None
     #: Queue behind another duet measuring on this machine instead of refusing.
     wait: bool = False
+    #: Secret variables (``SECRET_VARIABLES``) the builds and sides keep (``--keep-env``).
+    keep_env: tuple[str, ...] = ()
 
 
 def session_options(
@@ -57,4 +59,5 @@ def session_options(
         run_as=machine.run_as,
         config=config,
         wait=machine.wait,
+        keep_env=machine.keep_env,
     )

@@ -468,12 +468,15 @@ def create(
     parties: int = 2,
     *,
     mode: int = 0o600,
+    owner: tuple[int, int] | None = None,
     created_ns: int | None = None,
     creator_pid: int | None = None,
 ) -> Barrier:
     """Create a new barrier file (the orchestrator's side) and return it mapped.
 
-    Fails with ``FileExistsError`` if ``path`` exists. ``created_ns`` and ``creator_pid`` default
+    Fails with ``FileExistsError`` if ``path`` exists. ``owner`` (uid, gid) hands the file to
+    the user the sides run as (root only), so that ``mode`` can stay 0600: a barrier others
+    may write can be aborted by any local user. ``created_ns`` and ``creator_pid`` default
     to now (``CLOCK_REALTIME``) and this process; tests fix them to compare bytes.
     """
     if not 1 <= parties <= MAX_PARTIES:
@@ -482,6 +485,8 @@ def create(
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, mode)
     try:
         os.fchmod(fd, mode)  # the umask must not narrow a deliberately shared mode
+        if owner is not None:
+            os.fchown(fd, *owner)
         os.ftruncate(fd, size)
         mm = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
     except BaseException:

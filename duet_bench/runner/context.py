@@ -35,6 +35,8 @@ class RunnerContext:
     #: Called about once a second while a run is measured, with the share of the run's
     #: iterations (warm-up included) that both sides have finished: progress within a run.
     on_iterations: Callable[[float], None] | None = None
+    #: Secret variables (``SECRET_VARIABLES``) the sides keep (``--keep-env``).
+    keep_env: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -62,7 +64,12 @@ def safe_name(name: str) -> str:
 
 
 def remove_tree(path: Path) -> None:
-    """Remove a work directory and everything in it; gone already is fine."""
+    """Remove a work directory and everything in it; gone already is fine.
+
+    The side directories in it belong to the sides' user: ``shutil.rmtree`` walks them with
+    directory descriptors and never follows a link (``shutil.rmtree.avoids_symlink_attacks``
+    on Linux), and ``ignore_errors`` changes no mode (docs/isolation.md, "What runs as root").
+    """
     import shutil
 
     shutil.rmtree(path, ignore_errors=True)

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from duet_bench.files import create_new
+from duet_bench.isolation.privileges import without_secrets
 from duet_bench.plan import BenchmarkSpec, SideSpec
 from duet_bench.results import SideName
 
@@ -73,7 +75,9 @@ def worker_spec(
 def argv_and_env(
     spec: SideSpec, side: Side, wspec: Mapping[str, Any], ctx: RunnerContext
 ) -> tuple[list[str], dict[str, str]]:
-    env = dict(os.environ) if ctx.run_as is None else ctx.run_as.environment(os.environ)
+    # The CI's tokens stay with duet (docs/isolation.md, "What runs as root").
+    env = without_secrets(os.environ, ctx.keep_env)
+    env = env if ctx.run_as is None else ctx.run_as.environment(env)
     env.update(spec.env)
     env.update(side.sandbox.env_overrides())
     env["DUET_SIDE"] = side.name
@@ -96,7 +100,9 @@ def argv_and_env(
         assert spec.command is not None
         return ["/bin/sh", "-c", "exec " + spec.command], env
     spec_path = side.directory / "spec.json"
-    spec_path.write_text(json.dumps(wspec))
+    # The side's directory is its user's: never write through a name planted there.
+    with open(create_new(spec_path), "w", encoding="utf-8") as f:
+        f.write(json.dumps(wspec))
     python = ctx.worker_python if spec.kind == "command" else str(spec.interpreter)
     return [python, str(ctx.worker), str(spec_path)], env
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO
 
 from duet_bench.errors import EnvironmentNotReady
+from duet_bench.files import create_new
 from duet_bench.harness import duet_barrier
 from duet_bench.isolation import Limits
 from duet_bench.isolation.sandbox import make_sandbox
@@ -58,16 +59,22 @@ def _execute(
         # the barrier file in /dev/shm (seen in the guest tier). Removing a file that was never
         # created is a no-op.
         stack.callback(_remove, path)
-        barrier = duet_barrier.create(path, parties=len(names), mode=0o666)
+        # 0600, the sides' user's: no other user may open it (docs/isolation.md).
+        owner = None if ctx.run_as is None else (ctx.run_as.uid, ctx.run_as.gid)
+        barrier = duet_barrier.create(path, parties=len(names), mode=0o600, owner=owner)
         stack.callback(barrier.close)
         # Runs first on the way out (LIFO): whatever happened, no side may keep waiting.
         sides: list[Side] = []
+        stderr_files: dict[SideName, IO[bytes]] = {}
         for slot, name in enumerate(names):
             d = run_dir / name
-            d.mkdir(parents=True)
-            os.chmod(d, 0o777)
+            stderr_fd = _side_directory(d)
+            stderr_files[name] = stack.enter_context(open(stderr_fd, "wb"))
             side_spec = bench.baseline if name == "baseline" else bench.candidate
             sandbox = make_sandbox(str(d), "tmp", share_network=ctx.share_network)
+            if ctx.run_as is not None:
+                # Last: from here on the user may change what is in it, not what root holds.
+                os.chown(d, ctx.run_as.uid, ctx.run_as.gid)
             if sandbox.mount_namespace and uses_host_tmp(side_spec, ctx.worker_python):
                 # A private /tmp would hide the benchmark itself: keep the host's /tmp and
                 # give the side its own directory through TMPDIR only.
@@ -110,7 +117,7 @@ def _execute(
                 tasks=s.container.threads_file if crossing else None,
             )
             argv, env = argv_and_env(side_spec, s, wspec, ctx)
-            stderr: IO[bytes] = stack.enter_context(s.stderr_path.open("wb"))
+            stderr = stderr_files[s.name]
             s.started_ns = time.monotonic_ns()
             try:
                 s.popen = s.container.spawn(
@@ -138,6 +145,21 @@ def _execute(
 
         supervise(sides, barrier, int(bench.timeout_s * 1e9), begun)
         return {s.name: side_record(s, bench, s.container.usage()) for s in sides}
+
+
+def _side_directory(d: Path) -> int:
+    """Make a side's directory, 0700 (the directories above it root's, 0755 whatever the
+    umask), and in it the side's ``stderr.txt``; the descriptor of that file.
+
+    The caller hands the directory to the sides' user afterwards: a stderr file created before
+    is root's own, whatever the user then puts at its name (docs/isolation.md, "What runs as
+    root")."""
+    missing = [p for p in (d, *d.parents) if not p.exists()]
+    for p in reversed(missing):
+        mode = 0o700 if p == d else 0o755
+        p.mkdir(mode=mode)
+        os.chmod(p, mode)
+    return create_new(d / "stderr.txt")
 
 
 def _not_started(side: str, program: str, error: OSError) -> EnvironmentNotReady:

@@ -1,5 +1,9 @@
 """Reading what a side leaves behind: its samples file (docs/architecture.md, "Samples file")
-and the end of its stderr."""
+and the end of its stderr.
+
+Both are in the side's own directory, which belongs to the user the side runs as: root reads
+them only as regular files of their own, never through a link
+(:func:`duet_bench.files.open_existing`; docs/isolation.md, "What runs as root")."""
 
 from __future__ import annotations
 
@@ -9,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from duet_bench.files import open_existing
 
 STDERR_TAIL_BYTES = 2000
 
@@ -45,9 +51,13 @@ def read_samples(path: Path) -> Samples:
     done = False
     extra: dict[str, Any] = {}
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except FileNotFoundError:
+        fd = open_existing(path)
+    except OSError as e:
+        return Samples(error=f"the samples file was not read: {e.strerror or e}")
+    if fd is None:
         return Samples(error="the side wrote no samples file")
+    with open(fd, encoding="utf-8", errors="replace") as f:
+        lines = f.read().splitlines()
     for line in lines:
         try:
             item = json.loads(line)
@@ -103,11 +113,14 @@ def read_samples(path: Path) -> Samples:
 def stderr_tail(path: Path) -> str | None:
     """The last :data:`STDERR_TAIL_BYTES` of a side's stderr file, None when it is empty or gone."""
     try:
-        with path.open("rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - STDERR_TAIL_BYTES))
-            text = f.read().decode("utf-8", errors="replace").strip()
-    except FileNotFoundError:
+        fd = open_existing(path)
+    except OSError as e:
+        return f"({path.name} was not read: {e.strerror or e})"
+    if fd is None:
         return None
+    with open(fd, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        size = f.tell()
+        f.seek(max(0, size - STDERR_TAIL_BYTES))
+        text = f.read().decode("utf-8", errors="replace").strip()
     return text or None

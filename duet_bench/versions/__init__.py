@@ -35,12 +35,14 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 
 from duet_bench.errors import VersionError
 from duet_bench.isolation import RunAs
+from duet_bench.isolation.privileges import call_as
 from duet_bench.results import SIDES, SideName
 from duet_bench.versions import builds
 from duet_bench.versions.builds import KILL_GRACE_S, STAMP_FORMAT, TAIL_LINES, BuildFailed
@@ -84,8 +86,12 @@ class Versions:
         When duet runs as root for another user (``sudo``, ``--user``): the builds run as that
         user, the worktrees belong to that user and the default cache is that user's
         (``~user/.cache/duet/worktrees``, or ``/var/tmp/duet-worktrees-<uid>`` when the user
-        has no home). Git itself runs as root (git accepts the sudo user's repository, see
-        ``safe.directory``); only what the user's code touches changes hands.
+        has no home). Git runs as that user too, who must be able to write the repository
+        (``.git/worktrees``): their configuration runs commands (docs/isolation.md, "What runs
+        as root").
+    keep_env
+        Names of :data:`duet_bench.isolation.privileges.SECRET_VARIABLES` the builds keep
+        (``--keep-env``); the others are removed from their environment.
     """
 
     def __init__(
@@ -96,17 +102,20 @@ class Versions:
         keep: bool = False,
         log_dir: Path | None = None,
         run_as: RunAs | None = None,
+        keep_env: Collection[str] = (),
     ) -> None:
-        self._git = Repository(Path(repo).expanduser())
+        self._git = Repository(Path(repo).expanduser(), run_as)
         self.keep = keep
         self.log_dir = log_dir
         self.run_as = run_as
+        self.keep_env = tuple(keep_env)
         self._closed = False
         self._worktrees: dict[str, Slot] = {}
         self.root = self._git.root
         self.git_dir = self._git.git_dir
         self.common_dir = self._git.common_dir
         try:
+            _check_writable(self.common_dir, run_as)
             self._slots = Slots(self._git, cache_dir, run_as)
         except BaseException:
             self._git.close()
@@ -235,14 +244,18 @@ class Versions:
         command_sha = hashlib.sha256(command.encode()).hexdigest()
         log_path = builds.log_path(version.side, slot, self.log_dir)
         if command_sha in slot.built_here or (
-            not rebuild and builds.stamp_matches(slot, command_sha)
+            not rebuild and builds.stamp_matches(slot, command_sha, self.run_as)
         ):
-            builds.reuse_log(version, slot, log_path)
+            builds.reuse_log(version, slot, log_path, self.run_as)
             log.info("%s: build of %s reused (same commit and command)", version.side, version.ref)
             return replace(version, built=True, reused=True, build_log=log_path)
-        builds.remove_stamp(slot)
-        duration_s = builds.run_build(version, command, log_path, timeout_s, self.run_as)
-        builds.write_stamp(slot, command, command_sha, log_path, duration_s, self.cache_dir)
+        builds.remove_stamp(slot, self.run_as)
+        duration_s = builds.run_build(
+            version, command, log_path, timeout_s, self.run_as, self.keep_env
+        )
+        builds.write_stamp(
+            slot, command, command_sha, log_path, duration_s, self.cache_dir, self.run_as
+        )
         slot.built_here.add(command_sha)
         log.info("%s: built %s in %.1f s", version.side, version.ref, duration_s)
         return replace(version, built=True, reused=False, build_log=log_path)
@@ -340,3 +353,17 @@ class Versions:
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("this Versions is closed")
+
+
+def _check_writable(common_dir: Path, run_as: RunAs | None) -> None:
+    """Git runs as ``run_as`` and adds worktrees in ``.git/worktrees``: refuse at once, with
+    the fix, a repository that user cannot write (``--user nobody`` on someone else's)."""
+    if run_as is None or call_as(run_as, lambda: os.access(common_dir, os.W_OK | os.X_OK)):
+        return
+    owner = common_dir.stat().st_uid
+    raise VersionError(
+        f"git runs as {run_as.name} (uid {run_as.uid}), the user the builds and benchmarks run "
+        f"as, and {run_as.name} cannot write the repository {common_dir} (its owner is uid "
+        f"{owner}); as root duet never runs git as root on a user's repository",
+        fix="run `sudo duet ...` as the repository's owner, or pass that owner to --user",
+    )

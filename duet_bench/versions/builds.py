@@ -1,26 +1,30 @@
 """Builds: a command through ``/bin/sh`` in a worktree, its log, its stamp, stopping it.
 
-Plain ``subprocess``: a build is the user's command, not a git operation, and it needs what
-only ``Popen`` gives (its own process group, output straight to a file, another user).
+A build is the user's command, not a git operation: it runs through the isolation backend, in
+a container of its own that is killed, with everything the build left running, when it ends;
+as the user the sides run as, without the CI's secrets. The stamps live in that user's cache
+and are read and written as that user (docs/isolation.md, "What runs as root").
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime
+import errno
 import json
 import logging
 import os
-import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Collection, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO
 
 from duet_bench import files
 from duet_bench.errors import VersionError
-from duet_bench.isolation import RunAs
+from duet_bench.isolation import Container, Limits, RunAs
+from duet_bench.isolation.privileges import call_as, without_secrets
 from duet_bench.results import SideName
 from duet_bench.versions.git import clean_environment
 from duet_bench.versions.slots import Slot
@@ -72,10 +76,12 @@ def log_path(side: SideName, slot: Slot, log_dir: Path | None) -> Path:
     return target
 
 
-def stamp_matches(slot: Slot, command_sha: str) -> bool:
-    """Whether the slot's stamp says this command already succeeded at this commit."""
+def stamp_matches(slot: Slot, command_sha: str, run_as: RunAs | None = None) -> bool:
+    """Whether the slot's stamp says this command already succeeded at this commit. The stamp
+    is read as ``run_as``, whose cache it is (docs/isolation.md, "What runs as root")."""
+    path = slot.stamp_dir / "stamp.json"
     try:
-        stamp = json.loads((slot.stamp_dir / "stamp.json").read_text(encoding="utf-8"))
+        stamp = json.loads(call_as(run_as, lambda: path.read_text(encoding="utf-8")))
     except (OSError, ValueError):
         return False
     return (
@@ -86,14 +92,19 @@ def stamp_matches(slot: Slot, command_sha: str) -> bool:
     )
 
 
-def remove_stamp(slot: Slot) -> None:
+def remove_stamp(slot: Slot, run_as: RunAs | None = None) -> None:
     """Before a build: an interrupted or failed build must not be taken for a finished one."""
-    with contextlib.suppress(FileNotFoundError):
-        (slot.stamp_dir / "stamp.json").unlink()
+
+    def remove() -> None:
+        with contextlib.suppress(FileNotFoundError):
+            (slot.stamp_dir / "stamp.json").unlink()
+
+    call_as(run_as, remove)
 
 
-def reuse_log(version: Version, slot: Slot, log_path: Path) -> None:
-    """Write the log of a skipped build: a note, then the earlier build's log."""
+def reuse_log(version: Version, slot: Slot, log_path: Path, run_as: RunAs | None = None) -> None:
+    """Write the log of a skipped build: a note, then the earlier build's log (read as
+    ``run_as``: root reading it would copy whatever file a link there names)."""
     previous = slot.stamp_dir / "build.log"
     if log_path == previous:
         return
@@ -102,12 +113,21 @@ def reuse_log(version: Version, slot: Slot, log_path: Path) -> None:
         "build of this commit with the same command; its log follows.\n"
     )
     try:
-        body = previous.read_bytes()
+        # latin-1: any bytes through the JSON of call_as and back, unchanged.
+        body = call_as(run_as, lambda: previous.read_bytes().decode("latin-1")).encode("latin-1")
     except OSError:
         body = b"# duet: (the earlier build's log is gone)\n"
-    with open(log_path, "wb") as out:
+    with new_log(log_path) as out:
         out.write(note.encode())
         out.write(body)
+
+
+def new_log(path: Path) -> IO[bytes]:
+    """``path`` made anew for writing: whatever is there (a link planted in a results directory
+    the user or the pull request can write) is unlinked, never written through."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    return open(files.create_new(path), "wb")
 
 
 def run_build(
@@ -116,25 +136,28 @@ def run_build(
     log_path: Path,
     timeout_s: float | None,
     run_as: RunAs | None,
+    keep_env: Collection[str] = (),
 ) -> float:
     """Run ``command`` in ``version.directory``, output to ``log_path``; its duration in
     seconds.
+
+    The build runs in a container of its own (:func:`_build_container`): whatever it starts,
+    daemons and ``setsid`` children included, is killed when it ends, before anything is
+    measured. The CI's secrets are not in its environment (``keep_env`` names those kept).
 
     Raises
     ------
     BuildFailed
         A non-zero exit, a signal or the timeout.
     """
-    env = clean_environment()
+    env = without_secrets(clean_environment(), keep_env)
     env.update(
         DUET_SIDE=version.side,
         DUET_VERSION_DIR=str(version.directory),
         PWD=str(version.directory),
     )
-    who: dict[str, Any] = {}
     if run_as is not None:
         env = run_as.environment(env)
-        who = {"user": run_as.uid, "group": run_as.gid, "extra_groups": list(run_as.groups)}
     header = (
         f"# duet build: {version.side}, {version.ref} = {version.commit}\n"
         f"# directory: {version.directory}\n# command: {command}\n"
@@ -144,20 +167,18 @@ def run_build(
     t0 = time.monotonic()
     # The output goes straight to the file, not through a pipe: a background process the
     # build leaves behind (a compiler server) keeps a pipe open and would hang the read.
-    with open(log_path, "wb") as out:
+    with _build_container(version.side) as container, new_log(log_path) as out:
         out.write(header.encode())
         out.flush()
-        proc = subprocess.Popen(
+        # In its own session (hence process group, as every spawn), so that a timeout or a
+        # signal stops the whole build (make and its compilers) gently first; stdin /dev/null.
+        proc = container.spawn(
             ["/bin/sh", "-c", command],
-            cwd=version.directory,
+            cwd=str(version.directory),
             env=env,
-            stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
-            # Its own process group, so that a timeout or a signal stops the whole build
-            # (make and its compilers), not only the shell.
-            start_new_session=True,
-            **who,
+            run_as=run_as,
         )
         try:
             returncode: int | None = proc.wait(timeout=timeout_s)
@@ -169,13 +190,14 @@ def run_build(
             # not outlive us.
             _stop_group(proc)
             raise
-        if _group_alive(proc.pid):
+        if _group_alive(proc.pid) or container.processes():
             log.warning(
                 "the %s build left processes running; stopping them (they would disturb "
                 "the measurement)",
                 version.side,
             )
             _stop_group(proc)
+    # Closing the container killed what was left in it: daemons that left the process group.
     duration_s = time.monotonic() - t0
     if returncode != 0:
         raise _failure(version, returncode, log_path, timeout_s)
@@ -209,6 +231,26 @@ def _failure(
     )
 
 
+@contextlib.contextmanager
+def _build_container(side: SideName) -> Iterator[Container]:
+    """A container for one build on every CPU we may use: a cgroup as root (the best level
+    this machine has), else the process tree (``affinity-only``, which cannot catch a daemon
+    that left its session; said in docs/versions.md). Closing it kills what is left."""
+    from duet_bench.isolation import select_backend
+    from duet_bench.isolation.affinity import AffinityBackend
+
+    # Not root: no cgroup is ours to make, and select_backend would warn about the
+    # measurement at every build.
+    backend = select_backend("auto") if os.geteuid() == 0 else AffinityBackend()
+    with (
+        backend,
+        backend.container(
+            f"build-{side}", cpus=sorted(os.sched_getaffinity(0)), mems=None, limits=Limits()
+        ) as container,
+    ):
+        yield container
+
+
 def write_stamp(
     slot: Slot,
     command: str,
@@ -216,8 +258,10 @@ def write_stamp(
     log_path: Path,
     duration_s: float,
     cache_dir: Path,
+    run_as: RunAs | None = None,
 ) -> None:
-    """Record a successful build (and keep a copy of its log) beside the worktree."""
+    """Record a successful build (and keep a copy of its log) beside the worktree, as
+    ``run_as``, whose cache it is."""
     stamp = {
         "format": STAMP_FORMAT,
         "commit": slot.commit,
@@ -227,11 +271,17 @@ def write_stamp(
         "duration_s": round(duration_s, 3),
     }
     path = slot.stamp_dir / "stamp.json"
+    copy = slot.stamp_dir / "build.log"
     try:
-        slot.stamp_dir.mkdir(parents=True, exist_ok=True)
-        if log_path != slot.stamp_dir / "build.log":
-            shutil.copyfile(log_path, slot.stamp_dir / "build.log")
-        files.write_atomic(path, json.dumps(stamp, indent=1) + "\n")
+        body = None if log_path == copy else _read_own(log_path)
+
+        def write() -> None:
+            slot.stamp_dir.mkdir(parents=True, exist_ok=True)
+            if body is not None:
+                files.write_atomic(copy, body)
+            files.write_atomic(path, json.dumps(stamp, indent=1) + "\n")
+
+        call_as(run_as, write)
     except OSError as e:
         reason = e.strerror or str(e)
         raise VersionError(
@@ -282,9 +332,21 @@ def _stop_group(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=KILL_GRACE_S)
 
 
+def _read_own(path: Path) -> bytes:
+    """The bytes of a file duet wrote, read only if it is still a regular file of its own."""
+    fd = files.open_existing(path)
+    if fd is None:
+        raise FileNotFoundError(errno.ENOENT, "no such file", str(path))
+    with open(fd, "rb") as f:
+        return f.read()
+
+
 def _tail(path: Path, lines: int) -> str:
     try:
-        with open(path, "rb") as f:
+        fd = files.open_existing(path)
+        if fd is None:
+            raise FileNotFoundError(str(path))
+        with open(fd, "rb") as f:
             f.seek(0, os.SEEK_END)
             size = f.tell()
             f.seek(max(0, size - 200 * lines))

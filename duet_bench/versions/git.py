@@ -13,18 +13,19 @@ Two ways to talk to git, each for what it does well:
   variables but not remove inherited ones; measured with GitPython 3.2.1 and git 2.39.5:
   ``repo.git.worktree("add", ...)`` run under a hook's ``GIT_INDEX_FILE`` rewrote the user's
   index (a committed file showed as deleted in ``git status``). So every command goes through
-  one runner that drops ``_REPO_LOCAL_GIT_VARS``.
+  one runner that drops the variables of :mod:`duet_bench.versions.gitenv`.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import subprocess
-from collections.abc import Mapping
 from pathlib import Path
 
 from duet_bench.errors import UnknownRef, UsageError, VersionError
+from duet_bench.isolation.model import RunAs
+from duet_bench.isolation.privileges import popen_user
+from duet_bench.versions.gitenv import OBJECT_READS_AS_ROOT, clean_environment
 from duet_bench.versions.refs import (
     ANCESTRY_STEP,
     FULL_SHA,
@@ -38,32 +39,6 @@ log = logging.getLogger(__name__)
 
 #: In a shallow clone, how many ancestors of a ref (``HEAD~N``) duet fetches one by one.
 MAX_FETCH_GENERATIONS = 50
-
-# Variables that bind a git process to one repository, index or object store
-# (`git rev-parse --local-env-vars`). A git hook exports some of them (a pre-commit hook sets
-# GIT_INDEX_FILE to the user's index): inherited by `git worktree add`, they make it write the
-# new worktree's checkout into the *user's* index. Inherited by a build, they point the build's
-# own git commands at the user's checkout. Neither our git processes nor builds see them.
-_REPO_LOCAL_GIT_VARS = frozenset(
-    {
-        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-        "GIT_COMMON_DIR",
-        "GIT_CONFIG",
-        "GIT_CONFIG_COUNT",
-        "GIT_CONFIG_PARAMETERS",
-        "GIT_DIR",
-        "GIT_GRAFT_FILE",
-        "GIT_IMPLICIT_WORK_TREE",
-        "GIT_INDEX_FILE",
-        "GIT_INTERNAL_SUPER_PREFIX",
-        "GIT_NO_REPLACE_OBJECTS",
-        "GIT_OBJECT_DIRECTORY",
-        "GIT_PREFIX",
-        "GIT_REPLACE_REF_BASE",
-        "GIT_SHALLOW_FILE",
-        "GIT_WORK_TREE",
-    }
-)
 
 _CI_HINT = (
     "in GitHub Actions give actions/checkout `fetch-depth: 0`; in GitLab CI set the variable "
@@ -91,13 +66,6 @@ class GitFailed(VersionError):
         self.stderr = stderr.strip()
 
 
-def clean_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``base`` (default: this process's environment) without the variables that tie git to
-    one repository or index (see ``_REPO_LOCAL_GIT_VARS``)."""
-    source = os.environ if base is None else base
-    return {k: v for k, v in source.items() if k not in _REPO_LOCAL_GIT_VARS}
-
-
 class Repository:
     """The user's repository, found from any path inside it.
 
@@ -109,7 +77,7 @@ class Repository:
         ``start`` is not inside a git repository, or GitPython cannot run git.
     """
 
-    def __init__(self, start: Path) -> None:
+    def __init__(self, start: Path, run_as: RunAs | None = None) -> None:
         # Imported here: the CLI must start without GitPython (tests/duet/test_docs.py), and
         # GitPython raises ImportError when no git binary can be found.
         try:
@@ -136,6 +104,8 @@ class Repository:
                 "or use `duet run --baseline CMD --candidate CMD` to compare two commands",
             ) from None
         self._shallow: bool | None = None
+        #: Who our git commands run as (docs/isolation.md, "What runs as root").
+        self.run_as = run_as
         try:
             #: The user's working tree (None for a bare repository).
             self.root: Path | None = (
@@ -147,7 +117,9 @@ class Repository:
             self.common_dir = Path(self._repo.common_dir).resolve()
             # GitPython reads objects through its own `git cat-file` processes, which would
             # follow an inherited GIT_DIR; pin them to the repository found above.
-            self._repo.git.update_environment(GIT_DIR=str(self.git_dir), GIT_OPTIONAL_LOCKS="0")
+            self._repo.git.update_environment(
+                GIT_DIR=str(self.git_dir), GIT_OPTIONAL_LOCKS="0", **OBJECT_READS_AS_ROOT
+            )
         except BaseException:
             self._repo.close()
             raise
@@ -183,11 +155,16 @@ class Repository:
             GIT_TERMINAL_PROMPT="0",
         )
         where = cwd or self.cwd
+        if self.run_as is not None:
+            # As the user: their git configuration (core.fsmonitor, hooks, credential
+            # helpers, ...) runs commands, and with their rights only (issue 25, item 4).
+            env = self.run_as.environment(env)
         log.debug("git %s (in %s)", " ".join(args), where)
         done = subprocess.run(
             ["git", *args],
             cwd=where,
             env=env,
+            **popen_user(self.run_as),
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,

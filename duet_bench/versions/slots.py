@@ -12,20 +12,19 @@ duet's own above it: only kept worktrees stay behind.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import logging
 import os
-import shutil
-import stat
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from duet_bench.errors import UsageError, VersionError
 from duet_bench.isolation import RunAs
+from duet_bench.isolation.privileges import call_as, remove_tree
 from duet_bench.versions.git import GitFailed, Repository
 
 log = logging.getLogger(__name__)
@@ -126,8 +125,6 @@ class Slots:
                 stamp_dir = self.cache_dir / f"{name}.stamp"
                 with self._administration():
                     reused = self._prepare(directory, stamp_dir, sha)
-                if self.run_as is not None:
-                    _give(directory, self.run_as)
             except BaseException:
                 _unlock(lock_path, fd)
                 raise
@@ -235,8 +232,7 @@ class Slots:
         # A crash can leave a registration whose directory is gone; `worktree add` refuses to
         # reuse such a path until it is pruned.
         self._repo.run("worktree", "prune")
-        with contextlib.suppress(FileNotFoundError):
-            rmtree(stamp_dir)
+        self._remove_as_user(stamp_dir)
         try:
             # No hooks: a user's post-checkout hook is for their checkout, not for ours.
             self._repo.run(
@@ -270,8 +266,7 @@ class Slots:
 
     def _discard(self, directory: Path, stamp_dir: Path) -> bool:
         """Remove a worktree (registered or not) and its stamp; False if it is still there."""
-        with contextlib.suppress(FileNotFoundError):
-            rmtree(stamp_dir)
+        self._remove_as_user(stamp_dir)
         if directory.resolve() in self._registered():
             try:
                 self._repo.run("worktree", "remove", "--force", "--force", str(directory))
@@ -279,10 +274,14 @@ class Slots:
                 # A worktree holding submodules, or read-only files from a build: remove the
                 # files ourselves; the prune afterwards drops the registration.
                 log.debug("git worktree remove %s: %s", directory, e.stderr)
-        if directory.exists():
-            with contextlib.suppress(FileNotFoundError):
-                rmtree(directory)
-        return not directory.exists()
+        if os.path.lexists(directory):
+            self._remove_as_user(directory)
+        return not os.path.lexists(directory)
+
+    def _remove_as_user(self, path: Path) -> None:
+        """``rm -rf path`` as the user whose cache this is: the build may have put anything
+        there, a link to a file of root's included (docs/isolation.md, "What runs as root")."""
+        call_as(self.run_as, lambda: remove_tree(path))
 
 
 def default_cache_dir(common_dir: Path, run_as: RunAs | None) -> Path:
@@ -317,19 +316,16 @@ def _make_dirs(path: Path, run_as: RunAs | None) -> list[Path]:
         if p.exists():
             break
         missing.append(p)
-    path.mkdir(parents=True, exist_ok=True)
-    if run_as is not None:
-        for p in missing:
-            os.chown(p, run_as.uid, run_as.gid)
+    # As the user: root following a path the user may write (their home, /var/tmp) could be
+    # led anywhere; the user can only make what they could make anyway.
+    call_as(run_as, lambda: path.mkdir(parents=True, exist_ok=True))
+    if run_as is not None and os.stat(path).st_uid != run_as.uid:
+        raise OSError(
+            errno.EPERM,
+            f"it belongs to uid {os.stat(path).st_uid}, not to {run_as.name} (uid {run_as.uid}) "
+            "who the builds run as; another user may have made it first",
+        )
     return missing
-
-
-def _give(directory: Path, run_as: RunAs) -> None:
-    """Hand a checked-out worktree to the user the build and the sides run as."""
-    os.lchown(directory, run_as.uid, run_as.gid)
-    for root, dirs, files in os.walk(directory):
-        for name in (*dirs, *files):
-            os.lchown(os.path.join(root, name), run_as.uid, run_as.gid)
 
 
 def _lock_administration(path: Path) -> int:
@@ -337,7 +333,7 @@ def _lock_administration(path: Path) -> int:
     while True:
         # Read-only is enough for flock, and opens a lock file another user created (a run as
         # root with --user beside the user's own runs).
-        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
         fcntl.flock(fd, fcntl.LOCK_EX)
         if _still_at(path, fd):
             return fd
@@ -355,7 +351,8 @@ def _still_at(path: Path, fd: int) -> bool:
 def _try_lock(path: Path) -> int | None:
     """An exclusive lock on ``path``, or None when another process holds it."""
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        # Never through a link the cache's owner planted.
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -374,23 +371,3 @@ def _unlock(path: Path, fd: int) -> None:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
     os.close(fd)
-
-
-def rmtree(path: Path) -> None:
-    """``rm -rf path``, read-only entries included."""
-    # `onerror` is deprecated from Python 3.12 on, `onexc` does not exist before it.
-    if sys.version_info >= (3, 12):
-        shutil.rmtree(path, onexc=_make_writable_and_retry)
-    else:
-        shutil.rmtree(path, onerror=_make_writable_and_retry)
-
-
-def _make_writable_and_retry(func: Callable[..., Any], path: str, _exc: Any) -> None:
-    # Builds leave read-only trees (Go's module cache, some installers); the directory that
-    # holds a read-only entry must be writable for rmtree to delete it.
-    parent = os.path.dirname(path)
-    with contextlib.suppress(OSError):
-        os.chmod(parent, os.stat(parent).st_mode | stat.S_IWUSR | stat.S_IXUSR)
-    with contextlib.suppress(OSError):
-        os.chmod(path, os.stat(path, follow_symlinks=False).st_mode | stat.S_IWUSR)
-    func(path)

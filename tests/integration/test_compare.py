@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -298,8 +299,11 @@ def test_under_sudo_builds_and_sides_run_as_the_invoking_user(tmp_path: Path) ->
     nobody = 65534
     cache = Path(f"/var/tmp/duet-worktrees-{nobody}")  # nobody has no home directory
     existed = cache.exists()
+    # nobody's own repository, where nobody can reach it: git runs as the user the builds run
+    # as (docs/isolation.md, "What runs as root").
+    theirs = Path(tempfile.mkdtemp(prefix="nobody-repo-", dir="/var/tmp"))
     repo = make_repo(
-        tmp_path / "project",
+        theirs / "project",
         [
             {
                 "work.c": WORK_C.replace("STEPS", "1000000"),
@@ -310,6 +314,8 @@ def test_under_sudo_builds_and_sides_run_as_the_invoking_user(tmp_path: Path) ->
             }
         ],
     )
+    for path in (theirs, *theirs.rglob("*")):
+        os.lchown(path, nobody, nobody)
     out = tmp_path / "out"
     try:
         done = subprocess.run(
@@ -329,5 +335,6 @@ def test_under_sudo_builds_and_sides_run_as_the_invoking_user(tmp_path: Path) ->
         # cache directory when no other run uses it.
         assert not [p for p in cache.rglob("*") if p.is_dir() and (p / ".git").exists()]
     finally:
+        shutil.rmtree(theirs, ignore_errors=True)
         if not existed:
             shutil.rmtree(cache, ignore_errors=True)

@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -383,8 +384,14 @@ def test_a_run_as_a_user_without_a_home_leaves_no_directory(project: GitRepo) ->
         pytest.skip("handing worktrees to another user needs root (CI runs this as root)")
     uid = next(u for u in range(3_000_000_000 + os.getpid(), 2**32 - 2) if not _has_user(u))
     top = Path(f"/var/tmp/duet-worktrees-{uid}")
+    # The user's own repository, where that user can reach it: git runs as the user
+    # (docs/isolation.md, "What runs as root").
+    theirs = Path(tempfile.mkdtemp(prefix="homeless-repo-", dir="/var/tmp"))
+    shutil.copytree(project.path, theirs / "project", symlinks=True)
+    for path in (theirs, *theirs.rglob("*")):
+        os.lchown(path, uid, uid)
     try:
-        with Versions(project.path, run_as=RunAs("homeless", uid, uid)) as versions:
+        with Versions(theirs / "project", run_as=RunAs("homeless", uid, uid)) as versions:
             version = versions.checkout("baseline", "HEAD")
             assert versions.cache_dir.parent == top
             for path in (top, versions.cache_dir, version.directory):
@@ -392,6 +399,20 @@ def test_a_run_as_a_user_without_a_home_leaves_no_directory(project: GitRepo) ->
         assert not top.exists()
     finally:
         shutil.rmtree(top, ignore_errors=True)
+        shutil.rmtree(theirs, ignore_errors=True)
+
+
+@pytest.mark.root
+def test_a_user_who_cannot_write_the_repository_is_refused(project: GitRepo) -> None:
+    """Git runs as the user the builds run as; a repository that user cannot write (``--user
+    nobody`` on root's) is refused at once, with the fix, rather than run as root."""
+    if os.geteuid() != 0:
+        pytest.skip("running git as another user needs root (CI runs this as root)")
+    nobody = pwd.getpwnam("nobody")
+    run_as = RunAs("nobody", nobody.pw_uid, nobody.pw_gid)
+    with pytest.raises(VersionError, match="cannot write the repository") as raised:
+        Versions(project.path, run_as=run_as)
+    assert "--user" in (raised.value.fix or "")
 
 
 def _has_user(uid: int) -> bool:

@@ -1,0 +1,178 @@
+"""Doing work as the user the builds and sides run as, and keeping the CI's secrets from them.
+
+duet runs as root (``sudo duet compare``) to make cgroups and namespaces; everything that
+touches a path the user or the pull request controls is done as that user
+(docs/isolation.md, "What runs as root"):
+
+- :func:`popen_user` gives ``subprocess`` the user's uid, gid and groups (git commands);
+- :func:`call_as` runs a Python function in a forked child that dropped to the user (file work
+  in the user's worktree cache: making its directories, removing worktrees, the build stamps),
+  with its result or ``OSError`` carried back as JSON;
+- :func:`remove_tree` is ``rm -rf`` that never follows a link and never changes a mode through
+  one.
+
+:data:`SECRET_VARIABLES` are the CI's credentials, removed from the environment of builds and
+benchmarks by :func:`without_secrets` unless ``--keep-env`` names them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import stat
+import sys
+from collections.abc import Callable, Collection, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from duet_bench.isolation.model import RunAs
+
+__all__ = [
+    "SECRET_VARIABLES",
+    "call_as",
+    "popen_user",
+    "remove_tree",
+    "without_secrets",
+]
+
+_T = TypeVar("_T")
+
+#: The CI's credentials: the pull request's build and benchmark never see them (``--keep-env
+#: NAME`` passes one on purpose). GitHub Actions: the job's token (as workflows pass it to
+#: steps), the runtime and OIDC tokens of the runner; GitLab CI: the job token and JWTs, the
+#: registry, deploy and dependency proxy passwords, and ``CI_REPOSITORY_URL``, which embeds the
+#: job token; duet's own token variables; sudo's ``SUDO_COMMAND``.
+SECRET_VARIABLES = frozenset(
+    {
+        "GITHUB_TOKEN",
+        "GH_TOKEN",
+        "ACTIONS_RUNTIME_TOKEN",
+        "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+        "ACTIONS_ID_TOKEN_REQUEST_URL",
+        "CI_JOB_TOKEN",
+        "CI_JOB_JWT",
+        "CI_JOB_JWT_V1",
+        "CI_JOB_JWT_V2",
+        "CI_REGISTRY_PASSWORD",
+        "CI_DEPLOY_PASSWORD",
+        "CI_DEPENDENCY_PROXY_PASSWORD",
+        "CI_REPOSITORY_URL",
+        "GITLAB_TOKEN",
+        "DUET_GITLAB_TOKEN",
+        "DUET_GITHUB_TOKEN",
+        # Not a token, but sudo's record of its command line, which carries any
+        # `sudo env GITHUB_TOKEN=... duet ...` (found by tests/system/test_privileges.py).
+        "SUDO_COMMAND",
+    }
+)
+
+
+def without_secrets(env: Mapping[str, str], keep: Collection[str] = ()) -> dict[str, str]:
+    """``env`` without :data:`SECRET_VARIABLES`, except the names in ``keep``."""
+    return {k: v for k, v in env.items() if k not in SECRET_VARIABLES or k in keep}
+
+
+def popen_user(run_as: RunAs | None) -> dict[str, Any]:
+    """The ``subprocess`` arguments that start a program as ``run_as`` (nothing for None)."""
+    if run_as is None:
+        return {}
+    return {"user": run_as.uid, "group": run_as.gid, "extra_groups": list(run_as.groups)}
+
+
+def call_as(run_as: RunAs | None, fn: Callable[[], _T]) -> _T:
+    """``fn()`` as ``run_as``: in a forked child that drops to that user first (in this process
+    for None). Its result must be JSON (None, str, bool, numbers, lists); an ``OSError`` it
+    raises is raised here with its errno, text and file name, anything else as
+    ``RuntimeError``.
+
+    A fork, not a new interpreter: the work is a few file operations, and the child is this
+    program, so nothing the user controls is loaded as root. Changing its uid also makes the
+    child undumpable, so the user cannot ptrace it while it still holds our memory.
+    """
+    if run_as is None:
+        return fn()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through the pipe
+        status = 0
+        try:
+            os.close(read_end)
+            os.setgroups(list(run_as.groups))
+            os.setgid(run_as.gid)
+            os.setuid(run_as.uid)
+            payload: dict[str, Any] = {"result": fn()}
+        except OSError as e:
+            name = e.filename if isinstance(e.filename, str) else None
+            payload = {"oserror": [e.errno, e.strerror or str(e), name]}
+        except BaseException as e:
+            payload = {"error": f"{type(e).__name__}: {e}"}
+        try:
+            data = json.dumps(payload).encode()
+            while data:
+                data = data[os.write(write_end, data) :]
+        except BaseException:
+            status = 1
+        os._exit(status)
+    os.close(write_end)
+    try:
+        chunks = []
+        while chunk := os.read(read_end, 65536):
+            chunks.append(chunk)
+    finally:
+        os.close(read_end)
+        os.waitpid(pid, 0)
+    try:
+        answer = json.loads(b"".join(chunks) or b"{}")
+    except ValueError:
+        answer = {}
+    if "result" in answer:
+        return answer["result"]  # type: ignore[no-any-return]
+    if "oserror" in answer:
+        errno_, text, name = answer["oserror"]
+        raise OSError(errno_, text, name) if name else OSError(errno_, text)
+    raise RuntimeError(answer.get("error") or f"the work as {run_as.name} died without an answer")
+
+
+def remove_tree(path: Path) -> None:
+    """``rm -rf path``, read-only entries included, never through a link.
+
+    ``shutil.rmtree`` walks with directory descriptors (``shutil.rmtree.avoids_symlink_attacks``
+    on Linux), so a link swapped in during the walk is removed, not followed. The error handler
+    only makes writable what is a real directory or file, through a descriptor opened with
+    ``O_NOFOLLOW``: ``os.chmod`` of a path follows links, and made ``/etc/shadow`` 0777 when a
+    build replaced its worktree by a link to it (issue 25, item 1). A link at ``path`` itself
+    is unlinked; nothing at ``path`` is fine.
+    """
+    if os.path.islink(path):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        return
+    if not os.path.lexists(path):
+        return
+    # `onerror` is deprecated from Python 3.12 on, `onexc` does not exist before it.
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=_make_writable_and_retry)
+    else:
+        shutil.rmtree(path, onerror=_make_writable_and_retry)
+
+
+def _make_writable_and_retry(func: Callable[..., Any], path: str, _exc: Any) -> None:
+    # Builds leave read-only trees (Go's module cache, some installers); the directory that
+    # holds a read-only entry must be writable for rmtree to delete it. Only the owner's bits
+    # are added, to what is really there: nothing is opened to others, whatever a link swapped
+    # in higher up makes the path name.
+    parent = os.path.dirname(path)
+    for target, bits in ((parent, stat.S_IWUSR | stat.S_IXUSR), (path, stat.S_IWUSR)):
+        with contextlib.suppress(OSError):
+            fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            try:
+                st = os.fstat(fd)
+                if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
+                    os.fchmod(fd, stat.S_IMODE(st.st_mode) | bits)
+            finally:
+                os.close(fd)
+    if func is os.path.islink:
+        return  # rmtree refused a link at the top: nothing to retry, remove_tree handled it
+    func(path)

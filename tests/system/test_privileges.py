@@ -1,0 +1,418 @@
+"""Issue 25, items 1-7: a pull request's build or benchmark, or a local user, must not get root
+through duet (docs/isolation.md, "What runs as root").
+
+Every test is an exploit attempt, made for real: a throwaway user with passwordless sudo (made
+with ``useradd``) owns a git repository and runs ``sudo python -m duet_bench compare`` in it, as
+a CI job on a hosted runner does; the repository's build, benchmarks and git configuration
+attack. The target is a root-owned 0600 file in a root-only directory: afterwards its mode,
+owner and content must be what they were, and nothing of its content may appear on duet's
+standard output or error, in the results directory or anywhere the user can read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import secrets
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
+#: What the sides and builds of these tests see of the CI's secrets (finding 6).
+TOKENS = {
+    "GITHUB_TOKEN": "ghs_" + "a" * 20,
+    "DUET_GITLAB_TOKEN": "glpat-" + "b" * 20,
+    "CI_JOB_TOKEN": "job-" + "c" * 20,
+    "ACTIONS_RUNTIME_TOKEN": "rt-" + "d" * 20,
+    "ACTIONS_ID_TOKEN_REQUEST_TOKEN": "idt-" + "e" * 20,
+    "CI_REGISTRY_PASSWORD": "reg-" + "f" * 20,
+}
+
+
+@dataclass(frozen=True)
+class Target:
+    """The root-only file the exploits aim at."""
+
+    path: Path
+    #: What no output may show.
+    secret: str
+    #: The file's text (the secret, or a line that carries it).
+    content: str
+
+    def assert_untouched(self, *outputs: str) -> None:
+        st = os.lstat(self.path)
+        assert stat.S_ISREG(st.st_mode), f"{self.path} is no longer a regular file"
+        assert stat.S_IMODE(st.st_mode) == 0o600, f"{self.path} mode {st.st_mode:o}"
+        assert (st.st_uid, st.st_gid) == (0, 0), f"{self.path} owner {st.st_uid}:{st.st_gid}"
+        assert self.path.read_text() == self.content, f"{self.path} was written"
+        for text in outputs:
+            assert self.secret not in text, "the target's content leaked"
+
+
+@dataclass(frozen=True)
+class User:
+    name: str
+    uid: int
+    gid: int
+    home: Path
+
+    def run(
+        self, *argv: str, cwd: Path | None = None, **kw: object
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["runuser", "-u", self.name, "--", *argv],
+            cwd=cwd or self.home,
+            capture_output=True,
+            text=True,
+            check=False,
+            **kw,  # type: ignore[call-overload]
+        )
+
+    def popen(self, *argv: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            ["runuser", "-u", self.name, "--", *argv], cwd=self.home, text=True,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+
+
+@pytest.fixture
+def target(tmp_path: Path) -> Target:
+    vault = tmp_path / "vault"
+    vault.mkdir(mode=0o700)
+    os.chmod(tmp_path, 0o755)  # the path is known to the attacker; the vault is not open
+    path = vault / "secret"
+    content = "duet-secret-" + secrets.token_hex(8)
+    path.write_text(content)
+    os.chmod(path, 0o600)
+    return Target(path, content, content)
+
+
+def _make_user() -> User:
+    for tool in ("useradd", "userdel", "sudo", "runuser"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed; scripts/bootstrap.sh installs it (CI has it)")
+    name = "duet-p" + secrets.token_hex(4)
+    subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", name], check=True)
+    entry = pwd.getpwnam(name)
+    return User(name, entry.pw_uid, entry.pw_gid, Path(entry.pw_dir))
+
+
+def _remove_user(user: User) -> None:
+    Path("/etc/sudoers.d", user.name).unlink(missing_ok=True)
+    # Whatever the user left running (nothing, if duet cleaned up) goes, by pid.
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == user.uid:
+                    os.kill(int(entry), signal.SIGKILL)
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+    subprocess.run(["userdel", "--remove", user.name], check=False, capture_output=True)
+    shutil.rmtree(user.home, ignore_errors=True)
+
+
+@pytest.fixture
+def user() -> Iterator[User]:
+    """A throwaway user with passwordless sudo (as `runner` on a hosted runner)."""
+    if os.geteuid() != 0:
+        pytest.skip("creating a user needs root")
+    made = _make_user()
+    try:
+        sudoers = Path("/etc/sudoers.d", made.name)
+        sudoers.write_text(f"{made.name} ALL=(ALL) NOPASSWD: ALL\n")
+        sudoers.chmod(0o440)
+        yield made
+    finally:
+        _remove_user(made)
+
+
+@pytest.fixture
+def other_user() -> Iterator[User]:
+    """Another local user, without sudo."""
+    if os.geteuid() != 0:
+        pytest.skip("creating a user needs root")
+    made = _make_user()
+    try:
+        yield made
+    finally:
+        _remove_user(made)
+
+
+def _config(build: str, *benchmarks: str, extra: str = "", runs: int = 2) -> str:
+    head = f'runs = {runs}\niterations = 2\nwarmup = 0\nisolation = "cgroup"\n'
+    head += f"build = {json.dumps(build)}\n{extra}"
+    return head + "".join(benchmarks)
+
+
+def _bench(name: str, command: str, kind: str = "command") -> str:
+    return f"\n[[benchmark]]\nname = {json.dumps(name)}\n{kind} = {json.dumps(command)}\n"
+
+
+def _repo(user: User, files: dict[str, str], git_config: dict[str, str] | None = None) -> Path:
+    """The user's own repository: two commits (HEAD~1 and HEAD), ``files`` in both."""
+    repo = user.home / "project"
+    repo.mkdir()
+    os.chown(repo, user.uid, user.gid)
+    ident = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    assert user.run("git", "init", "-q", "-b", "main", cwd=repo).returncode == 0
+    for round_ in (1, 2):
+        for name, text in files.items():
+            path = repo / name
+            path.write_text(text + ("" if round_ == 1 else "\n"))
+            os.chown(path, user.uid, user.gid)
+            path.chmod(0o755)
+        assert user.run("git", "add", "-A", cwd=repo).returncode == 0
+        done = user.run("git", *ident, "commit", "-q", "-m", f"c{round_}", cwd=repo)
+        assert done.returncode == 0, done.stderr
+    for key, value in (git_config or {}).items():
+        assert user.run("git", "config", key, value, cwd=repo).returncode == 0
+    return repo
+
+
+def _duet(
+    user: User, repo: Path, *args: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """``sudo duet compare HEAD~1 HEAD`` as ``user`` in ``repo``; the run and its results dir."""
+    out = user.home / "out"
+    # PYTHONPATH: the suite run from another copy of the sources measures that copy.
+    passed = {k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}
+    extra = [f"{k}={v}" for k, v in {**passed, **(env or {})}.items()]
+    done = user.run(
+        "sudo", "-n", "env", *extra, sys.executable, "-m", "duet_bench", "compare",
+        "HEAD~1", "HEAD", "--out", str(out), "--quiet", "--no-plots", "--fail-on", "never",
+        "--reps", "200", *args,
+        cwd=repo, timeout=300,
+    )  # fmt: skip
+    return done, out
+
+
+def _everything(done: subprocess.CompletedProcess[str], *dirs: Path) -> str:
+    """duet's output and every readable file under ``dirs``."""
+    texts = [done.stdout, done.stderr]
+    for d in dirs:
+        for path in d.rglob("*"):
+            if path.is_file() and not path.is_symlink():
+                texts.append(path.read_bytes().decode("utf-8", "replace"))
+    return "\n".join(texts)
+
+
+def test_cleanup_never_chmods_through_a_link(user: User, target: Target) -> None:
+    """Finding 1: the candidate's build replaces its worktree with a link to the target; the
+    removal of the worktrees must not make the target 0777."""
+    build = (
+        'if [ "$DUET_SIDE" = candidate ]; then d=$(pwd); mv "$d" "$d.x" && '
+        f'ln -s {target.path} "$d"; fi; true'
+    )
+    repo = _repo(user, {"duet.toml": _config(build, _bench("b", "true"))})
+    done, out = _duet(user, repo)
+    target.assert_untouched(_everything(done, out))
+
+
+def test_root_never_opens_a_planted_stderr_file(user: User, target: Target) -> None:
+    """Finding 2: while duet runs, the user plants ``stderr.txt -> target`` in every side
+    directory it finds; root must not truncate the target nor write a benchmark's stderr in."""
+    # A benchmark name of this test's own: the planter attacks only this run's directories,
+    # never those of another duet running on the machine.
+    name = "b" + secrets.token_hex(6)
+    runs = f"/var/tmp/duet-*/{name}-r*"
+    planter = textwrap.dedent(
+        f"""
+        import glob, os, time
+        end = time.monotonic() + 120
+        while time.monotonic() < end:
+            for d in glob.glob("{runs}/*") + glob.glob("{runs}/*/*"):
+                if os.path.basename(d) in ("baseline", "candidate"):
+                    try:
+                        os.symlink({str(target.path)!r}, os.path.join(d, "stderr.txt"))
+                    except OSError:
+                        pass
+        """
+    )
+    repo = _repo(user, {"duet.toml": _config("true", _bench(name, "echo PWNED >&2"), runs=6)})
+    plant = user.popen("python3", "-c", planter)
+    try:
+        done, out = _duet(user, repo)
+    finally:
+        plant.kill()
+        plant.wait()
+    target.assert_untouched(_everything(done, out))
+
+
+@pytest.mark.parametrize("victim", ["stderr.txt", "samples.jsonl"])
+def test_reading_back_a_side_never_follows_a_link(user: User, target: Target, victim: str) -> None:
+    """Finding 3: a side replaces its own stderr file (or samples file) with a link to the
+    target and fails; root must not copy the target onto the terminal or into the results."""
+    # A samples file's error line is what a reader would pass on.
+    target.path.write_text(json.dumps({"error": target.secret}) + "\n")
+    target = Target(target.path, target.secret, target.path.read_text())
+    script = f'd=$(dirname "$DUET_SAMPLES")\nln -sf {target.path} "$d/{victim}"\nexit 1\n'
+    bench = _bench("b", "sh ./bench.sh", kind="native")
+    repo = _repo(user, {"duet.toml": _config("true", bench), "bench.sh": script})
+    done, out = _duet(user, repo)
+    target.assert_untouched(_everything(done, out))
+
+
+def test_the_users_git_config_never_runs_as_root(user: User, target: Target) -> None:
+    """Finding 4: ``core.fsmonitor`` of the user's repository runs whatever git status duet
+    starts; it must run as the user, who cannot touch the target."""
+    hook = user.home / "fsmonitor.sh"
+    hook.write_text(
+        f"#!/bin/sh\nid -u >> {user.home}/fsmonitor-uid\nchmod 0666 {target.path}\n"
+        f"cat {target.path} >&2\ncat {target.path} > {user.home}/leak\nexit 1\n"
+    )
+    os.chown(hook, user.uid, user.gid)
+    hook.chmod(0o755)
+    repo = _repo(
+        user, {"duet.toml": _config("true", _bench("b", "true"))}, {"core.fsmonitor": str(hook)}
+    )
+    # Uncommitted changes: duet asks git status about the checkout (the HEAD side's warning).
+    (repo / "duet.toml").write_text((repo / "duet.toml").read_text() + "# edited\n")
+    done, out = _duet(user, repo)
+    target.assert_untouched(_everything(done, out, user.home))
+    ran_as = (user.home / "fsmonitor-uid").read_text().split()
+    assert ran_as, "git status never ran the fsmonitor: the test tests nothing"
+    assert set(ran_as) == {str(user.uid)}, f"the fsmonitor ran as uids {ran_as}"
+
+
+def test_the_barrier_file_is_closed_to_other_users(
+    user: User, other_user: User, tmp_path: Path
+) -> None:
+    """Finding 5: another local user must not be able to open a run's barrier file (writing
+    its abort word stops every run). The benchmark tells where its barrier is (its worker's
+    spec); the other user tries to open it for writing while the run lasts."""
+    shared = Path("/var/tmp") / f"priv-test-{secrets.token_hex(6)}"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)
+    found = shared / "barriers"
+    # The benchmark finds its worker's spec among its ancestors' arguments.
+    probe_py = textwrap.dedent(
+        f"""
+        import json, os, time
+        pid = os.getppid()
+        while pid > 1:
+            args = open(f"/proc/{{pid}}/cmdline", "rb").read().split(b"\\0")
+            specs = [a for a in args if a.endswith(b"spec.json")]
+            if specs:
+                with open("{found}", "a") as out:
+                    print(json.load(open(specs[0]))["barrier"], file=out)
+                break
+            pid = int(open(f"/proc/{{pid}}/stat").read().rsplit(")", 1)[1].split()[1])
+        time.sleep(0.3)
+        """
+    )
+    prober = textwrap.dedent(
+        f"""
+        import os, time
+        end = time.monotonic() + 120
+        seen, opened = set(), 0
+        while time.monotonic() < end:
+            try:
+                paths = open("{found}").read().split()
+            except OSError:
+                paths = []
+            for path in paths:
+                try:
+                    os.close(os.open(path, os.O_RDWR))
+                    opened += 1
+                except FileNotFoundError:
+                    continue
+                except OSError:
+                    pass
+                seen.add(path)
+            with open("{other_user.home}/probe.new", "w") as f:
+                f.write(f"{{len(seen)}} {{opened}}")
+            os.replace("{other_user.home}/probe.new", "{other_user.home}/probe")
+            time.sleep(0.01)
+        """
+    )
+    bench = _bench("b", "python3 probe.py")
+    repo = _repo(user, {"duet.toml": _config("true", bench), "probe.py": probe_py})
+    probe = other_user.popen("python3", "-c", prober)
+    try:
+        done, _ = _duet(user, repo)
+    finally:
+        probe.kill()
+        probe.wait()
+        shutil.rmtree(shared, ignore_errors=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    seen, opened = map(int, (other_user.home / "probe").read_text().split())
+    assert seen > 0, "the prober never saw a barrier file: the test tests nothing"
+    assert opened == 0, f"another user opened the barrier file {opened} times"
+
+
+def _secrets_seen(user: User, keep: tuple[str, ...] = ()) -> tuple[str, set[str]]:
+    dump = f"env > {user.home}/env-$DUET_SIDE-$$"
+    repo = _repo(user, {"duet.toml": _config(dump, _bench("b", dump))})
+    keeping = [arg for name in keep for arg in ("--keep-env", name)]
+    done, out = _duet(user, repo, *keeping, env=TOKENS)
+    assert done.returncode == 0, done.stdout + done.stderr
+    dumps = list(user.home.glob("env-*"))
+    assert len(dumps) > 2, "the build and benchmarks wrote no environment: the test tests nothing"
+    text = _everything(done, out) + "".join(p.read_text() for p in dumps)
+    return text, {name for name, value in TOKENS.items() if value in text}
+
+
+def test_ci_secrets_never_reach_builds_or_benchmarks(user: User) -> None:
+    """Finding 6: the CI's tokens in duet's environment are not in the environment of the
+    builds and benchmarks (nor in the logs and results)."""
+    _, seen = _secrets_seen(user)
+    assert not seen, f"these secrets reached the pull request's code: {sorted(seen)}"
+
+
+def test_keep_env_passes_a_token_on_purpose(user: User) -> None:
+    """``--keep-env`` keeps one on purpose: only that one gets through. An option, not a key of
+    duet.toml: the configuration is read at HEAD, which the pull request writes."""
+    _, seen = _secrets_seen(user, keep=("CI_JOB_TOKEN",))
+    assert seen == {"CI_JOB_TOKEN"}
+
+
+def test_build_daemons_are_gone_before_measuring(user: User) -> None:
+    """Finding 7: a ``setsid`` child of the build must be killed before the measurement
+    starts, and not outlive duet."""
+    pidfile = user.home / "daemon.pid"
+    build = (
+        f"setsid sh -c 'echo $$ > {pidfile}; exec sleep 600' </dev/null >/dev/null 2>&1 & sleep 0.5"
+    )
+    # A zombie is dead: in a container whose init reaps nothing, a killed daemon stays one.
+    check = (
+        f"s=$(awk '/^State:/ {{print $2}}' \"/proc/$(cat {pidfile})/status\" 2>/dev/null); "
+        f'[ -n "$s" ] && [ "$s" != Z ] && echo alive >> {user.home}/seen; true'
+    )
+    repo = _repo(user, {"duet.toml": _config(build, _bench("b", check))})
+    try:
+        done, _ = _duet(user, repo)
+        assert done.returncode == 0, done.stdout + done.stderr
+        pid = int(pidfile.read_text())
+        assert not (user.home / "seen").exists(), "the build's daemon ran during the measurement"
+        assert not _alive(pid), "the build's daemon outlived duet"
+    finally:
+        if pidfile.exists():
+            _kill(int(pidfile.read_text()))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    time.sleep(0.1)
