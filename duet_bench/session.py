@@ -20,14 +20,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from duet_bench import __version__, results
+from duet_bench import __version__
 from duet_bench.analysis import AnalysisSettings, analyze_benchmark, running_estimate
-from duet_bench.errors import BenchmarkFailed
+from duet_bench.errors import BenchmarkFailed, ResultsError
 from duet_bench.isolation import Backend, Request, RunAs, select_backend
 from duet_bench.lock import acquire as acquire_lock
 from duet_bench.plan import BenchmarkSpec, plan_runs
 from duet_bench.progress import Progress
 from duet_bench.results import BenchmarkRecord, ResultsDocument, RunRecord
+from duet_bench.results.completeness import planned_state
+from duet_bench.results.reserve import save_reserving, write_state_in_place
 from duet_bench.runner import (
     RunnerContext,
     calibrate_inner_loops,
@@ -125,14 +127,14 @@ def measure(
         _remove_leftovers(backend, note)
         topology, pair = _core_pair(options)
         environment = _environment(topology, pair, backend, options)
-        doc = _first_document(environment, options, versions)
-        results.save(doc, options.out)
+        doc = _first_document(environment, options, versions, benchmarks)
+        save_reserving(doc, options.out)
         with _work_directory() as workdir:
             ctx = _runner_context(backend, workdir, options, progress)
             doc = _measure_all(benchmarks, doc, ctx, pair.cpus, options, progress)
         environment["load_average_after"] = _load_average_now()
-        doc = replace(doc, environment=environment, state=_state(complete=True))
-        results.save(doc, options.out)
+        doc = replace(doc, environment=environment, state=_state(doc, complete=True))
+        _save_state(doc, options.out)
     return doc
 
 
@@ -195,16 +197,21 @@ def _environment(
 
 
 def _first_document(
-    environment: Mapping[str, Any], options: SessionOptions, versions: Mapping[str, Any] | None
+    environment: Mapping[str, Any],
+    options: SessionOptions,
+    versions: Mapping[str, Any] | None,
+    benchmarks: Sequence[BenchmarkSpec],
 ) -> ResultsDocument:
-    """The document before the first run: no benchmark yet, not complete."""
+    """The document before the first run: no benchmark yet, not complete, and every benchmark
+    planned (``state.planned``: those never started count in its completeness)."""
+    planned = planned_state([(b.name, b.runs) for b in benchmarks])
     return ResultsDocument(
         benchmarks=(),
         tool={"name": "duet-bench", "version": __version__},
         created=_now(),
         environment=environment,
         config={**options.config, **({"versions": dict(versions)} if versions else {})},
-        state=_state(),
+        state={**_state(None), "planned": planned},
     )
 
 
@@ -254,14 +261,35 @@ def _measure_all(
             doc = _measure_one(bench, doc, ctx, pair, options, progress, latest)
     except BaseException as e:
         reason = getattr(e, "message", None) or type(e).__name__
-        results.save(replace(latest[0], state=_state(stopped=f"{reason} {where}")), options.out)
+        stopped = f"{reason} {where}"
+        _save_state(replace(latest[0], state=_state(latest[0], stopped=stopped)), options.out)
         raise
     return doc
 
 
-def _state(*, complete: bool = False, stopped: str | None = None) -> dict[str, Any]:
-    """The document's ``state``: complete or not, where it stopped, when it was written."""
-    return {"complete": complete, "stopped": stopped, "updated": _now()}
+def _state(
+    doc: ResultsDocument | None, *, complete: bool = False, stopped: str | None = None
+) -> dict[str, Any]:
+    """The document's ``state``: complete or not, where it stopped, when it was written, and
+    what was planned (kept from ``doc``)."""
+    state: dict[str, Any] = {"complete": complete, "stopped": stopped, "updated": _now()}
+    if doc is not None and "planned" in doc.state:
+        state["planned"] = doc.state["planned"]
+    return state
+
+
+def _save_state(doc: ResultsDocument, out: Path) -> None:
+    """Save ``doc``, whose state changed; when the disk is full, write its state in the
+    room the file keeps for it (:mod:`duet_bench.results.reserve`) so that the file still says
+    whether and why it stopped. What changed besides the state is then lost, and said."""
+    try:
+        save_reserving(doc, out)
+    except ResultsError as e:
+        state = dict(doc.state)
+        lost = f"the results file could not be rewritten ({e.message}): the last changes are lost"
+        state["stopped"] = f"{state['stopped']}; {lost}" if state.get("stopped") else lost
+        write_state_in_place(out, state)
+        _warn(f"{out}: {lost}; its state was written in the room reserved for it")
 
 
 def _measure_one(
@@ -374,9 +402,9 @@ class _Recorder:
         self.save()
 
     def save(self) -> None:
-        self.doc = replace(self.doc.with_benchmark(self.record), state=_state())
+        self.doc = replace(self.doc.with_benchmark(self.record), state=_state(self.doc))
         self.latest[0] = self.doc
-        results.save(self.doc, self.out)
+        save_reserving(self.doc, self.out)
 
 
 def broken_benchmarks(doc: ResultsDocument, max_failures: int | None) -> list[str]:

@@ -47,6 +47,16 @@ def fail_on_option(fn: F) -> F:
     )(fn)
 
 
+def allow_incomplete_option(fn: F) -> F:
+    """``--allow-incomplete``: an interrupted results file exits by its verdicts, not 3."""
+    return click.option(
+        "--allow-incomplete",
+        is_flag=True,
+        help="Exit by the verdicts even when the results are incomplete (an interrupted run); "
+        "by default an incomplete results file exits 3 after its report.",
+    )(fn)
+
+
 def report_format_option(fn: F) -> F:
     """``--format`` of the commands that print a summary of results (``compare``, ``bisect``,
     ``merge``)."""

@@ -14,6 +14,7 @@ from duet_bench.report.rows import (
     summary_sentence,
 )
 from duet_bench.results import ResultsDocument
+from duet_bench.results.completeness import completeness
 from duet_bench.units import short_name
 
 _COLORS = {"regression": "red", "improvement": "green", "inconclusive": "yellow"}
@@ -68,7 +69,8 @@ def render_text(doc: ResultsDocument, *, color: bool = False) -> str:
             fg = _COLORS.get(r.verdict)
             if fg:
                 lines[i] = click.style(lines[i], fg=fg, bold=r.verdict == "regression")
-    out = [*lines, ""]
+    incomplete = completeness(doc).sentence
+    out = [f"INCOMPLETE: {incomplete}", "", *lines, ""] if incomplete else [*lines, ""]
     notes = [f"  {short_name(r.name)}: {r.note}" for r in items if r.note]
     notes += [f"  {short_name(r.name)}: {r.interference}" for r in items if r.interference]
     if notes:
