@@ -21,6 +21,7 @@ from duet_bench.cli import install_signal_handlers, reports_errors
 from duet_bench.commands.options import (
     analysis_options,
     analysis_settings,
+    bounded,
     machine_options,
     session_options,
 )
@@ -66,17 +67,17 @@ SEQUENTIAL_SUFFIX = " [sequential]"
 @click.option("--config", "config_path", metavar="PATH", help="Configuration file (--benchmark).")
 @click.option(
     "--runs",
-    type=click.IntRange(2),
+    type=bounded("runs"),
     default=20,
     show_default=True,
     help="Runs of the A/A (a calibration needs more than a comparison).",
 )
 @click.option(
-    "--iterations", type=click.IntRange(1), default=30, show_default=True, help="Per run."
+    "--iterations", type=bounded("iterations"), default=30, show_default=True, help="Per run."
 )
 @click.option(
     "--warmup",
-    type=click.IntRange(0),
+    type=bounded("warmup"),
     default=0,
     show_default=True,
     help="Warm-up iterations per run; the calibration finds where the series stops trending "
