@@ -40,6 +40,7 @@ from duet_bench.runner import (
 from duet_bench.settings import DEFAULT_MAX_FAILURES
 from duet_bench.settings import record as record_settings
 from duet_bench.units import short_name
+from duet_bench.untrusted import for_terminal
 
 if TYPE_CHECKING:  # at run time imported by the steps that use them, as they were
     from duet_bench.topology import CorePair, Topology
@@ -77,7 +78,7 @@ def _now() -> str:
 
 
 def _warn(message: str) -> None:
-    log.warning("%s", message)
+    log.warning("%s", for_terminal(message))  # may hold a side's stderr
 
 
 def _load_average_now() -> list[float] | None:
