@@ -51,6 +51,7 @@ LIMITS: dict[str, Limit] = {
     "threshold": Limit(0, 10, number=True),
     "max_failures": Limit(0, 10_000),
     "reps": Limit(100, 1_000_000),
+    "wait_timeout_s": Limit(0, 604_800, number=True, low_open=True),
 }
 
 #: The largest sample a results file may hold: 10^15 ns, about 11.6 days (an iteration is

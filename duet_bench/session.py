@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from duet_bench import __version__
 from duet_bench.analysis import AnalysisSettings, analyze_benchmark, running_estimate
-from duet_bench.errors import BenchmarkFailed, ResultsError
+from duet_bench.errors import BenchmarkFailed, ResultsError, UsageError
 from duet_bench.isolation import Backend, Request, RunAs, select_backend
 from duet_bench.lock import acquire as acquire_lock
 from duet_bench.plan import BenchmarkSpec, plan_runs
@@ -69,8 +69,10 @@ class SessionOptions:
     run_as: RunAs | None = None
     #: Recorded as the document's ``config`` (the exact commands and options).
     config: Mapping[str, Any] = field(default_factory=dict)
-    #: When another duet is measuring on this machine: queue behind it instead of refusing.
+    #: When another duet is measuring on this machine: queue behind it instead of refusing,
+    #: for at most ``wait_timeout`` seconds (None: as long as it takes).
     wait: bool = False
+    wait_timeout: float | None = None
 
 
 def _now() -> str:
@@ -143,7 +145,16 @@ def measure(
 def _machine_to_ourselves(options: SessionOptions) -> Iterator[Backend]:
     """The measuring lock (one duet measures at a time on this machine, from the first cgroup
     to the last run), then the isolation backend; both released whatever happens."""
-    lock = acquire_lock(wait=options.wait)
+    before = _signature(options.out)
+    lock = acquire_lock(wait=options.wait, timeout=options.wait_timeout)
+    if options.wait and _signature(options.out) != before:
+        lock.release()
+        raise UsageError(
+            f"--out {options.out} was written by another duet while this one waited for it: "
+            "measuring would overwrite its results",
+            fix="give each duet that queues with --wait its own --out "
+            "(e.g. --out results-$CI_JOB_ID.json)",
+        )
     try:
         backend = select_backend(options.isolation)
     except BaseException:
@@ -156,6 +167,15 @@ def _machine_to_ourselves(options: SessionOptions) -> Iterator[Backend]:
             backend.close()
         finally:
             lock.release()
+
+
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    """Which file ``path`` is and when it last changed, or None when there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 def _remove_leftovers(backend: Backend, note: Callable[[str], None]) -> None:

@@ -254,6 +254,15 @@ def machine_options(fn: F) -> F:
             help="When another duet is measuring on this machine, queue behind it instead of "
             "refusing (exit 3). The lock is $DUET_LOCK, else /run/lock/duet.lock.",
         ),
+        click.option(
+            "--wait-timeout",
+            type=bounded("wait_timeout_s"),
+            default=3600,
+            show_default=True,
+            metavar="SECONDS",
+            help="With --wait: give up (exit 3) when the other duet still measures after this "
+            "long.",
+        ),
     ]
     return _apply(options, fn)
 
@@ -355,6 +364,7 @@ def machine_given(o: Mapping[str, Any]) -> MachineOptions:
         progress=not o["quiet"],
         run_as=RunAs.from_environment(o["user"], os.environ),
         wait=o["wait"],
+        wait_timeout=o["wait_timeout"],
     )
 
 

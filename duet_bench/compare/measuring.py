@@ -25,8 +25,10 @@ class MachineOptions:
     plan_seed: int = 0
     progress: bool = True
     run_as: RunAs | None = None
-    #: Queue behind another duet measuring on this machine instead of refusing.
+    #: Queue behind another duet measuring on this machine instead of refusing, for at most
+    #: ``wait_timeout`` seconds (None: as long as it takes).
     wait: bool = False
+    wait_timeout: float | None = None
 
 
 def session_options(
@@ -57,4 +59,5 @@ def session_options(
         run_as=machine.run_as,
         config=config,
         wait=machine.wait,
+        wait_timeout=machine.wait_timeout,
     )
