@@ -40,11 +40,16 @@ def fails_on(doc: Any, fail_on: str) -> bool:
 
 
 def _die(error: DuetError) -> NoReturn:
+    from duet_bench.untrusted import for_terminal
+
+    # A message can quote the measured code (a side's stderr, a benchmark's name).
     click.secho(
-        f"duet: error: {error.message}", fg="red" if color_for(sys.stderr) else None, err=True
+        f"duet: error: {for_terminal(error.message)}",
+        fg="red" if color_for(sys.stderr) else None,
+        err=True,
     )
     if error.fix:
-        click.echo(f"  fix: {error.fix}", err=True)
+        click.echo(f"  fix: {for_terminal(error.fix)}", err=True)
     sys.exit(error.exit_code)
 
 

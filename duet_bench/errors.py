@@ -45,6 +45,11 @@ class ResultsError(DuetError):
     """A results document that cannot be read or is not valid (exit 3)."""
 
 
+class IncompleteResults(DuetError):
+    """A results document that does not hold every planned run: its verdicts are from part of
+    the runs (exit 3 unless ``--allow-incomplete``)."""
+
+
 class EnvironmentNotReady(DuetError):
     """The machine does not allow what was asked (cgroups, cores, privileges) (exit 3)."""
 

@@ -12,6 +12,12 @@ running until its 60 s watchdog). So the handler also records the signal, and th
 spends its time in (the supervision of a run, ``duet_bench.runner.supervise``) call
 :func:`raise_if_pending`, which raises it again. Forks hold the signals instead
 (``duet_bench.isolation.spawn.signals_held``).
+
+Once duet is stopping, a second signal (Ctrl-C then the CI runner's SIGTERM, milliseconds apart)
+does not raise: raised in the middle of the clean-up, it aborted it and left cgroups, a worker
+and a results file without its ``stopped`` reason. It is recorded (:func:`deferred`) and the
+clean-up goes on; the exit code is the first signal's. SIGKILL remains the way to stop duet at
+once (the next duet removes what it leaves).
 """
 
 from __future__ import annotations
@@ -21,25 +27,38 @@ from types import FrameType
 
 from duet_bench.errors import Interrupted
 
-__all__ = ["SIGNALS", "install", "raise_if_pending"]
+__all__ = ["SIGNALS", "deferred", "install", "raise_if_pending"]
 
 #: The signals that stop duet with :class:`Interrupted`.
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 _pending: int | None = None
+#: The signal duet is stopping for, from the first one on.
+_stopping: int | None = None
+#: Signals received while stopping, not raised.
+_deferred: list[int] = []
 
 
 def _handler(signum: int, _frame: FrameType | None) -> None:
-    global _pending
-    _pending = signum
+    global _pending, _stopping
+    if _stopping is not None:
+        _deferred.append(signum)  # already stopping: let the clean-up finish
+        return
+    _stopping = _pending = signum
     raise Interrupted(signum)
+
+
+def deferred() -> tuple[int, ...]:
+    """The signals received while duet was already stopping (not raised)."""
+    return tuple(_deferred)
 
 
 def install() -> None:
     """Make :data:`SIGNALS` raise :class:`Interrupted` in the main thread (and forget a signal
     an earlier command in this process already stopped for)."""
-    global _pending
-    _pending = None
+    global _pending, _stopping
+    _pending = _stopping = None
+    _deferred.clear()
     for signum in SIGNALS:
         signal.signal(signum, _handler)
 

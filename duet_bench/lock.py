@@ -19,6 +19,16 @@ is alive.
 
 The file is opened without following symlinks, and must be a regular file: ``/run/lock`` is
 writable by every user, and root must not be tricked into writing through a planted link.
+
+A root duet's lock is root's alone: the file is root-owned with mode 0600, so no other user can
+open it and hold its ``flock`` to keep root from measuring (``flock`` works on a read-only
+descriptor too). A lock file that another user owns, or that others may open, is replaced
+(unlinked and created again) before root locks it: whoever held the old one holds nothing; a
+root-owned one others may open (made by an older duet) is closed to them with ``chmod``.
+Other users' duets then cannot open the lock and refuse, saying so.
+
+``--wait`` is bounded: ``timeout`` (``--wait-timeout``) seconds, then the same refusal as
+without ``--wait``, with how long it waited.
 """
 
 from __future__ import annotations
@@ -222,7 +232,11 @@ class MeasureLock:
 
 
 def acquire(
-    *, wait: bool = False, path: str | None = None, command: str | None = None
+    *,
+    wait: bool = False,
+    path: str | None = None,
+    command: str | None = None,
+    timeout: float | None = None,
 ) -> MeasureLock:
     """Take the machine-wide measuring lock.
 
@@ -230,7 +244,8 @@ def acquire(
     that process; with ``wait``, log once that we wait and block until it is released. The
     wait can be interrupted by a signal handler that raises (``duet_bench.cli`` turns SIGINT,
     SIGTERM and SIGHUP into :class:`duet_bench.errors.Interrupted`). ``command`` describes this
-    invocation in the lock file (default: our command line).
+    invocation in the lock file (default: our command line). ``timeout``: with ``wait``, give
+    up after that many seconds (raise as without ``wait``); None waits as long as it takes.
     """
     target = lock_path() if path is None else path
     with _guard:
@@ -252,7 +267,7 @@ def acquire(
                     fix=f"wait for it, or pass --wait to queue behind it (lock file {target})",
                 ) from None
             log.warning("%s is measuring on this machine; waiting for it to finish (--wait)", who)
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            _wait_for(fd, target, timeout)
         holder = Holder(
             pid=os.getpid(),
             started=time.time(),
@@ -269,7 +284,65 @@ def acquire(
     return MeasureLock(held)
 
 
+#: How often a bounded wait tries the lock again.
+_POLL_S = 0.1
+
+
+def _wait_for(fd: int, target: str, timeout: float | None) -> None:
+    """Block until the ``flock`` on ``fd`` is ours, or raise after ``timeout`` seconds."""
+    if timeout is None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                other = _settled_holder(fd)
+                who = other.describe() if other is not None else "another duet"
+                raise EnvironmentNotReady(
+                    f"{who} is still measuring on this machine after --wait-timeout {timeout:g} s",
+                    fix=f"raise --wait-timeout, or find out why it runs so long (lock file "
+                    f"{target})",
+                ) from None
+            time.sleep(_POLL_S)
+
+
 def _open(path: str) -> int:
+    """The lock file's descriptor (:func:`_open_any`); as root, a lock file that is root's
+    alone: another user's is replaced (the module documentation says why)."""
+    fd = _open_any(path)
+    if os.geteuid() != 0:
+        return fd
+    for _ in range(5):
+        st = os.fstat(fd)
+        if st.st_uid == 0:
+            # Ours (perhaps from a duet before 0600): closed to others from now on. Replacing
+            # it would let us measure beside a root duet that holds the old one.
+            with contextlib.suppress(OSError):
+                os.fchmod(fd, 0o600)
+            return fd
+        os.close(fd)
+        log.warning(
+            "replacing the measuring lock %s, owned by uid %d: a root duet's lock must be "
+            "root's alone",
+            path,
+            st.st_uid,
+        )
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        fd = _open_any(path)
+    os.close(fd)
+    raise EnvironmentNotReady(
+        f"cannot make the measuring lock {path} root's alone: it is replaced again and again",
+        fix=f"find who recreates it, or set {ENV_VARIABLE} to a file in a directory only root "
+        "may write",
+    )
+
+
+def _open_any(path: str) -> int:
     """Open (creating it if needed) the lock file; never through a symlink, never anything but
     a regular file. Read-only when we may not write it: ``flock`` works on any descriptor, we
     just cannot leave our description then."""
@@ -280,14 +353,17 @@ def _open(path: str) -> int:
             try:
                 fd = os.open(path, os.O_RDWR | base)
             except FileNotFoundError:
+                root = os.geteuid() == 0
                 try:
-                    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | base, 0o666)
+                    fd = os.open(
+                        path, os.O_RDWR | os.O_CREAT | os.O_EXCL | base, 0o600 if root else 0o666
+                    )
                 except FileExistsError:
                     continue  # another duet created it in between: open that one
                 # Every user's duet must be able to take and describe the lock, whatever our
-                # umask; the content is never trusted (parse_holder).
+                # umask; the content is never trusted (parse_holder). Root's is its own.
                 with contextlib.suppress(OSError):
-                    os.fchmod(fd, 0o666)
+                    os.fchmod(fd, 0o600 if root else 0o666)
             except PermissionError:
                 fd = os.open(path, os.O_RDONLY | base)
             break
@@ -302,7 +378,8 @@ def _open(path: str) -> int:
             f"cannot open the measuring lock {path}: "
             + ("it is a symbolic link" if symlink else (e.strerror or str(e))),
             fix=f"remove {path} if it is not a file duet made, or set {ENV_VARIABLE} to a file "
-            "you may write (every duet on this machine must use the same one)",
+            "you may write (every duet on this machine must use the same one); a lock file "
+            "only root may open is a root duet's: run this duet as root too",
         ) from None
     if not stat.S_ISREG(mode):
         os.close(fd)

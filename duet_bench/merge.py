@@ -144,8 +144,11 @@ def merge(documents: Sequence[tuple[str, ResultsDocument]]) -> ResultsDocument:
                 )
             seen[b.name] = name
             merged = merged.with_benchmark(b)
-    complete = all(d.state.get("complete", True) for _, d in documents)
+    complete = all(d.state.get("complete", True) is not False for _, d in documents)
     stopped = [f"{n}: {d.state['stopped']}" for n, d in documents if d.state.get("stopped")]
+    # What each shard planned, so that a benchmark an interrupted shard never started stays
+    # listed (duet_bench.results.completeness) instead of vanishing from the merge.
+    planned = [p for _, d in documents for p in (d.state.get("planned") or [])]
     config = dict(first.config)
     config["shard"] = None
     config["merged_from"] = [n for n, _ in documents]
@@ -159,7 +162,11 @@ def merge(documents: Sequence[tuple[str, ResultsDocument]]) -> ResultsDocument:
         merged,
         benchmarks=tuple(sorted(merged.benchmarks, key=lambda b: b.name)),
         config=config,
-        state={"complete": complete, "stopped": "; ".join(stopped) or None},
+        state={
+            "complete": complete,
+            "stopped": "; ".join(stopped) or None,
+            **({"planned": planned} if planned else {}),
+        },
     )
 
 

@@ -8,6 +8,8 @@ import time
 from collections.abc import Sequence
 from typing import TextIO
 
+from duet_bench.untrusted import for_terminal
+
 
 def _clock(seconds: float) -> str:
     seconds = max(0, int(seconds + 0.5))
@@ -85,8 +87,8 @@ class Progress:
             self.stream.write(
                 f"{self.label} {counts} ({fraction:.0%}, {eta}) {message}".rstrip() + "\n"
             )
-        for text in details:
-            self.stream.write(text.rstrip() + "\n")
+        for text in details:  # a failed side's stderr: from the measured code
+            self.stream.write(for_terminal(text.rstrip()) + "\n")
         self.stream.flush()
 
     def note(self, message: str) -> None:
@@ -95,5 +97,5 @@ class Progress:
             return
         if self.tty:
             self.stream.write("\r" + " " * max(self._columns() - 1, 20) + "\r")
-        self.stream.write(message.rstrip() + "\n")
+        self.stream.write(for_terminal(message.rstrip()) + "\n")
         self.stream.flush()

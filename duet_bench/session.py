@@ -20,14 +20,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from duet_bench import __version__, results
+from duet_bench import __version__
 from duet_bench.analysis import AnalysisSettings, analyze_benchmark, running_estimate
-from duet_bench.errors import BenchmarkFailed
+from duet_bench.errors import BenchmarkFailed, ResultsError, UsageError
 from duet_bench.isolation import Backend, Request, RunAs, select_backend
 from duet_bench.lock import acquire as acquire_lock
 from duet_bench.plan import BenchmarkSpec, plan_runs
 from duet_bench.progress import Progress
 from duet_bench.results import BenchmarkRecord, ResultsDocument, RunRecord
+from duet_bench.results.completeness import planned_state
+from duet_bench.results.reserve import save_reserving, write_state_in_place
 from duet_bench.runner import (
     RunnerContext,
     calibrate_inner_loops,
@@ -38,6 +40,7 @@ from duet_bench.runner import (
 from duet_bench.settings import DEFAULT_MAX_FAILURES
 from duet_bench.settings import record as record_settings
 from duet_bench.units import short_name
+from duet_bench.untrusted import for_terminal
 
 if TYPE_CHECKING:  # at run time imported by the steps that use them, as they were
     from duet_bench.topology import CorePair, Topology
@@ -66,10 +69,12 @@ class SessionOptions:
     run_as: RunAs | None = None
     #: Recorded as the document's ``config`` (the exact commands and options).
     config: Mapping[str, Any] = field(default_factory=dict)
-    #: When another duet is measuring on this machine: queue behind it instead of refusing.
+    #: When another duet is measuring on this machine: queue behind it instead of refusing,
+    #: for at most ``wait_timeout`` seconds (None: as long as it takes).
     wait: bool = False
     #: Secret variables the sides keep (``--keep-env``; docs/isolation.md).
     keep_env: tuple[str, ...] = ()
+    wait_timeout: float | None = None
 
 
 def _now() -> str:
@@ -77,7 +82,7 @@ def _now() -> str:
 
 
 def _warn(message: str) -> None:
-    log.warning("%s", message)
+    log.warning("%s", for_terminal(message))  # may hold a side's stderr
 
 
 def _load_average_now() -> list[float] | None:
@@ -127,14 +132,14 @@ def measure(
         _remove_leftovers(backend, note)
         topology, pair = _core_pair(options)
         environment = _environment(topology, pair, backend, options)
-        doc = _first_document(environment, options, versions)
-        results.save(doc, options.out)
+        doc = _first_document(environment, options, versions, benchmarks)
+        save_reserving(doc, options.out)
         with _work_directory() as workdir:
             ctx = _runner_context(backend, workdir, options, progress)
             doc = _measure_all(benchmarks, doc, ctx, pair.cpus, options, progress)
         environment["load_average_after"] = _load_average_now()
-        doc = replace(doc, environment=environment, state=_state(complete=True))
-        results.save(doc, options.out)
+        doc = replace(doc, environment=environment, state=_state(doc, complete=True))
+        _save_state(doc, options.out)
     return doc
 
 
@@ -142,7 +147,16 @@ def measure(
 def _machine_to_ourselves(options: SessionOptions) -> Iterator[Backend]:
     """The measuring lock (one duet measures at a time on this machine, from the first cgroup
     to the last run), then the isolation backend; both released whatever happens."""
-    lock = acquire_lock(wait=options.wait)
+    before = _signature(options.out)
+    lock = acquire_lock(wait=options.wait, timeout=options.wait_timeout)
+    if options.wait and _signature(options.out) != before:
+        lock.release()
+        raise UsageError(
+            f"--out {options.out} was written by another duet while this one waited for it: "
+            "measuring would overwrite its results",
+            fix="give each duet that queues with --wait its own --out "
+            "(e.g. --out results-$CI_JOB_ID.json)",
+        )
     try:
         backend = select_backend(options.isolation)
     except BaseException:
@@ -155,6 +169,15 @@ def _machine_to_ourselves(options: SessionOptions) -> Iterator[Backend]:
             backend.close()
         finally:
             lock.release()
+
+
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    """Which file ``path`` is and when it last changed, or None when there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 def _remove_leftovers(backend: Backend, note: Callable[[str], None]) -> None:
@@ -197,16 +220,21 @@ def _environment(
 
 
 def _first_document(
-    environment: Mapping[str, Any], options: SessionOptions, versions: Mapping[str, Any] | None
+    environment: Mapping[str, Any],
+    options: SessionOptions,
+    versions: Mapping[str, Any] | None,
+    benchmarks: Sequence[BenchmarkSpec],
 ) -> ResultsDocument:
-    """The document before the first run: no benchmark yet, not complete."""
+    """The document before the first run: no benchmark yet, not complete, and every benchmark
+    planned (``state.planned``: those never started count in its completeness)."""
+    planned = planned_state([(b.name, b.runs) for b in benchmarks])
     return ResultsDocument(
         benchmarks=(),
         tool={"name": "duet-bench", "version": __version__},
         created=_now(),
         environment=environment,
         config={**options.config, **({"versions": dict(versions)} if versions else {})},
-        state=_state(),
+        state={**_state(None), "planned": planned},
     )
 
 
@@ -257,14 +285,35 @@ def _measure_all(
             doc = _measure_one(bench, doc, ctx, pair, options, progress, latest)
     except BaseException as e:
         reason = getattr(e, "message", None) or type(e).__name__
-        results.save(replace(latest[0], state=_state(stopped=f"{reason} {where}")), options.out)
+        stopped = f"{reason} {where}"
+        _save_state(replace(latest[0], state=_state(latest[0], stopped=stopped)), options.out)
         raise
     return doc
 
 
-def _state(*, complete: bool = False, stopped: str | None = None) -> dict[str, Any]:
-    """The document's ``state``: complete or not, where it stopped, when it was written."""
-    return {"complete": complete, "stopped": stopped, "updated": _now()}
+def _state(
+    doc: ResultsDocument | None, *, complete: bool = False, stopped: str | None = None
+) -> dict[str, Any]:
+    """The document's ``state``: complete or not, where it stopped, when it was written, and
+    what was planned (kept from ``doc``)."""
+    state: dict[str, Any] = {"complete": complete, "stopped": stopped, "updated": _now()}
+    if doc is not None and "planned" in doc.state:
+        state["planned"] = doc.state["planned"]
+    return state
+
+
+def _save_state(doc: ResultsDocument, out: Path) -> None:
+    """Save ``doc``, whose state changed; when the disk is full, write its state in the
+    room the file keeps for it (:mod:`duet_bench.results.reserve`) so that the file still says
+    whether and why it stopped. What changed besides the state is then lost, and said."""
+    try:
+        save_reserving(doc, out)
+    except ResultsError as e:
+        state = dict(doc.state)
+        lost = f"the results file could not be rewritten ({e.message}): the last changes are lost"
+        state["stopped"] = f"{state['stopped']}; {lost}" if state.get("stopped") else lost
+        write_state_in_place(out, state)
+        _warn(f"{out}: {lost}; its state was written in the room reserved for it")
 
 
 def _measure_one(
@@ -377,9 +426,9 @@ class _Recorder:
         self.save()
 
     def save(self) -> None:
-        self.doc = replace(self.doc.with_benchmark(self.record), state=_state())
+        self.doc = replace(self.doc.with_benchmark(self.record), state=_state(self.doc))
         self.latest[0] = self.doc
-        results.save(self.doc, self.out)
+        save_reserving(self.doc, self.out)
 
 
 def broken_benchmarks(doc: ResultsDocument, max_failures: int | None) -> list[str]:

@@ -132,7 +132,9 @@ def runs_problem(runs: int) -> str | None:
     """What is wrong with ``runs`` as a number of runs, or None: the one place of the rule."""
     if runs < MIN_RUNS:
         return f"must be at least {MIN_RUNS}, got {runs} ({INTERVAL_RUNS} or more give an interval)"
-    return None
+    from duet_bench.limits import problem
+
+    return problem("runs", runs)
 
 
 def option_name(name: str) -> str:

@@ -9,6 +9,7 @@ waits go through an injected ``sleep`` and ``clock``, so tests run them without 
 
 from __future__ import annotations
 
+import base64
 import email.utils
 import json
 import logging
@@ -32,7 +33,7 @@ log = logging.getLogger(__name__)
 
 
 class Redactor:
-    """Replaces every secret (and its URL-encoded form) by ``***`` in a text."""
+    """Replaces every secret (its raw, URL-encoded and base64 forms) by ``***`` in a text."""
 
     def __init__(self, secrets: Iterable[str | None]) -> None:
         forms: set[str] = set()
@@ -40,12 +41,30 @@ class Redactor:
             # Very short "secrets" would redact ordinary words and hide real errors.
             if s and len(s) >= 4:
                 forms.update({s, urllib.parse.quote(s, safe=""), urllib.parse.quote_plus(s)})
+                forms.update(base64_forms(s))
         self._forms = sorted(forms, key=len, reverse=True)
 
     def __call__(self, text: str) -> str:
         for form in self._forms:
             text = text.replace(form, "***")
         return text
+
+
+def base64_forms(secret: str) -> set[str]:
+    """What ``secret`` looks like inside any base64 text (standard and URL-safe alphabets):
+    encoded after 0, 1 or 2 other bytes (``Basic`` credentials put ``user:`` before it), less
+    the characters that also depend on the bytes around it. Forms under 8 characters are left
+    out: they would redact ordinary words."""
+    data = secret.encode()
+    forms = set()
+    for shift in range(3):
+        encoded = base64.b64encode(b"\0" * shift + data).decode().rstrip("=")
+        start = (0, 2, 3)[shift]
+        end = (8 * (shift + len(data))) // 6
+        form = encoded[start:end]
+        if len(form) >= 8:
+            forms.update({form, form.replace("+", "-").replace("/", "_")})
+    return forms
 
 
 # --------------------------------------------------------------------------------------------

@@ -20,6 +20,21 @@ from duet_bench.results import BenchmarkRecord, ResultsDocument
 
 _VERDICTS = ("regression", "improvement", "no change", "inconclusive")
 _HEX = re.compile(r"[0-9a-fA-F]{4,64}")
+# What GitHub and GitLab turn into a link by itself: a scheme's "://", "www.", "mailto:".
+_AUTOLINK = re.compile(r"(?i)(?<=[a-z])(?=://)|(?<=\bwww)(?=\.)|(?<=\bmailto)(?=:)")
+# Bidirectional overrides, embeddings, isolates and marks: text that reads other than it is.
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def text(value: str) -> str:
+    """A string from the results shown in the comment: no bare URL (a zero-width space breaks
+    what would be autolinked, so a benchmark cannot post a link as duet) and no bidirectional
+    control (shown as U+FFFD)."""
+    return _AUTOLINK.sub("\u200b", _BIDI.sub("\ufffd", value))
+
+
+def _opt_text(value: Any) -> str | None:
+    return text(value) if isinstance(value, str) else None
 
 
 def sanitize(doc: ResultsDocument) -> ResultsDocument:
@@ -38,18 +53,18 @@ def sanitize(doc: ResultsDocument) -> ResultsDocument:
                     "commit": commit
                     if isinstance(commit, str) and _HEX.fullmatch(commit)
                     else None,
-                    "ref": ref if isinstance(ref, str) else None,
+                    "ref": _opt_text(ref),
                 }
     env = doc.environment
     clean_env: dict[str, Any] = {}
     for k in ("isolation", "machine_kind"):
         if isinstance(env.get(k), str):
-            clean_env[k] = env[k]
+            clean_env[k] = text(env[k])
     cpu = env.get("cpu")
     if isinstance(cpu, Mapping) and isinstance(cpu.get("model"), str):
         online = cpu.get("online")
         clean_env["cpu"] = {
-            "model": cpu["model"],
+            "model": text(cpu["model"]),
             "online": online if _is_int(online) else "?",
         }
     pair = env.get("pair")
@@ -62,7 +77,25 @@ def sanitize(doc: ResultsDocument) -> ResultsDocument:
         config={"versions": clean_versions} if clean_versions else {},
         environment=clean_env,
         benchmarks=tuple(_sanitize_benchmark(b) for b in doc.benchmarks),
+        state=_state(doc.state),
     )
+
+
+def _state(state: Mapping[str, Any]) -> dict[str, Any]:
+    """What the completeness sentence reads (:mod:`duet_bench.results.completeness`)."""
+    out: dict[str, Any] = {}
+    if state.get("complete") is False:
+        out["complete"] = False
+    if isinstance(state.get("stopped"), str):
+        out["stopped"] = text(state["stopped"])
+    planned = state.get("planned")
+    if isinstance(planned, list):
+        out["planned"] = [
+            {"name": text(p["name"]), "runs": p["runs"] if _is_int(p.get("runs")) else 0}
+            for p in planned
+            if isinstance(p, Mapping) and isinstance(p.get("name"), str)
+        ]
+    return out
 
 
 def _is_int(x: Any) -> bool:
@@ -77,6 +110,13 @@ def _positive(x: Any) -> float | None:
 
 
 def _sanitize_benchmark(b: BenchmarkRecord) -> BenchmarkRecord:
+    runs = b.settings.get("runs")
+    b = replace(
+        b,
+        name=text(b.name),
+        note=_opt_text(b.note),
+        settings={"runs": runs} if _is_int(runs) else {},
+    )
     a = b.analysis
     if a is None:
         return b
@@ -144,11 +184,11 @@ def _sanitize_benchmark(b: BenchmarkRecord) -> BenchmarkRecord:
         "runs_failed": count(a.get("runs_failed")),
         "baseline": side(a.get("baseline")),
         "candidate": side(a.get("candidate")),
-        "note": note if isinstance(note, str) else None,
+        "note": _opt_text(note),
         "metric": metric if metric in METRICS else None,
-        "metric_reason": a["metric_reason"] if isinstance(a.get("metric_reason"), str) else None,
+        "metric_reason": _opt_text(a.get("metric_reason")),
         "metrics": metrics,
         "interference": interference,
-        "disagreement": a["disagreement"] if isinstance(a.get("disagreement"), str) else None,
+        "disagreement": _opt_text(a.get("disagreement")),
     }
     return replace(b, analysis=clean)

@@ -37,6 +37,23 @@ def load_results(path: str | os.PathLike[str]) -> ResultsDocument:
     return results.load(path)
 
 
+def raise_if_incomplete(doc: ResultsDocument, *, allow: bool) -> None:
+    """Raise :class:`duet_bench.errors.IncompleteResults` (exit 3) when ``doc`` does not hold
+    every planned run (:mod:`duet_bench.results.completeness`), unless ``allow``. Called after
+    the command said its verdicts, which carry the same sentence."""
+    from duet_bench.errors import IncompleteResults
+    from duet_bench.results.completeness import completeness
+
+    sentence = completeness(doc).sentence
+    if sentence and not allow:
+        raise IncompleteResults(
+            f"the results are incomplete: {sentence}; the verdicts above are from part of "
+            "the planned runs",
+            fix="re-run the measurement to the end (the cause is in the parenthesis), or pass "
+            "--allow-incomplete to exit by these verdicts",
+        )
+
+
 def reanalyze(
     doc: ResultsDocument, explicit: Mapping[str, Any], *, only_missing: bool
 ) -> ResultsDocument:

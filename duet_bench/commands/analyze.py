@@ -10,6 +10,7 @@ import click
 
 from duet_bench.cli import color_for, fails_on, reports_errors
 from duet_bench.commands.options import (
+    allow_incomplete_option,
     analysis_options,
     explicit_analysis_options,
     fail_on_option,
@@ -29,21 +30,29 @@ from duet_bench.errors import EXIT_REGRESSION
 )
 @analysis_options
 @fail_on_option
+@allow_incomplete_option
 @reports_errors
 @click.pass_context
 def analyze(
-    ctx: click.Context, /, results: str, fmt: str, fail_on: str, **_analysis_options: Any
+    ctx: click.Context,
+    /,
+    results: str,
+    fmt: str,
+    fail_on: str,
+    allow_incomplete: bool,
+    **_analysis_options: Any,
 ) -> None:
     """Recompute every benchmark's statistics and verdict from the raw samples in RESULTS.
 
     Each benchmark is analysed with the settings it was measured with (duet.toml's
     `threshold`, `confidence` and `metric`, or the options of the run), except those given
     here explicitly."""
-    from duet_bench.commands import load_results, reanalyze
+    from duet_bench.commands import load_results, raise_if_incomplete, reanalyze
     from duet_bench.report import render
 
     doc = load_results(results)
     analysed = reanalyze(doc, explicit_analysis_options(ctx), only_missing=False)
     click.echo(render(analysed, fmt, color=fmt == "text" and color_for(sys.stdout)), nl=False)  # type: ignore[arg-type]
+    raise_if_incomplete(analysed, allow=allow_incomplete)
     if fails_on(analysed, fail_on):
         sys.exit(EXIT_REGRESSION)

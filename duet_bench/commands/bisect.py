@@ -12,6 +12,7 @@ from duet_bench.cli import install_signal_handlers, reports_errors
 from duet_bench.commands.options import (
     ANALYSIS_KEYS,
     analysis_options,
+    bounded,
     explicit_settings,
     machine_given,
     report_format_option,
@@ -49,7 +50,7 @@ EXIT_UNDECIDED = 3
 )
 @click.option(
     "--max-runs",
-    type=click.IntRange(2),
+    type=bounded("runs"),
     help="Runs in all one comparison may take when it is inconclusive (more runs as the "
     "planning asks, up to this). Default: 4 x --runs.",
 )

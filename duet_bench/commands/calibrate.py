@@ -22,6 +22,7 @@ from duet_bench.commands.options import (
     analysis_options,
     analysis_settings,
     crossover_option,
+    bounded,
     machine_options,
     session_options,
 )
@@ -67,17 +68,17 @@ SEQUENTIAL_SUFFIX = " [sequential]"
 @click.option("--config", "config_path", metavar="PATH", help="Configuration file (--benchmark).")
 @click.option(
     "--runs",
-    type=click.IntRange(2),
+    type=bounded("runs"),
     default=20,
     show_default=True,
     help="Runs of the A/A (a calibration needs more than a comparison).",
 )
 @click.option(
-    "--iterations", type=click.IntRange(1), default=30, show_default=True, help="Per run."
+    "--iterations", type=bounded("iterations"), default=30, show_default=True, help="Per run."
 )
 @click.option(
     "--warmup",
-    type=click.IntRange(0),
+    type=bounded("warmup"),
     default=0,
     show_default=True,
     help="Warm-up iterations per run; the calibration finds where the series stops trending "

@@ -5,10 +5,15 @@ from __future__ import annotations
 import os
 import re
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from duet_bench.cli import color_for, reports_errors
+from duet_bench.commands.options import allow_incomplete_option
+
+if TYPE_CHECKING:
+    from duet_bench.results import ResultsDocument
 
 _SHA = re.compile(r"[0-9a-fA-F]{7,64}")
 
@@ -89,6 +94,7 @@ def _detect(provider: str | None) -> str | None:
 @click.option(
     "--dry-run", is_flag=True, help="Print the comment and where it would go; send nothing."
 )
+@allow_incomplete_option
 @reports_errors
 def comment(
     results: str,
@@ -100,6 +106,7 @@ def comment(
     author: str | None,
     require_comment: bool,
     dry_run: bool,
+    allow_incomplete: bool,
 ) -> None:
     """Create or update the duet comment on a GitHub pull request or GitLab merge request.
 
@@ -112,16 +119,35 @@ def comment(
 
     A missing pull request, token or permission (a fork's pull request gets a read-only
     token) is a warning with the fix, and the exit code stays 0 unless --require-comment.
+    Incomplete results (an interrupted run) are posted saying so, then exit 3 unless
+    --allow-incomplete.
 
     \b
     Examples:
       duet comment duet-results/results.json
       duet comment results.json --provider github --pr 12 --dry-run
     """
-    from duet_bench.ci import NotPosted, Provider, build_body, upsert
-    from duet_bench.commands import load_results
+    from duet_bench.commands import load_results, raise_if_incomplete
 
     doc = load_results(results)
+    _post(doc, provider, pr, key, details_url, expect_head_sha, author, require_comment, dry_run)
+    raise_if_incomplete(doc, allow=allow_incomplete)
+
+
+def _post(
+    doc: ResultsDocument,
+    provider: str | None,
+    pr: int | None,
+    key: str,
+    details_url: str | None,
+    expect_head_sha: str | None,
+    author: str | None,
+    require_comment: bool,
+    dry_run: bool,
+) -> None:
+    """Post (or with ``dry_run`` print) the comment of ``doc``."""
+    from duet_bench.ci import NotPosted, Provider, build_body, upsert
+
     where = _detect(provider)
     poster: Provider
     try:

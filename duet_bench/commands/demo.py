@@ -10,6 +10,7 @@ import click
 from duet_bench import settings
 from duet_bench.cli import color_for, install_signal_handlers, reports_errors
 from duet_bench.commands.options import crossover_option
+from duet_bench.commands.options import bounded
 
 
 @click.command()
@@ -22,7 +23,7 @@ from duet_bench.commands.options import crossover_option
 )
 @click.option(
     "--runs",
-    type=click.IntRange(5),
+    type=bounded("runs", low=5),
     default=settings.DEMO_RUNS,
     show_default=True,
     help="Runs per condition; fewer are quicker and may leave the 5% inconclusive.",

@@ -8,7 +8,11 @@ from pathlib import Path
 import click
 
 from duet_bench.cli import fails_on, reports_errors
-from duet_bench.commands.options import fail_on_option, report_format_option
+from duet_bench.commands.options import (
+    allow_incomplete_option,
+    fail_on_option,
+    report_format_option,
+)
 from duet_bench.errors import EXIT_REGRESSION
 
 
@@ -19,20 +23,28 @@ from duet_bench.errors import EXIT_REGRESSION
 )
 @report_format_option
 @fail_on_option
+@allow_incomplete_option
 @reports_errors
-def merge(shards: tuple[str, ...], out: str, fmt: str, fail_on: str) -> None:
+def merge(
+    shards: tuple[str, ...], out: str, fmt: str, fail_on: str, allow_incomplete: bool
+) -> None:
     """Merge the results of a suite split with `duet compare --shard i/n` into one document.
 
     Refuses, naming the difference: a results file that `duet compare` did not write (two
     `duet run` files are not shards of a suite); shards that differ in commits, configuration,
     command-line options, --bench/--shard N, machine kind, isolation or duet version; the same
     shard twice, and a benchmark that appears in two shards.
+
+    An interrupted shard is merged: its benchmarks never started stay listed, and the merged
+    document is incomplete (exit 3 after writing it, unless --allow-incomplete).
     """
+    from duet_bench.commands import raise_if_incomplete
     from duet_bench.merge import merge_files
     from duet_bench.report import render
 
     doc = merge_files([Path(s) for s in shards], Path(out))
     click.echo(render(doc, fmt), nl=False)  # type: ignore[arg-type]
     click.echo(f"merged {len(shards)} shards into {out}", err=True)
+    raise_if_incomplete(doc, allow=allow_incomplete)
     if fails_on(doc, fail_on):
         sys.exit(EXIT_REGRESSION)

@@ -8,6 +8,7 @@ imported at module level, so that ``duet --help`` stays fast.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from duet_bench import settings
+from duet_bench.limits import LIMITS
 from duet_bench.metrics import DEFAULT_METRIC, METRIC_CHOICES
 
 if TYPE_CHECKING:
@@ -33,6 +35,29 @@ FAIL_ON_HELP = (
 ANALYSIS_KEYS = settings.ANALYSIS_KEYS
 
 
+class FiniteRange(click.FloatRange):
+    """A :class:`click.FloatRange` that also refuses ``nan`` (which compares false with both
+    bounds, so click lets it through)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        rv = super().convert(value, param, ctx)
+        if isinstance(rv, float) and math.isnan(rv):
+            self.fail(
+                f"{value!r} is not a number in the range {self._describe_range()}", param, ctx
+            )
+        return rv
+
+
+def bounded(name: str, low: int | None = None) -> click.ParamType:  # type: ignore[type-arg]
+    """The click type of the setting ``name`` (a field name), within its bounds in
+    :data:`duet_bench.limits.LIMITS` (the same as the configuration's); ``low`` raises the lower
+    bound for one command."""
+    limit = LIMITS[name]
+    if limit.number:
+        return FiniteRange(limit.low, limit.high, min_open=limit.low_open)
+    return click.IntRange(int(limit.low) if low is None else low, int(limit.high))
+
+
 def _apply(options: Sequence[Callable[[Any], Any]], fn: F) -> F:
     """Decorate ``fn`` with ``options`` so that they appear in ``--help`` in list order."""
     for option in reversed(options):
@@ -44,6 +69,16 @@ def fail_on_option(fn: F) -> F:
     """``--fail-on``: which verdicts exit 1 (:func:`duet_bench.cli.fails_on`)."""
     return click.option(
         "--fail-on", type=FAIL_ON, default="regression", show_default=True, help=FAIL_ON_HELP
+    )(fn)
+
+
+def allow_incomplete_option(fn: F) -> F:
+    """``--allow-incomplete``: an interrupted results file exits by its verdicts, not 3."""
+    return click.option(
+        "--allow-incomplete",
+        is_flag=True,
+        help="Exit by the verdicts even when the results are incomplete (an interrupted run); "
+        "by default an incomplete results file exits 3 after its report.",
     )(fn)
 
 
@@ -87,14 +122,14 @@ def analysis_options(fn: F) -> F:
     options = [
         click.option(
             "--confidence",
-            type=click.FloatRange(0, 1, min_open=True, max_open=True),
+            type=FiniteRange(0, 1, min_open=True, max_open=True),
             default=settings.DEFAULT_CONFIDENCE,
             show_default=True,
             help="Confidence level of the bootstrap interval.",
         ),
         click.option(
             "--threshold",
-            type=click.FloatRange(0, min_open=False),
+            type=bounded("threshold"),
             default=settings.DEFAULT_THRESHOLD,
             show_default=True,
             help="Practical-significance threshold: changes smaller than this are 'no change' "
@@ -102,7 +137,7 @@ def analysis_options(fn: F) -> F:
         ),
         click.option(
             "--reps",
-            type=click.IntRange(100),
+            type=bounded("reps"),
             default=settings.DEFAULT_REPS,
             show_default=True,
             help="Bootstrap replicates.",
@@ -183,7 +218,7 @@ def machine_options(fn: F) -> F:
         ),
         click.option(
             "--timeout",
-            type=click.FloatRange(0, min_open=True),
+            type=bounded("timeout_s"),
             default=settings.DEFAULT_TIMEOUT_S,
             show_default=True,
             help="Seconds one iteration or one barrier wait may take before the run fails.",
@@ -195,7 +230,7 @@ def machine_options(fn: F) -> F:
         ),
         click.option(
             "--max-failures",
-            type=click.IntRange(0),
+            type=bounded("max_failures"),
             default=settings.DEFAULT_MAX_FAILURES,
             show_default=True,
             help="Stop a benchmark, and exit 3, when more runs than this failed.",
@@ -227,6 +262,15 @@ def machine_options(fn: F) -> F:
             help="When another duet is measuring on this machine, queue behind it instead of "
             "refusing (exit 3). The lock is $DUET_LOCK, else /run/lock/duet.lock.",
         ),
+        click.option(
+            "--wait-timeout",
+            type=bounded("wait_timeout_s"),
+            default=3600,
+            show_default=True,
+            metavar="SECONDS",
+            help="With --wait: give up (exit 3) when the other duet still measures after this "
+            "long.",
+        ),
     ]
     return _apply(options, fn)
 
@@ -251,7 +295,7 @@ def run_options(fn: F) -> F:
     options = [
         click.option(
             "--runs",
-            type=click.IntRange(settings.MIN_RUNS),
+            type=bounded("runs"),
             default=settings.DEFAULT_RUNS,
             show_default=True,
             help=f"Runs: fresh pairs of processes; {settings.INTERVAL_RUNS} or more give an "
@@ -259,14 +303,14 @@ def run_options(fn: F) -> F:
         ),
         click.option(
             "--iterations",
-            type=click.IntRange(1),
+            type=bounded("iterations"),
             default=settings.DEFAULT_ITERATIONS,
             show_default=True,
             help="Measured iterations per run.",
         ),
         click.option(
             "--warmup",
-            type=click.IntRange(0),
+            type=bounded("warmup"),
             default=settings.DEFAULT_WARMUP,
             show_default=True,
             help="Warm-up iterations per run (recorded, not analysed).",
@@ -344,6 +388,7 @@ def machine_given(o: Mapping[str, Any]) -> MachineOptions:
         run_as=RunAs.from_environment(o["user"], os.environ),
         wait=o["wait"],
         keep_env=tuple(o.get("keep_env", ())),
+        wait_timeout=o["wait_timeout"],
     )
 
 

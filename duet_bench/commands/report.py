@@ -11,7 +11,11 @@ import click
 
 from duet_bench.cli import color_for, reports_errors
 from duet_bench.commands import reanalyze
-from duet_bench.commands.options import analysis_options, explicit_analysis_options
+from duet_bench.commands.options import (
+    allow_incomplete_option,
+    analysis_options,
+    explicit_analysis_options,
+)
 
 _FORMATS = ("text", "markdown", "json", "junit", "openmetrics", "html")
 
@@ -42,6 +46,7 @@ _FORMATS = ("text", "markdown", "json", "junit", "openmetrics", "html")
     help="Write the report to FILE instead of standard output.",
 )
 @analysis_options
+@allow_incomplete_option
 @click.pass_context
 @reports_errors
 def report(ctx: click.Context, /, **o: Any) -> None:
@@ -53,10 +58,11 @@ def report(ctx: click.Context, /, **o: Any) -> None:
     benchmark with it, and with the other settings it was measured with. The html format
     inlines the plots.
     Exit codes: 0 report written (whatever the verdicts; see duet analyze --fail-on),
-    2 usage error, 3 unreadable results or an output that cannot be written.
+    2 usage error, 3 unreadable results, an output that cannot be written, or incomplete
+    results (an interrupted run: the report is written and says so; see --allow-incomplete).
     """
     from duet_bench import files
-    from duet_bench.commands import load_results
+    from duet_bench.commands import load_results, raise_if_incomplete
     from duet_bench.errors import EnvironmentNotReady
     from duet_bench.report import render
 
@@ -71,6 +77,7 @@ def report(ctx: click.Context, /, **o: Any) -> None:
     text = render(doc, fmt, color=fmt == "text" and to_terminal, plots=plots)  # type: ignore[arg-type]
     if o["output"] is None:
         click.echo(text, nl=False)
+        raise_if_incomplete(doc, allow=o["allow_incomplete"])
         return
     out = Path(o["output"])
     try:
@@ -81,6 +88,7 @@ def report(ctx: click.Context, /, **o: Any) -> None:
             fix="choose another --output, or free disk space",
         ) from e
     click.echo(f"report: {out}", err=True)
+    raise_if_incomplete(doc, allow=o["allow_incomplete"])
 
 
 def _plots(doc: Any, plot_dir: str | None, *, required: bool) -> dict[str, str] | None:

@@ -25,10 +25,12 @@ class MachineOptions:
     plan_seed: int = 0
     progress: bool = True
     run_as: RunAs | None = None
-    #: Queue behind another duet measuring on this machine instead of refusing.
+    #: Queue behind another duet measuring on this machine instead of refusing, for at most
+    #: ``wait_timeout`` seconds (None: as long as it takes).
     wait: bool = False
     #: Secret variables (``SECRET_VARIABLES``) the builds and sides keep (``--keep-env``).
     keep_env: tuple[str, ...] = ()
+    wait_timeout: float | None = None
 
 
 def session_options(
@@ -60,4 +62,5 @@ def session_options(
         config=config,
         wait=machine.wait,
         keep_env=machine.keep_env,
+        wait_timeout=machine.wait_timeout,
     )

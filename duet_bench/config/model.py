@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
+from duet_bench import limits
 from duet_bench.adapters.base import Suite
 from duet_bench.errors import ConfigError
 from duet_bench.metrics import DEFAULT_METRIC, METRIC_CHOICES, MetricChoice
@@ -88,7 +89,7 @@ def _range_problem(name: str, value: Any) -> str | None:
         return f"must be one of {', '.join(CROSSOVERS)}, got {value!r}"
     if name == "metric" and value not in METRIC_CHOICES:
         return f"must be one of {', '.join(METRIC_CHOICES)}, got {value!r}"
-    return None
+    return limits.problem(name, value)  # the upper bounds, shared with the options
 
 
 def _check_fields(record: object, names: Sequence[str]) -> None:

@@ -9,6 +9,7 @@ backend's child must join, while ``signals_held`` keeps the signals duet turns i
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
@@ -23,6 +24,20 @@ __all__ = ["HELD_WHILE_FORKING", "signals_held", "spawn_prepared"]
 
 #: The signals duet turns into ``Interrupted`` (``duet_bench.interrupts``); see ``signals_held``.
 HELD_WHILE_FORKING = frozenset(interrupts.SIGNALS)
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _load_prctl() -> Callable[..., int] | None:
+    """libc's ``prctl``, looked up before any fork (the child only calls it)."""
+    try:
+        prctl: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):  # not Linux: no parent-death signal
+        return None
+    return prctl
+
+
+_PRCTL = _load_prctl()
 
 
 @contextlib.contextmanager
@@ -56,9 +71,9 @@ def spawn_prepared(
     run_as: RunAs | None = None,
     signal_mask: Iterable[int] | None = None,
 ) -> subprocess.Popen[bytes]:
-    """Start ``argv`` so that it joins ``join_files``, runs on ``cpus``, leads its own session
-    and is inside the sandbox before it execs; with ``signal_mask``, the child sets that mask
-    right before exec.
+    """Start ``argv`` so that it joins ``join_files``, runs on ``cpus``, leads its own session,
+    is inside the sandbox and gets SIGKILL when this process dies before it execs; with
+    ``signal_mask``, the child sets that mask right before exec.
 
     The work happens in ``preexec_fn``, i.e. between ``fork`` and ``exec`` of a process that may
     have other threads; it therefore only makes system calls on data prepared here. CPython
@@ -66,6 +81,7 @@ def spawn_prepared(
     writes the real reason into a pipe first.
     """
     encoded = [os.fsencode(path) for path in join_files]
+    parent, prctl = os.getpid(), _PRCTL
     read_end, write_end = os.pipe()  # both close-on-exec: exec closes the child's copy
 
     def preexec() -> None:
@@ -91,6 +107,15 @@ def spawn_prepared(
                 os.setgroups(list(run_as.groups))
                 os.setgid(run_as.gid)
                 os.setuid(run_as.uid)
+            # After dropping privileges, which clears it: the side dies with the orchestrator
+            # (a SIGKILLed duet no longer leaves its workers measuring unsupervised), and if
+            # the orchestrator died before this line, the child is no longer its child.
+            stage = "asking for SIGKILL when duet dies (PR_SET_PDEATHSIG)"
+            if prctl is not None:
+                if prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+                    raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+                if os.getppid() != parent:
+                    os.kill(os.getpid(), signal.SIGKILL)
             if signal_mask is not None:
                 # Last: exec keeps the mask, and the program must get its signals.
                 stage = "restoring the signal mask"

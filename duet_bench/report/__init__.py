@@ -48,6 +48,12 @@ def render(
         return render_html(doc, plots=plots)
     if fmt != "json":
         raise ValueError(f"unknown report format {fmt!r}; one of {', '.join(FORMATS)}")
-    from duet_bench.results import dumps
+    from dataclasses import replace
 
+    from duet_bench.results import dumps
+    from duet_bench.results.completeness import completeness
+
+    incomplete = completeness(doc).sentence
+    if incomplete:  # said in the state, next to complete: false
+        doc = replace(doc, state={**doc.state, "completeness": incomplete})
     return dumps(doc)

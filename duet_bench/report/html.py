@@ -22,6 +22,7 @@ from duet_bench import units
 from duet_bench.report.escape import html_text
 from duet_bench.report.rows import Row, common_confidence, headline, isolation_line, rows
 from duet_bench.results import ResultsDocument
+from duet_bench.results.completeness import completeness
 
 #: Verdict -> (symbol, the marker shape of the forest plot it stands for).
 SYMBOLS = {
@@ -204,6 +205,12 @@ def render_html(doc: ResultsDocument, *, plots: Mapping[str, str] | None = None)
         "<main>",
         f"<h1>{html_text(title)}</h1>",
     ]
+    incomplete = completeness(doc).sentence
+    if incomplete:
+        out.append(
+            f'<p class="warning" role="alert"><strong>Incomplete:</strong> '
+            f"{html_text(incomplete)}</p>"
+        )
     facts = _facts(doc, items)
     if facts:
         out.append(f'<p class="facts">{" · ".join(facts)}</p>')

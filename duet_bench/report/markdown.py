@@ -22,6 +22,7 @@ from duet_bench.report.rows import (
     summary_sentence,
 )
 from duet_bench.results import ResultsDocument
+from duet_bench.results.completeness import completeness
 
 _ICON = {
     "regression": "🔴",
@@ -78,6 +79,11 @@ def render_markdown(doc: ResultsDocument) -> str:
     out = [
         "## duet: " + headline(items),
         "",
+    ]
+    incomplete = completeness(doc).sentence
+    if incomplete:
+        out += [f"**Incomplete:** {markdown_text(incomplete, limit=600)}", ""]
+    out += [
         summary_sentence(items, name=lambda n: f"**{markdown_text(n)}**"),
         "",
     ]

@@ -26,6 +26,7 @@ from typing import Any
 from duet_bench.metrics import METRICS
 from duet_bench.report.rows import VERDICTS
 from duet_bench.results import ResultsDocument
+from duet_bench.results.completeness import completeness
 
 _LABEL_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n"})
 # C0/C1 controls except newline (escaped above), line/paragraph separators, lone surrogates.
@@ -65,7 +66,11 @@ _INTERFERED = _Family(
     "duet_interfered_iterations_ratio",
     "Share of iterations in which a side waited for a CPU for more than 1% of the iteration.",
 )
-_FAMILIES = (_RATIO, _CI_LOW, _CI_HIGH, _BASE, _CAND, _VERDICT, _METRIC_RATIO, _INTERFERED)
+_RUNS = _Family(
+    "duet_incomplete_runs",
+    "Only in an incomplete document (interrupted): runs done and runs planned.",
+)
+_FAMILIES = (_RATIO, _CI_LOW, _CI_HIGH, _BASE, _CAND, _VERDICT, _METRIC_RATIO, _INTERFERED, _RUNS)
 
 
 def _number(x: Any) -> float | None:
@@ -119,6 +124,12 @@ def render_openmetrics(doc: ResultsDocument) -> str:
                 f"{_VERDICT.name}{_labels(benchmark=b.name, verdict=verdict)} 1"
             )
 
+    done = completeness(doc)
+    if not done.complete:
+        samples[_RUNS.name] += [
+            f'{_RUNS.name}{{runs="done"}} {done.done}',
+            f'{_RUNS.name}{{runs="planned"}} {done.planned}',
+        ]
     out: list[str] = []
     for f in _FAMILIES:
         if not samples[f.name]:

@@ -14,7 +14,9 @@ from duet_bench.report.rows import (
     summary_sentence,
 )
 from duet_bench.results import ResultsDocument
+from duet_bench.results.completeness import completeness
 from duet_bench.units import short_name
+from duet_bench.untrusted import for_terminal
 
 _COLORS = {"regression": "red", "improvement": "green", "inconclusive": "yellow"}
 
@@ -62,24 +64,27 @@ def render_text(doc: ResultsDocument, *, color: bool = False) -> str:
         header.append("other metric")
         for line, r in zip(body, items, strict=True):
             line.append(r.other)
-    lines = table(header, body, right={1, 2, 3, 5})
+    lines = [for_terminal(line) for line in table(header, body, right={1, 2, 3, 5})]
     if color:
         for i, r in enumerate(items, start=1):
             fg = _COLORS.get(r.verdict)
             if fg:
                 lines[i] = click.style(lines[i], fg=fg, bold=r.verdict == "regression")
-    out = [*lines, ""]
+    incomplete = completeness(doc).sentence
+    out = (
+        [f"INCOMPLETE: {for_terminal(incomplete)}", "", *lines, ""] if incomplete else [*lines, ""]
+    )
     notes = [f"  {short_name(r.name)}: {r.note}" for r in items if r.note]
     notes += [f"  {short_name(r.name)}: {r.interference}" for r in items if r.interference]
     if notes:
-        out += ["notes:", *notes, ""]
+        out += ["notes:", *map(for_terminal, notes), ""]
     decided = metric_line(items, doc)
     if decided:
         out.append(decided)
     iso = isolation_line(doc)
     if iso:
         out.append(iso)
-    out.append(summary_sentence(items))
+    out.append(for_terminal(summary_sentence(items)))
     if doc.environment.get("isolation") == "affinity-only":
         out.append(
             "WARNING: affinity-only isolation: no cgroups, so CPU time of orphaned children and "

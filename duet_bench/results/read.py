@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from duet_bench.errors import ResultsError
+from duet_bench.limits import MAX_COUNTER, MAX_RESULTS_BYTES, MAX_SAMPLE_NS, show
 from duet_bench.results.model import (
     METHODS,
     READABLE_VERSIONS,
@@ -75,7 +76,9 @@ class _Reader:
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.fail(where, f"expected an integer, got {_kind(value)}")
         if minimum is not None and value < minimum:
-            raise self.fail(where, f"expected an integer >= {minimum}, got {value}")
+            raise self.fail(where, f"expected an integer >= {minimum}, got {show(value)}")
+        if abs(value) > MAX_COUNTER:
+            raise self.fail(where, f"{show(value)} is beyond a 64-bit integer ({MAX_COUNTER})")
         return value
 
     def samples(self, value: Any, where: str, *, positive: bool) -> tuple[int, ...]:
@@ -90,6 +93,15 @@ class _Reader:
                 )
             if positive and x <= 0:
                 raise self.fail(f"{where}[{i}]", f"a duration must be positive, got {x}")
+            # A duration beyond the largest sample, any other value beyond int64.
+            limit = MAX_SAMPLE_NS if positive else MAX_COUNTER
+            if abs(x) > limit:
+                raise self.fail(
+                    f"{where}[{i}]",
+                    f"{show(x)} is over the largest value duet reads here ("
+                    + ("10^15 ns, about 11.6 days)" if positive else "2^63 - 1)"),
+                    "the file was edited or produced by another tool; re-run the benchmark",
+                )
         return tuple(value)
 
     def choice(self, value: Any, where: str, allowed: Sequence[str]) -> str:
@@ -302,6 +314,17 @@ def load(path: str | os.PathLike[str]) -> ResultsDocument:
         wrong field; the message names the field and the fix.
     """
     p = Path(path)
+    try:
+        size = p.stat().st_size
+    except OSError:
+        size = 0  # reading says what is wrong
+    if size > MAX_RESULTS_BYTES:
+        raise ResultsError(
+            f"{p}: {size / 2**20:,.0f} MiB, over the {MAX_RESULTS_BYTES // 2**20} MiB that duet "
+            "reads in a results file (docs/configuration.md, Limits)",
+            fix="a file that large was not written by duet within its limits (runs, iterations); "
+            "split the suite with duet compare --shard i/N, or measure fewer runs or iterations",
+        )
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -16,6 +16,7 @@ the side directories are deleted.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import subprocess
@@ -168,10 +169,18 @@ def _not_started(side: str, program: str, error: OSError) -> EnvironmentNotReady
     culprit = os.fsdecode(error.filename) if error.filename is not None else program
     reason = error.strerror or str(error)
     if culprit != program:
+        if culprit.startswith("/dev/"):
+            fix = "in a container or sandbox give duet a /dev of its own (e.g. bwrap --dev /dev)"
+        elif error.errno == errno.ENOENT:
+            # Most often the side's working directory, removed by the benchmark or its build.
+            fix = (
+                f"{culprit} no longer exists: a benchmark (or its build) must not remove its own "
+                "directory; restore it and run again"
+            )
+        else:
+            fix = f"{culprit} must be usable by the side's user"
         return EnvironmentNotReady(
-            f"cannot start the {side} side ({program}): {culprit}: {reason}",
-            fix=f"{culprit} must be usable by duet; in a container or sandbox give it a /dev "
-            "of its own (e.g. bwrap --dev /dev)",
+            f"cannot start the {side} side ({program}): {culprit}: {reason}", fix=fix
         )
     return EnvironmentNotReady(
         f"cannot start the {side} side ({program}): {reason}",

@@ -19,6 +19,7 @@ Use it as a context manager or through the ``fake_api`` fixture of ``tests/ci/co
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import re
@@ -94,7 +95,8 @@ class Fault:
     """Answer the next ``times`` requests matching ``method`` and ``path`` (a regex searched
     in the path without the prefix) with ``status``. ``apply`` first carries the request out
     (a create that happened although the answer is a 502). ``{authorization}`` in the body is
-    replaced by the request's credentials, as a careless proxy might echo them."""
+    replaced by the request's credentials, as a careless proxy might echo them, and
+    ``{authorization_base64}`` by their base64 form (a server that logs the header encoded)."""
 
     method: str
     path: str
@@ -319,15 +321,18 @@ def _handler(api: FakeApi) -> type[BaseHTTPRequestHandler]:
 
         def _fault(self, fault: Fault, headers: dict[str, str]) -> _Answer:
             body = fault.body
+            credentials = headers.get("authorization") or headers.get("private-token", "")
+            encoded = base64.b64encode(credentials.encode()).decode()
+
+            def echo(text: str) -> str:
+                return text.replace("{authorization}", credentials).replace(
+                    "{authorization_base64}", encoded
+                )
+
             if isinstance(body, str):
-                credentials = headers.get("authorization") or headers.get("private-token", "")
-                body = body.replace("{authorization}", credentials)
+                body = echo(body)
             elif isinstance(body, dict):
-                credentials = headers.get("authorization") or headers.get("private-token", "")
-                body = {
-                    k: v.replace("{authorization}", credentials) if isinstance(v, str) else v
-                    for k, v in body.items()
-                }
+                body = {k: echo(v) if isinstance(v, str) else v for k, v in body.items()}
             return _Answer(fault.status, body, dict(fault.headers))
 
         def _send(self, status: int, data: Any, headers: dict[str, str]) -> None:

@@ -218,3 +218,20 @@ def test_hostile_name_fixture_is_hostile() -> None:
     assert "<img" in HOSTILE_NAME
     assert "@acme" in HOSTILE_NAME
     assert "|" in HOSTILE_NAME
+
+
+def test_bare_urls_and_bidi_controls_do_not_reach_the_comment(
+    hostile_doc: dict[str, Any],
+) -> None:
+    first, second = hostile_doc["benchmarks"][0], hostile_doc["benchmarks"][1]
+    first["name"] = "parse https://evil.example/login \u202eexe.txt"
+    first["analysis"]["note"] = "see www.evil.example or HTTP://evil.example \u2066x\u2069"
+    second["note"] = "mailto:someone@evil.example"
+    hostile_doc["state"] = {"complete": False, "stopped": "killed, see https://evil.example"}
+    body = build_body(_doc(hostile_doc), details_url="https://ci.example/run/1")
+    autolinked = re.findall(r"(?i)\b(?:[a-z]+://|www\.|mailto:)\S*", body)
+    assert autolinked == ["https://ci.example/run/1)</sub>"]  # only duet's own link
+    for control in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f":
+        assert control not in body
+    assert "evil.example/login" in body  # still readable
+    assert "Incomplete:" in body

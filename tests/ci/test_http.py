@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import logging
 import socket
 import threading
@@ -263,3 +264,29 @@ def test_a_garbled_answer_that_echoes_the_token_is_redacted_from_the_retry_log(
     assert "garbled Bearer ***" in str(info.value)
     assert "garbled Bearer ***" in caplog.text
     assert ACTIONS_TOKEN not in caplog.text
+
+
+@pytest.mark.parametrize(
+    "echo",
+    ["{authorization_base64}", "basic {authorization_base64} rejected"],
+)
+def test_the_base64_form_of_an_echoed_token_is_redacted(api: FakeApi, echo: str) -> None:
+    api.fail(Fault("GET", COMMENTS, 500, {"message": echo}, times=5))
+    with pytest.raises(ApiError) as info:
+        _client(api).request("GET", api.github_url + COMMENTS)
+    text = str(info.value)
+    header = f"Bearer {ACTIONS_TOKEN}".encode()
+    assert base64.b64encode(header).decode().rstrip("=") not in text
+    for shifted in (b"", b"x", b"xy"):  # the token after any prefix: Basic user:token
+        whole = base64.b64encode(shifted + ACTIONS_TOKEN.encode()).decode()
+        assert whole[4:-4] not in text
+    assert "***" in text
+
+
+def test_base64_forms_find_the_token_after_any_prefix() -> None:
+    r = Redactor([ACTIONS_TOKEN])
+    for prefix in (b"", b"x-access-token:", b"u:", b"ab:"):
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            text = encode(prefix + ACTIONS_TOKEN.encode()).decode()
+            assert "***" in r(text), (prefix, text)
+            assert len(r(text)) < len(text) // 2 + 12

@@ -70,3 +70,45 @@ def test_without_a_signal_nothing_is_raised() -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout == "ok\n"
+
+
+SECOND_DURING_CLEANUP = textwrap.dedent(
+    """
+    import os, signal, time
+    from duet_bench import interrupts
+    from duet_bench.errors import Interrupted
+
+    interrupts.install()
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)
+    except Interrupted as first:
+        try:
+            # The clean-up: a second signal arrives in the middle of it.
+            os.kill(os.getpid(), signal.{second})
+            for step in range(3):
+                time.sleep(0.01)
+                print("clean-up step", step, flush=True)
+        finally:
+            print("deferred:", [signal.Signals(s).name for s in interrupts.deferred()], flush=True)
+        raise SystemExit(first.exit_code)
+    """
+)
+
+
+@pytest.mark.parametrize("second", ["SIGTERM", "SIGINT", "SIGHUP"])
+def test_a_second_signal_during_the_clean_up_does_not_abort_it(second: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", SECOND_DURING_CLEANUP.format(second=second)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 130, done.stderr  # the first signal's code
+    assert done.stdout.splitlines() == [
+        "clean-up step 0",
+        "clean-up step 1",
+        "clean-up step 2",
+        f"deferred: ['{second}']",
+    ]

@@ -391,6 +391,10 @@ def test_an_interrupted_orchestrator_cleans_up_and_keeps_its_runs(
     assert len(runs) >= kept >= 1
     assert all(r.ok for r in runs)
     assert_nothing_left(done.pid, tag)
+    # Its report says it is incomplete, and exits 3, instead of "1 no change" and 0.
+    report = duet("report", str(out), tag=tag)
+    assert report.returncode == 3, report.stderr
+    assert f"interrupted after {len(runs)} of 10 runs" in report.stdout
 
 
 def test_a_killed_orchestrator_is_cleaned_up_by_the_next_duet(
