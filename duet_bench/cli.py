@@ -57,6 +57,14 @@ def reports_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except DuetError as e:
             _die(e)
+        except ModuleNotFoundError as e:
+            # scipy, matplotlib and arch are extras (duet_bench.extras): say which to install.
+            from duet_bench.extras import missing_module_error
+
+            known = missing_module_error(e)
+            if known is None:
+                raise
+            _die(known)
 
     return wrapper  # type: ignore[return-value]  # functools.wraps keeps the signature
 

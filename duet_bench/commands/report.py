@@ -87,16 +87,18 @@ def _plots(doc: Any, plot_dir: str | None, *, required: bool) -> dict[str, str] 
     """Write the plots (into ``plot_dir``, or a temporary directory just for the html page)
     and return them as caption -> SVG text. Without matplotlib: an error when the plots were
     asked for, a warning when only the html page would have shown them."""
+    from duet_bench import extras
     from duet_bench.errors import EnvironmentNotReady
+    from duet_bench.report.plots import svg_plots, write_plots
 
-    try:
-        from duet_bench.report.plots import svg_plots, write_plots
-    except ImportError as e:  # pragma: no cover - matplotlib is a dependency
+    if not extras.available("matplotlib"):
         if required:
-            raise EnvironmentNotReady(
-                f"cannot draw plots: {e}", fix="pip install matplotlib"
-            ) from e
-        click.echo(f"duet: warning: html report without plots: {e}", err=True)
+            raise extras.missing_error("matplotlib")
+        click.echo(
+            "duet: warning: html report without plots: matplotlib is not installed. "
+            f"Fix: {extras.install_hint('matplotlib')}",
+            err=True,
+        )
         return None
 
     def draw(directory: Path) -> dict[str, str]:
