@@ -145,9 +145,11 @@ def finish(
     one version (that outranks a regression: a verdict from a broken suite is not to be
     trusted), 1 on a regression per ``--fail-on``, else 0."""
     from duet_bench.report import render
+    from duet_bench.report.layout import terminal_width
     from duet_bench.session import raise_if_broken
 
-    click.echo(render(doc, fmt, color=fmt == "text" and color_for(sys.stdout)), nl=False)  # type: ignore[arg-type]
+    color, width = fmt == "text" and color_for(sys.stdout), terminal_width(sys.stdout)
+    click.echo(render(doc, fmt, color=color, width=width), nl=False)  # type: ignore[arg-type]
     click.echo(f"results: {out}", err=True)
     raise_if_broken(doc, max_failures, missing=missing)
     if fails_on(doc, fail_on):

@@ -41,9 +41,11 @@ def analyze(
     here explicitly."""
     from duet_bench.commands import load_results, reanalyze
     from duet_bench.report import render
+    from duet_bench.report.layout import terminal_width
 
     doc = load_results(results)
     analysed = reanalyze(doc, explicit_analysis_options(ctx), only_missing=False)
-    click.echo(render(analysed, fmt, color=fmt == "text" and color_for(sys.stdout)), nl=False)  # type: ignore[arg-type]
+    color, width = fmt == "text" and color_for(sys.stdout), terminal_width(sys.stdout)
+    click.echo(render(analysed, fmt, color=color, width=width), nl=False)  # type: ignore[arg-type]
     if fails_on(analysed, fail_on):
         sys.exit(EXIT_REGRESSION)

@@ -59,6 +59,7 @@ def report(ctx: click.Context, /, **o: Any) -> None:
     from duet_bench.commands import load_results
     from duet_bench.errors import EnvironmentNotReady
     from duet_bench.report import render
+    from duet_bench.report.layout import terminal_width
 
     explicit = explicit_analysis_options(ctx)
     doc = reanalyze(load_results(o["results"]), explicit, only_missing=not explicit)
@@ -68,7 +69,8 @@ def report(ctx: click.Context, /, **o: Any) -> None:
     if o["plot_dir"] or fmt == "html":
         plots = _plots(doc, o["plot_dir"], required=bool(o["plot_dir"]))
     to_terminal = o["output"] is None and color_for(sys.stdout)
-    text = render(doc, fmt, color=fmt == "text" and to_terminal, plots=plots)  # type: ignore[arg-type]
+    width = terminal_width(sys.stdout) if o["output"] is None else None
+    text = render(doc, fmt, color=fmt == "text" and to_terminal, plots=plots, width=width)  # type: ignore[arg-type]
     if o["output"] is None:
         click.echo(text, nl=False)
         return

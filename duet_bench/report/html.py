@@ -20,7 +20,15 @@ from typing import Any
 
 from duet_bench import units
 from duet_bench.report.escape import html_text
-from duet_bench.report.rows import Row, common_confidence, headline, isolation_line, rows
+from duet_bench.report.rows import (
+    Row,
+    common_confidence,
+    isolation_line,
+    metric_line,
+    rows,
+    summary_sentence,
+    title,
+)
 from duet_bench.results import ResultsDocument
 
 #: Verdict -> (symbol, the marker shape of the forest plot it stands for).
@@ -40,6 +48,8 @@ main { max-width: 72rem; margin: 0 auto; padding: 1.5rem; }
 h1 { font-size: 1.5rem; margin: 0 0 .3rem; }
 h2 { font-size: 1.15rem; margin: 1.8rem 0 .5rem; }
 .facts { color: #444; margin: 0 0 1rem; }
+.summary { font-size: 1.05rem; margin: .2rem 0 .6rem; }
+.decided { color: #333; }
 .warning { border-left: 4px solid #D55E00; background: #fbe5d6; padding: .5rem .8rem; }
 table { border-collapse: collapse; width: 100%; }
 caption { text-align: left; color: #444; padding-bottom: .4rem; }
@@ -79,24 +89,40 @@ def _ratio(r: Row) -> str:
     return f'{r.ratio} <span class="ci">{r.interval} {conf}</span>'
 
 
+def _change(r: Row) -> str:
+    if r.change_interval == "n/a":
+        return r.change
+    return f'{r.change} <span class="ci">{r.change_interval}</span>'
+
+
 def _table(items: list[Row]) -> list[str]:
+    """One row per benchmark: the numbers of the metric that decided (named in its column),
+    then the metrics that did not decide, each with its own interval."""
+    other = any(r.others for r in items)
     out = [
         "<table>",
         "<caption>Ratio = candidate time / baseline time (geometric mean of the paired "
-        "iterations): above 1 the candidate is slower.</caption>",
+        "iterations) in the metric that decided: above 1 the candidate is slower.</caption>",
         '<thead><tr><th scope="col">benchmark</th><th scope="col" class="num">runs</th>'
+        '<th scope="col">metric</th>'
         '<th scope="col" class="num">baseline</th><th scope="col" class="num">candidate</th>'
         '<th scope="col">ratio [CI]</th><th scope="col" class="num">change</th>'
-        '<th scope="col">verdict</th></tr></thead>',
+        '<th scope="col">verdict</th>'
+        + ('<th scope="col">other metrics (did not decide)</th>' if other else "")
+        + "</tr></thead>",
         "<tbody>",
     ]
     for r in items:
+        others = "<br>".join(html_text(c.summary()) for c in r.others)
         out.append(
             f'<tr><th scope="row">{html_text(r.name)}</th>'
             f'<td class="num">{html_text(r.runs)}</td>'
+            f"<td>{html_text(r.metric or 'n/a')}</td>"
             f'<td class="num">{r.baseline}</td><td class="num">{r.candidate}</td>'
-            f'<td class="ratio">{_ratio(r)}</td><td class="num">{r.change}</td>'
-            f"<td>{_verdict(r.verdict)}</td></tr>"
+            f'<td class="ratio">{_ratio(r)}</td><td class="num">{_change(r)}</td>'
+            f"<td>{_verdict(r.verdict)}</td>"
+            + (f'<td class="ci">{others}</td>' if other else "")
+            + "</tr>"
         )
     out += ["</tbody>", "</table>"]
     return out
@@ -116,7 +142,7 @@ def _commits(doc: ResultsDocument) -> str | None:
         text = f"{ref} ({sha})" if ref and sha else (ref or sha or "?")
         return html_text(text)
 
-    return f"baseline {label(base)} → candidate {label(head)}"
+    return f"<strong>BASE</strong> {label(base)} → <strong>HEAD</strong> {label(head)}"
 
 
 def _facts(doc: ResultsDocument, items: list[Row]) -> list[str]:
@@ -186,10 +212,33 @@ def inline_svg(svg: str, prefix: str, *, aria_label: str | None = None) -> str:
     return ET.tostring(root, encoding="unicode")
 
 
+def _notes(items: list[Row]) -> list[str]:
+    """What would decide an inconclusive benchmark, the notes and interference; then the
+    details of how the numbers were made."""
+
+    def li(r: Row, text: str) -> str:
+        return f"<li><strong>{html_text(r.name)}</strong>: {html_text(text)}</li>"
+
+    notes = []
+    for r in items:
+        hint = r.decide_hint()
+        if hint:
+            notes.append(li(r, f"inconclusive: {hint}"))
+        notes += [li(r, n) for n in r.notes]
+        decided = r.decided_line()
+        if decided:
+            notes.append(li(r, decided))
+    details = [li(r, d) for r in items for d in r.details]
+    out = ["<h2>Notes</h2>", "<ul>", *notes, "</ul>"] if notes else []
+    if details:
+        out += ["<h2>How these numbers were made</h2>", "<ul>", *details, "</ul>"]
+    return out
+
+
 def render_html(doc: ResultsDocument, *, plots: Mapping[str, str] | None = None) -> str:
     """A standalone HTML page; ``plots`` maps a caption to an SVG document to inline."""
     items = rows(doc)
-    title = "duet: " + headline(items)
+    heading = "duet: " + title(items)
     out = [
         "<!DOCTYPE html>",
         '<html lang="en">',
@@ -197,12 +246,13 @@ def render_html(doc: ResultsDocument, *, plots: Mapping[str, str] | None = None)
         '<meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
-        f"<title>{html_text(title)}</title>",
+        f"<title>{html_text(heading)}</title>",
         f"<style>{_CSS}</style>",
         "</head>",
         "<body>",
         "<main>",
-        f"<h1>{html_text(title)}</h1>",
+        f"<h1>{html_text(heading)}</h1>",
+        f'<p class="summary">{html_text(summary_sentence(items))}</p>',
     ]
     facts = _facts(doc, items)
     if facts:
@@ -212,14 +262,11 @@ def render_html(doc: ResultsDocument, *, plots: Mapping[str, str] | None = None)
             '<p class="warning" role="alert"><strong>Warning:</strong> affinity-only '
             "isolation: CPU time of orphaned children and peak memory are unreliable.</p>"
         )
+    decided = metric_line(items, doc)
+    if decided:
+        out.append(f'<p class="decided">{html_text(decided[0].upper() + decided[1:])}.</p>')
     out += _table(items)
-    notes = [
-        f"<li><strong>{html_text(r.name)}</strong>: {html_text(r.note)}</li>"
-        for r in items
-        if r.note
-    ]
-    if notes:
-        out += ["<h2>Notes</h2>", "<ul>", *notes, "</ul>"]
+    out += _notes(items)
     if plots:
         out.append("<h2>Plots</h2>")
         for i, (caption, svg) in enumerate(plots.items()):

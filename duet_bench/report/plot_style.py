@@ -76,6 +76,13 @@ def verdict(a: Mapping[str, Any]) -> str:
     return v if isinstance(v, str) and v in VERDICT_STYLE else "no verdict"
 
 
+def digits(a: Mapping[str, Any]) -> int:
+    """Significant digits that tell the ratio and its bounds apart (units.telling_digits)."""
+    return units.telling_digits(
+        number(a.get("ci_low")), number(a.get("ratio")), number(a.get("ci_high"))
+    )
+
+
 def interval_text(a: Mapping[str, Any], *, with_level: bool = True) -> str:
     """``[1.04, 1.06] 99% CI`` (the level left out if not ``with_level``), or ``no interval``."""
     lo, hi = number(a.get("ci_low")), number(a.get("ci_high"))
@@ -83,7 +90,7 @@ def interval_text(a: Mapping[str, Any], *, with_level: bool = True) -> str:
         return "no interval"
     conf = number(a.get("confidence"))
     level = f" {units.percent(conf)} CI" if with_level and conf is not None else ""
-    return f"{units.interval(lo, hi)}{level}"
+    return f"{units.interval(lo, hi, digits(a))}{level}"
 
 
 def estimate_text(a: Mapping[str, Any]) -> str:
@@ -91,7 +98,7 @@ def estimate_text(a: Mapping[str, Any]) -> str:
     ratio = number(a.get("ratio"))
     if ratio is None:
         return "no successful run"
-    return f"ratio {units.sig(ratio)} {interval_text(a)}, {verdict(a)}"
+    return f"ratio {units.sig(ratio, digits(a))} {interval_text(a)}, {verdict(a)}"
 
 
 _TIME_UNITS = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns"))

@@ -14,13 +14,14 @@ from duet_bench import units
 from duet_bench.report.plot_style import (
     BAND,
     VERDICT_STYLE,
+    digits,
     figure,
     interval_text,
     label,
     number,
     verdict,
 )
-from duet_bench.report.rows import common_confidence, headline, rows
+from duet_bench.report.rows import common_confidence, rows, title
 from duet_bench.results import ResultsDocument
 
 __all__ = ["forest_figure"]
@@ -68,7 +69,7 @@ def forest_figure(doc: ResultsDocument) -> Any:
                 zorder=3,
             )
             extent.append(ratio)
-            text = f"{units.sig(ratio)} {interval_text(a, with_level=shared is None)}"
+            text = f"{units.sig(ratio, digits(a))} {interval_text(a, with_level=shared is None)}"
             if word not in seen:
                 seen.append(word)
         else:
@@ -92,8 +93,12 @@ def forest_figure(doc: ResultsDocument) -> Any:
         ax.text(1.0, 0.0, "no benchmarks", ha="center", va="center", style="italic")
     ax.grid(axis="y", visible=False)
     level = f"{units.percent(shared)} CI" if shared is not None else "CI at each benchmark's level"
-    ax.set_xlabel(f"ratio candidate/baseline ({level}), log scale: right of 1 is slower")
-    ax.set_title(f"duet: {headline(rows(doc))}", loc="left")
+    decided = sorted({r.metric for r in rows(doc) if r.metric}) or ["wall time"]
+    ax.set_xlabel(
+        f"ratio candidate/baseline in {' or '.join(decided)}, the metric that decided "
+        f"({level}), log scale: right of 1 is slower"
+    )
+    ax.set_title(f"duet: {title(rows(doc))}", loc="left")
     handles: list[Any] = [
         Line2D(
             [],
