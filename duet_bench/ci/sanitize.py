@@ -20,6 +20,8 @@ from duet_bench.results import BenchmarkRecord, ResultsDocument
 
 _VERDICTS = ("regression", "improvement", "no change", "inconclusive")
 _HEX = re.compile(r"[0-9a-fA-F]{4,64}")
+#: Failed runs kept per benchmark: the notes name two and count the rest.
+_MAX_FAILURES = 100
 
 
 def sanitize(doc: ResultsDocument) -> ResultsDocument:
@@ -150,5 +152,11 @@ def _sanitize_benchmark(b: BenchmarkRecord) -> BenchmarkRecord:
         "metrics": metrics,
         "interference": interference,
         "disagreement": a["disagreement"] if isinstance(a.get("disagreement"), str) else None,
+        # The comment names failed runs ("run 4: timeout") and what would decide an
+        # inconclusive result; both are escaped where they are rendered.
+        "failures": [f for f in a.get("failures") or [] if isinstance(f, str)][:_MAX_FAILURES]
+        if isinstance(a.get("failures"), list)
+        else [],
+        "runs_needed": count(a.get("runs_needed")) or None,
     }
     return replace(b, analysis=clean)

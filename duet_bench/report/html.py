@@ -44,7 +44,7 @@ _CSS = """
 :root { color-scheme: light; }
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
   color: #1b1b1b; background: #fff; margin: 0; }
-main { max-width: 72rem; margin: 0 auto; padding: 1.5rem; }
+main { max-width: 80rem; margin: 0 auto; padding: 1.5rem; }
 h1 { font-size: 1.5rem; margin: 0 0 .3rem; }
 h2 { font-size: 1.15rem; margin: 1.8rem 0 .5rem; }
 .facts { color: #444; margin: 0 0 1rem; }
@@ -57,8 +57,11 @@ th, td { padding: .35rem .6rem; border-bottom: 1px solid #ddd; vertical-align: t
 thead th { text-align: left; border-bottom: 2px solid #888; white-space: nowrap; }
 tbody th { text-align: left; font-weight: 600; overflow-wrap: anywhere; }
 .num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-.ratio { font-variant-numeric: tabular-nums; white-space: nowrap; }
-.ci { color: #444; }
+.ratio { font-variant-numeric: tabular-nums; }
+.chg { text-align: right; font-variant-numeric: tabular-nums; }
+.ci { color: #444; white-space: nowrap; }
+.other { color: #444; font-size: .85rem; min-width: 16rem; }
+.scroll { overflow-x: auto; }
 .v { display: inline-block; padding: .05rem .5rem; border: 2px solid; border-radius: .7rem;
   white-space: nowrap; font-weight: 600; }
 .v-regression { color: #8a3300; background: #fbe5d6; border-color: #D55E00; }
@@ -98,14 +101,17 @@ def _change(r: Row) -> str:
 def _table(items: list[Row]) -> list[str]:
     """One row per benchmark: the numbers of the metric that decided (named in its column),
     then the metrics that did not decide, each with its own interval."""
-    other = any(r.others for r in items)
+    other = any(r.other for r in items)
+    # One metric for all: the line above the table names it; a column only when they differ.
+    metric_column = len({r.metric for r in items}) > 1
     out = [
+        '<div class="scroll">',
         "<table>",
         "<caption>Ratio = candidate time / baseline time (geometric mean of the paired "
         "iterations) in the metric that decided: above 1 the candidate is slower.</caption>",
         '<thead><tr><th scope="col">benchmark</th><th scope="col" class="num">runs</th>'
-        '<th scope="col">metric</th>'
-        '<th scope="col" class="num">baseline</th><th scope="col" class="num">candidate</th>'
+        + ('<th scope="col">metric</th>' if metric_column else "")
+        + '<th scope="col" class="num">baseline</th><th scope="col" class="num">candidate</th>'
         '<th scope="col">ratio [CI]</th><th scope="col" class="num">change</th>'
         '<th scope="col">verdict</th>'
         + ('<th scope="col">other metrics (did not decide)</th>' if other else "")
@@ -113,18 +119,18 @@ def _table(items: list[Row]) -> list[str]:
         "<tbody>",
     ]
     for r in items:
-        others = "<br>".join(html_text(c.summary()) for c in r.others)
+        others = "<br>".join(html_text(c.summary()) for c in r.others if not c.missing)
         out.append(
             f'<tr><th scope="row">{html_text(r.name)}</th>'
             f'<td class="num">{html_text(r.runs)}</td>'
-            f"<td>{html_text(r.metric or 'n/a')}</td>"
-            f'<td class="num">{r.baseline}</td><td class="num">{r.candidate}</td>'
-            f'<td class="ratio">{_ratio(r)}</td><td class="num">{_change(r)}</td>'
+            + (f"<td>{html_text(r.metric or 'n/a')}</td>" if metric_column else "")
+            + f'<td class="num">{r.baseline}</td><td class="num">{r.candidate}</td>'
+            f'<td class="ratio">{_ratio(r)}</td><td class="chg">{_change(r)}</td>'
             f"<td>{_verdict(r.verdict)}</td>"
-            + (f'<td class="ci">{others}</td>' if other else "")
+            + (f'<td class="other">{others}</td>' if other else "")
             + "</tr>"
         )
-    out += ["</tbody>", "</table>"]
+    out += ["</tbody>", "</table>", "</div>"]
     return out
 
 
@@ -213,8 +219,8 @@ def inline_svg(svg: str, prefix: str, *, aria_label: str | None = None) -> str:
 
 
 def _notes(items: list[Row]) -> list[str]:
-    """What would decide an inconclusive benchmark, the notes and interference; then the
-    details of how the numbers were made."""
+    """What would decide an inconclusive benchmark and the notes; then the details of how the
+    numbers were made."""
 
     def li(r: Row, text: str) -> str:
         return f"<li><strong>{html_text(r.name)}</strong>: {html_text(text)}</li>"
@@ -225,10 +231,9 @@ def _notes(items: list[Row]) -> list[str]:
         if hint:
             notes.append(li(r, f"inconclusive: {hint}"))
         notes += [li(r, n) for n in r.notes]
-        decided = r.decided_line()
-        if decided:
-            notes.append(li(r, decided))
-    details = [li(r, d) for r in items for d in r.details]
+    # Why each metric decided, the interference and the other metrics' estimates: the table
+    # and the line above it say what matters; this is for whoever checks the method.
+    details = [li(r, d) for r in items for d in (r.decided_line(), *r.details) if d]
     out = ["<h2>Notes</h2>", "<ul>", *notes, "</ul>"] if notes else []
     if details:
         out += ["<h2>How these numbers were made</h2>", "<ul>", *details, "</ul>"]

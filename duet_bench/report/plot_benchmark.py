@@ -137,7 +137,7 @@ def iterations_figure(b: BenchmarkRecord) -> Any:
         )
     _grand_ratio(axr, a)
     handles = [*ax.get_legend_handles_labels()[0], *axr.get_legend_handles_labels()[0]]
-    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 6))
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 3))
     ax.set_ylabel(f"{metric} per iteration ({unit})")
     axr.set_ylabel("ratio\ncandidate/baseline")
     if timed:

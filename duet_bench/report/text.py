@@ -103,10 +103,13 @@ def render_text(doc: ResultsDocument, *, color: bool = False, width: int = WIDTH
     notes = _notes(items, name_width, width)
     if notes:
         out += ["notes:", *notes, ""]
+    # Why each metric decided, interference and the other metrics, then winsorization: for
+    # whoever checks the method, after what a reader acts on.
     details = [
         wrap(f"  {differing_name(r.name, name_width)}: {d}", 4, width=width)
         for r in items
-        for d in r.details
+        for d in (r.decided_line(), *r.details)
+        if d
     ]
     if details:
         out += ["details:", *details, ""]
@@ -127,8 +130,7 @@ def render_text(doc: ResultsDocument, *, color: bool = False, width: int = WIDTH
 
 
 def _notes(items: list[Row], name_width: int, width: int) -> list[str]:
-    """Per benchmark: what would decide it, its notes, then why its metric decided, the
-    interference and the other metrics."""
+    """Per benchmark: what would decide it and its notes."""
     out = []
     for r in items:
         name = differing_name(r.name, name_width)
@@ -137,8 +139,5 @@ def _notes(items: list[Row], name_width: int, width: int) -> list[str]:
         if hint:
             lines.append(f"inconclusive: {hint}")
         lines += list(r.notes)
-        decided = r.decided_line()
-        if decided:
-            lines.append(decided)
         out += [wrap(f"  {name}: {line}", 4, width=width) for line in lines]
     return out

@@ -218,3 +218,16 @@ def test_hostile_name_fixture_is_hostile() -> None:
     assert "<img" in HOSTILE_NAME
     assert "@acme" in HOSTILE_NAME
     assert "|" in HOSTILE_NAME
+
+
+def test_the_comment_names_failed_runs_and_what_would_decide_above_the_fold(
+    analysed_doc: dict[str, Any],
+) -> None:
+    # Through sanitize(): the comment of an untrusted file still says which run failed and why.
+    body = build_body(_doc(analysed_doc), key="default")
+    above = body.split("<details>", 1)[0]
+    assert "run 4: timeout" in above
+    assert re.search(r"about \d+ runs in all \(\d+ more than the 6 measured\) would decide", above)
+    assert "`--fail-on inconclusive`" in above
+    assert "not winsorized" not in above
+    assert "## duet: 1 no change" not in body

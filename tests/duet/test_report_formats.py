@@ -414,6 +414,7 @@ def tags_of(text: str) -> _Tags:
 _PAGE_TAGS = {
     "html", "head", "meta", "title", "style", "body", "main", "h1", "h2", "p", "strong",
     "table", "caption", "thead", "tbody", "tr", "th", "td", "span", "ul", "li", "footer", "br",
+    "div",
     "figure", "figcaption",
 }  # fmt: skip
 
