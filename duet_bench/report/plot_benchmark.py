@@ -12,7 +12,7 @@ drawn under another metric's interval.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -23,15 +23,11 @@ from duet_bench.report.plot_style import (
     RUN_SHADE,
     SIDE_STYLE,
     VERDICT_STYLE,
-    digits,
-    estimate_text,
     figure,
-    interval_text,
     label,
-    number,
     time_unit,
-    verdict,
 )
+from duet_bench.report.rows import MetricCell, Row, row
 from duet_bench.results import BenchmarkRecord, RunRecord
 
 __all__ = ["iterations_figure", "metric_series", "runs_figure"]
@@ -57,14 +53,28 @@ def deciding_metric(b: BenchmarkRecord) -> str:
     return key if isinstance(key, str) and key in METRIC_NAMES else "wall"
 
 
-def _metric_estimate(a: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    """The analysis block of metric ``key``: the top level for the deciding one (older files
-    have no ``metrics``), ``metrics[key]`` for another, ``{}`` when it has none."""
-    if key == a.get("metric") or (key == "wall" and not a.get("metric")):
-        return a
-    metrics = a.get("metrics")
-    m = metrics.get(key) if isinstance(metrics, Mapping) else None
-    return m if isinstance(m, Mapping) and "missing" not in m else {}
+def _cell(r: Row, key: str) -> MetricCell | None:
+    """The row's estimate of metric ``key``: the deciding one or one of the others (the same
+    cells the text, markdown and html reports show), None when it has none."""
+    for cell in (r.decided, *r.others):
+        if cell is not None and not cell.missing and (cell.key or "wall") == key:
+            return cell
+    return None
+
+
+def _interval_label(cell: MetricCell | None, confidence: float | None) -> str:
+    """``[1.090, 1.094] 99% CI`` or ``no interval``."""
+    if cell is None or cell.interval_text() == "n/a":
+        return "no interval"
+    level = f" {units.percent(confidence)} CI" if confidence is not None else " CI"
+    return cell.interval_text() + level
+
+
+def _estimate_label(cell: MetricCell | None, confidence: float | None) -> str:
+    """``ratio 1.092 [1.090, 1.094] 99% CI, regression``."""
+    if cell is None or cell.ratio is None:
+        return "no successful run"
+    return f"ratio {cell.ratio_text()} {_interval_label(cell, confidence)}, {cell.verdict}"
 
 
 def iterations_figure(b: BenchmarkRecord) -> Any:
@@ -72,14 +82,14 @@ def iterations_figure(b: BenchmarkRecord) -> Any:
     decided, and the ratio of every pair below with that metric's grand ratio and interval;
     successful runs only, each in its own band."""
     runs = b.ok_runs()
-    a: Mapping[str, Any] = b.analysis or {}
+    model = row(b)
     key = deciding_metric(b)
     matrices = metric_series(b)
     base_m, cand_m = matrices.get(key) or matrices["wall"]
     if key not in matrices:
         key = "wall"
     # The overlay is the estimate of the metric drawn, never another metric's.
-    a = _metric_estimate(a, key)
+    cell = _cell(model, key)
     metric = METRIC_NAMES[key]
     fig = figure(10.0, 6.0)
     grid = fig.add_gridspec(2, 1, height_ratios=[3.0, 1.5])
@@ -135,7 +145,7 @@ def iterations_figure(b: BenchmarkRecord) -> Any:
             zorder=2,
             label="ratio of the pair" if k == 0 else None,
         )
-    _grand_ratio(axr, a)
+    _grand_ratio(axr, cell, model.confidence)
     handles = [*ax.get_legend_handles_labels()[0], *axr.get_legend_handles_labels()[0]]
     fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 3))
     ax.set_ylabel(f"{metric} per iteration ({unit})")
@@ -154,33 +164,29 @@ def iterations_figure(b: BenchmarkRecord) -> Any:
     ax.tick_params(labelbottom=False)
     failed = len(b.runs) - len(runs)
     extra = f"; {failed} failed run{'s' if failed != 1 else ''} not shown" if failed else ""
-    ax.set_title(f"{label(b.name, 90)}\n{metric} decided: {estimate_text(a)}{extra}", loc="left")
+    estimate = _estimate_label(cell, model.confidence)
+    ax.set_title(f"{label(b.name, 90)}\n{metric} decided: {estimate}{extra}", loc="left")
     return fig
 
 
-def _grand_ratio(axr: Any, a: Mapping[str, Any]) -> None:
-    """Same speed, the grand ratio of ``a`` and its interval on the pair-ratio axes."""
-    ratio = number(a.get("ratio"))
-    lo, hi = number(a.get("ci_low")), number(a.get("ci_high"))
+def _grand_ratio(axr: Any, cell: MetricCell | None, confidence: float | None) -> None:
+    """Same speed, the grand ratio of ``cell`` and its interval on the pair-ratio axes."""
     axr.axhline(1.0, color="#333333", lw=0.9, ls="--", zorder=1, label="1 = same speed")
-    if ratio is not None:
-        colour = VERDICT_STYLE[verdict(a)][0]
-        axr.axhline(
-            ratio,
-            color=colour,
-            lw=1.6,
-            zorder=3,
-            label=f"grand ratio {units.sig(ratio, digits(a))}",
-        )
-        if lo is not None and hi is not None:
-            band = f"{interval_text(a)} of the grand ratio"
-            axr.axhspan(lo, hi, color=colour, alpha=0.25, lw=0, zorder=1, label=band)
+    if cell is None or cell.ratio is None:
+        return
+    colour = VERDICT_STYLE[cell.verdict if cell.verdict in VERDICT_STYLE else "no verdict"][0]
+    axr.axhline(
+        cell.ratio, color=colour, lw=1.6, zorder=3, label=f"grand ratio {cell.ratio_text()}"
+    )
+    if cell.low is not None and cell.high is not None:
+        band = f"{_interval_label(cell, confidence)} of the grand ratio"
+        axr.axhspan(cell.low, cell.high, color=colour, alpha=0.25, lw=0, zorder=1, label=band)
 
 
 def runs_figure(b: BenchmarkRecord) -> Any:
     """The geometric-mean ratio of every run with the grand ratio and its interval: one panel
     per metric recorded, the deciding one first, each under its own interval only."""
-    a: Mapping[str, Any] = b.analysis or {}
+    r = row(b)
     runs = b.ok_runs()
     matrices = metric_series(b)
     decided = deciding_metric(b)
@@ -190,13 +196,14 @@ def runs_figure(b: BenchmarkRecord) -> Any:
     axes = fig.subplots(1, len(keys), sharey=True, squeeze=False)[0]
     handles: list[Any] = []
     for i, (ax, key) in enumerate(zip(axes, keys, strict=True)):
-        estimate = _metric_estimate(a, key)
+        cell = _cell(r, key)
         pair = matrices.get(key)
-        panel = _runs_panel(ax, b, runs, estimate, pair)
+        panel = _runs_panel(ax, b, runs, cell, r.confidence, pair)
         if i == 0:
             handles = panel
         role = "decided" if key == decided else "did not decide"
-        ax.set_title(f"{METRIC_NAMES[key]} ({role})\n{estimate_text(estimate)}", loc="left")
+        estimate = _estimate_label(cell, r.confidence)
+        ax.set_title(f"{METRIC_NAMES[key]} ({role})\n{estimate}", loc="left")
     axes[0].set_ylabel("ratio candidate/baseline\n(geometric mean of the run)")
     fig.suptitle(label(b.name, 70), x=0.01, ha="left")
     fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 3))
@@ -207,7 +214,8 @@ def _runs_panel(
     ax: Any,
     b: BenchmarkRecord,
     runs: Sequence[RunRecord],
-    a: Mapping[str, Any],
+    cell: MetricCell | None,
+    confidence: float | None,
     pair: tuple[Matrix, Matrix] | None,
 ) -> list[Any]:
     """One metric's run ratios, grand ratio and interval on ``ax``; the legend handles."""
@@ -215,17 +223,17 @@ def _runs_panel(
     from matplotlib.patches import Patch
     from matplotlib.ticker import MaxNLocator
 
-    colour = VERDICT_STYLE[verdict(a)][0]
-    ratio = number(a.get("ratio"))
-    lo, hi = number(a.get("ci_low")), number(a.get("ci_high"))
+    word = cell.verdict if cell and cell.verdict in VERDICT_STYLE else "no verdict"
+    colour = VERDICT_STYLE[word][0]
     handles: list[Any] = []
-    if lo is not None and hi is not None:
-        ax.axhspan(lo, hi, color=colour, alpha=0.22, lw=0, zorder=0)
-        handles.append(Patch(color=colour, alpha=0.22, label=f"its {interval_text(a)}"))
-    if ratio is not None:
-        ax.axhline(ratio, color=colour, lw=1.6, zorder=1)
+    if cell is not None and cell.low is not None and cell.high is not None:
+        ax.axhspan(cell.low, cell.high, color=colour, alpha=0.22, lw=0, zorder=0)
+        label_ = f"its {_interval_label(cell, confidence)}"
+        handles.append(Patch(color=colour, alpha=0.22, label=label_))
+    if cell is not None and cell.ratio is not None:
+        ax.axhline(cell.ratio, color=colour, lw=1.6, zorder=1)
         handles.append(
-            Line2D([], [], color=colour, lw=1.6, label=f"grand ratio {units.sig(ratio, digits(a))}")
+            Line2D([], [], color=colour, lw=1.6, label=f"grand ratio {cell.ratio_text()}")
         )
     ax.axhline(1.0, color="#333333", lw=0.9, ls="--", zorder=1)
     handles.append(Line2D([], [], color="#333333", lw=0.9, ls="--", label="1 = same speed"))
