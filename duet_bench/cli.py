@@ -62,6 +62,14 @@ def reports_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except DuetError as e:
             _die(e)
+        except ModuleNotFoundError as e:
+            # scipy, matplotlib and arch are extras (duet_bench.extras): say which to install.
+            from duet_bench.extras import missing_module_error
+
+            known = missing_module_error(e)
+            if known is None:
+                raise
+            _die(known)
 
     return wrapper  # type: ignore[return-value]  # functools.wraps keeps the signature
 
@@ -142,9 +150,11 @@ def finish(
     one version (that outranks a regression: a verdict from a broken suite is not to be
     trusted), 1 on a regression per ``--fail-on``, else 0."""
     from duet_bench.report import render
+    from duet_bench.report.layout import terminal_width
     from duet_bench.session import raise_if_broken
 
-    click.echo(render(doc, fmt, color=fmt == "text" and color_for(sys.stdout)), nl=False)  # type: ignore[arg-type]
+    color, width = fmt == "text" and color_for(sys.stdout), terminal_width(sys.stdout)
+    click.echo(render(doc, fmt, color=color, width=width), nl=False)  # type: ignore[arg-type]
     click.echo(f"results: {out}", err=True)
     raise_if_broken(doc, max_failures, missing=missing)
     if fails_on(doc, fail_on):

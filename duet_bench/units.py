@@ -63,18 +63,19 @@ def ratio(x: float | None) -> str:
     return "n/a" if x is None else sig(x)
 
 
-def change(x: float | None) -> str:
+def change(x: float | None, decimals: int = 2) -> str:
     """A ratio as a signed percentage change: 1.048 -> ``+4.80%``, 0.97 -> ``-3.00%``,
-    1.000296 -> ``+0.03%`` (3 significant digits, but no finer than 0.01 %: below that a
-    difference is noise in any benchmark)."""
+    1.000296 -> ``+0.03%`` (3 significant digits, but no finer than ``decimals`` places of a
+    percent: 0.01 % by default, below which a difference is noise in most benchmarks;
+    :func:`change_digits` asks for more when an interval's bounds would look alike)."""
     if x is None or not math.isfinite(x):
         return "n/a"
     pct = (x - 1.0) * 100.0
-    if round(pct, 2) == 0:
+    if round(pct, decimals) == 0:
         return "0%"
-    text = sig(abs(pct))
-    if "." in text and len(text.split(".")[1]) > 2:
-        text = f"{abs(pct):.2f}"
+    text = sig(abs(pct), SIGNIFICANT + decimals - 2)
+    if "." in text and len(text.split(".")[1]) > decimals:
+        text = f"{abs(pct):.{decimals}f}"
     return ("+" if pct > 0 else "-") + text + "%"
 
 
@@ -94,10 +95,36 @@ def share(fraction: float) -> str:
     return f"{pct:.0f}%"
 
 
-def interval(low: float | None, high: float | None) -> str:
+def interval(low: float | None, high: float | None, digits: int = SIGNIFICANT) -> str:
     if low is None or high is None:
         return "n/a"
-    return f"[{sig(low)}, {sig(high)}]"
+    return f"[{sig(low, digits)}, {sig(high, digits)}]"
+
+
+#: The most significant digits :func:`telling_digits` gives: past it, bounds that still look
+#: alike are alike for any purpose (a ratio known to 1e-6).
+MAX_DIGITS = 6
+
+
+def telling_digits(*values: float | None, start: int = SIGNIFICANT) -> int:
+    """The fewest significant digits, from ``start`` up to :data:`MAX_DIGITS`, that print the
+    distinct ``values`` (a point and its interval) differently: ``1.05 [1.05, 1.05]`` says
+    nothing, ``1.0500 [1.0483, 1.0518]`` does."""
+    finite = sorted({v for v in values if v is not None and math.isfinite(v)})
+    for digits in range(start, MAX_DIGITS + 1):
+        shown = {sig(v, digits) for v in finite}
+        if len(shown) == len(finite):
+            return digits
+    return MAX_DIGITS
+
+
+def change_digits(*ratios: float | None) -> int:
+    """The decimals (2 to 4) that print the changes of ``ratios`` differently (:func:`change`)."""
+    finite = sorted({r for r in ratios if r is not None and math.isfinite(r)})
+    for decimals in range(2, 5):
+        if len({change(r, decimals) for r in finite}) == len(finite):
+            return decimals
+    return 4
 
 
 _SIZE_SUFFIXES = {
@@ -139,6 +166,52 @@ def parse_size(text: str) -> int:
 
 #: A name longer than this is shortened where it is displayed (it is stored whole).
 NAME_WIDTH = 48
+
+
+def differing_name(name: str, width: int = NAME_WIDTH) -> str:
+    """``name`` in ``width`` characters, keeping what tells it apart: an ad hoc comparison's
+    name (``A vs B``, see ``duet run``) keeps where A and B differ and elides what they share
+    (``…/pp2.4.7/bin/python… vs …/pp3.0.0/bin/python…``); any other name keeps its start and
+    end (:func:`short_name`)."""
+    if len(name) <= width:
+        return name
+    a, sep, b = name.partition(" vs ")
+    if not sep or " vs " in b:
+        return short_name(name, width)
+    lead = len(_common_prefix(a, b))
+    tail = len(_common_prefix(a[lead:][::-1], b[lead:][::-1]))
+    # Widen the difference to whole words or path components: "pp2.4.7", not "2.4.7".
+    while lead > 0 and a[lead - 1] not in _BOUNDARY:
+        lead -= 1
+    while tail > 0 and a[len(a) - tail] not in _BOUNDARY:
+        tail -= 1
+    core_a, core_b = a[lead : len(a) - tail], b[lead : len(b) - tail]
+    prefix, suffix = a[:lead], a[len(a) - tail :]
+    # Context is cut at word or path boundaries only; the most that fits wins.
+    starts = [i for i in range(len(prefix) + 1) if i in (0, len(prefix)) or prefix[i] in _BOUNDARY]
+    ends = [j for j in range(len(suffix) + 1) if j in (0, len(suffix)) or suffix[j] in _BOUNDARY]
+    fitting = []
+    for i in starts:
+        for j in ends:
+            pre = ("…" if i else "") + prefix[i:]
+            post = suffix[:j] + ("…" if j < len(suffix) else "")
+            text = f"{pre}{core_a}{post} vs {pre}{core_b}{post}"
+            if len(text) <= width:
+                fitting.append((len(text) - 2 * text.count("…"), text))
+    if fitting:
+        return max(fitting)[1]
+    half = (width - len(" vs ")) // 2
+    return f"{short_name(core_a, half)} vs {short_name(core_b, half)}"
+
+
+_BOUNDARY = frozenset(" /=:,'\"")
+
+
+def _common_prefix(a: str, b: str) -> str:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return a[:n]
 
 
 def short_name(name: str, width: int = NAME_WIDTH) -> str:

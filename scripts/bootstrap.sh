@@ -1,9 +1,9 @@
 #!/bin/sh
 # Creates the virtual environment and installs duet-bench into it, in one of two sizes:
 #
-#   sh scripts/bootstrap.sh runtime   duet and its runtime dependencies only (what `make demo`
-#                                     needs: numpy, scipy, click, GitPython, matplotlib, tomlkit)
-#   sh scripts/bootstrap.sh dev       the runtime, the test and arch extras, and the tools the
+#   sh scripts/bootstrap.sh runtime   duet's core install only (what `make demo` needs:
+#                                     numpy, click, GitPython, tomlkit; no plots, no scipy)
+#   sh scripts/bootstrap.sh dev       the core, the plots, stats, test and arch extras, and the tools the
 #                                     CI-template, install and accuracy tests use (`make test`)
 #
 # Works on a fresh Debian machine that has python3, gcc and make; installs python3-venv when

@@ -16,12 +16,13 @@ from collections.abc import Callable
 
 from duet_bench.ci.marker import DEFAULT_KEY, marker
 from duet_bench.ci.sanitize import sanitize
+from duet_bench.report.markdown import ALL_BENCHMARKS
 from duet_bench.results import ResultsDocument
 
 GITHUB_MAX_BODY = 65_536
 GITLAB_MAX_BODY = 1_000_000
 
-_DETAILS_OPEN = "<details><summary>All benchmarks</summary>"
+_DETAILS_OPEN = ALL_BENCHMARKS
 _DETAILS_CLOSE = "</details>"
 # The only tags the report writes itself, without attributes; any other "<" becomes "&lt;".
 _NOT_OUR_TAG = re.compile(r"<(?!(?:/?(?:details|summary|sub|sup|b|i|em|strong)|br ?/?)>)")

@@ -317,8 +317,30 @@ def summary(report: str | None, *, limit_bytes: int = STEP_SUMMARY_LIMIT_BYTES) 
     ).lstrip("\n")
 
 
+def outputs(doc: ResultsDocument) -> list[str]:
+    """``name=value`` lines for ``$GITHUB_OUTPUT``: the verdict of the whole comparison and the
+    count per verdict, for the steps after the action (``steps.duet.outputs.verdict``)."""
+    from duet_bench.report.rows import counts, rows
+
+    if any(b.analysis is None for b in doc.benchmarks):
+        from duet_bench.analysis import AnalysisSettings, analyze_document
+
+        doc = analyze_document(doc, AnalysisSettings())
+    c = counts(rows(doc))
+    order = ("regression", "improvement", "inconclusive", "no change")
+    verdict = next((v for v in order if c.get(v)), "")
+    return [
+        f"verdict={verdict}",
+        f"regressions={c.get('regression', 0)}",
+        f"improvements={c.get('improvement', 0)}",
+        f"inconclusive={c.get('inconclusive', 0)}",
+        f"unchanged={c.get('no change', 0)}",
+    ]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m duet_bench.ci.github annotate RESULTS`` | ``summary REPORT``: print to stdout."""
+    """``python -m duet_bench.ci.github annotate RESULTS`` | ``summary REPORT`` | ``outputs
+    RESULTS``: print to stdout."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m duet_bench.ci.github")
@@ -328,7 +350,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     a.add_argument("--limit", type=int, default=MAX_ERROR_ANNOTATIONS)
     s = sub.add_parser("summary", help="the report for $GITHUB_STEP_SUMMARY")
     s.add_argument("report")
+    o = sub.add_parser("outputs", help="verdict and counts for $GITHUB_OUTPUT")
+    o.add_argument("results")
     args = parser.parse_args(argv)
+    if args.what == "outputs":
+        from duet_bench import results
+        from duet_bench.errors import DuetError
+
+        try:
+            doc = results.load(args.results)
+        except DuetError as e:
+            print(f"::warning title=duet::{escape_data(str(e))}", file=sys.stderr)
+            return 0
+        print("\n".join(outputs(doc)))
+        return 0
     if args.what == "annotate":
         from duet_bench import results
         from duet_bench.errors import DuetError

@@ -35,6 +35,8 @@ def text(value: str) -> str:
 
 def _opt_text(value: Any) -> str | None:
     return text(value) if isinstance(value, str) else None
+#: Failed runs kept per benchmark: the notes name two and count the rest.
+_MAX_FAILURES = 100
 
 
 def sanitize(doc: ResultsDocument) -> ResultsDocument:
@@ -190,5 +192,11 @@ def _sanitize_benchmark(b: BenchmarkRecord) -> BenchmarkRecord:
         "metrics": metrics,
         "interference": interference,
         "disagreement": _opt_text(a.get("disagreement")),
+        # The comment names failed runs ("run 4: timeout") and what would decide an
+        # inconclusive result; both are escaped where they are rendered.
+        "failures": [text(f) for f in a.get("failures") or [] if isinstance(f, str)][:_MAX_FAILURES]
+        if isinstance(a.get("failures"), list)
+        else [],
+        "runs_needed": count(a.get("runs_needed")) or None,
     }
     return replace(b, analysis=clean)

@@ -49,10 +49,12 @@ def analyze(
     here explicitly."""
     from duet_bench.commands import load_results, raise_if_incomplete, reanalyze
     from duet_bench.report import render
+    from duet_bench.report.layout import terminal_width
 
     doc = load_results(results)
     analysed = reanalyze(doc, explicit_analysis_options(ctx), only_missing=False)
-    click.echo(render(analysed, fmt, color=fmt == "text" and color_for(sys.stdout)), nl=False)  # type: ignore[arg-type]
+    color, width = fmt == "text" and color_for(sys.stdout), terminal_width(sys.stdout)
+    click.echo(render(analysed, fmt, color=color, width=width), nl=False)  # type: ignore[arg-type]
     raise_if_incomplete(analysed, allow=allow_incomplete)
     if fails_on(analysed, fail_on):
         sys.exit(EXIT_REGRESSION)

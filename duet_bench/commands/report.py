@@ -65,6 +65,7 @@ def report(ctx: click.Context, /, **o: Any) -> None:
     from duet_bench.commands import load_results, raise_if_incomplete
     from duet_bench.errors import EnvironmentNotReady
     from duet_bench.report import render
+    from duet_bench.report.layout import terminal_width
 
     explicit = explicit_analysis_options(ctx)
     doc = reanalyze(load_results(o["results"]), explicit, only_missing=not explicit)
@@ -74,7 +75,8 @@ def report(ctx: click.Context, /, **o: Any) -> None:
     if o["plot_dir"] or fmt == "html":
         plots = _plots(doc, o["plot_dir"], required=bool(o["plot_dir"]))
     to_terminal = o["output"] is None and color_for(sys.stdout)
-    text = render(doc, fmt, color=fmt == "text" and to_terminal, plots=plots)  # type: ignore[arg-type]
+    width = terminal_width(sys.stdout) if o["output"] is None else None
+    text = render(doc, fmt, color=fmt == "text" and to_terminal, plots=plots, width=width)  # type: ignore[arg-type]
     if o["output"] is None:
         click.echo(text, nl=False)
         raise_if_incomplete(doc, allow=o["allow_incomplete"])
@@ -95,16 +97,18 @@ def _plots(doc: Any, plot_dir: str | None, *, required: bool) -> dict[str, str] 
     """Write the plots (into ``plot_dir``, or a temporary directory just for the html page)
     and return them as caption -> SVG text. Without matplotlib: an error when the plots were
     asked for, a warning when only the html page would have shown them."""
+    from duet_bench import extras
     from duet_bench.errors import EnvironmentNotReady
+    from duet_bench.report.plots import svg_plots, write_plots
 
-    try:
-        from duet_bench.report.plots import svg_plots, write_plots
-    except ImportError as e:  # pragma: no cover - matplotlib is a dependency
+    if not extras.available("matplotlib"):
         if required:
-            raise EnvironmentNotReady(
-                f"cannot draw plots: {e}", fix="pip install matplotlib"
-            ) from e
-        click.echo(f"duet: warning: html report without plots: {e}", err=True)
+            raise extras.missing_error("matplotlib")
+        click.echo(
+            "duet: warning: html report without plots: matplotlib is not installed. "
+            f"Fix: {extras.install_hint('matplotlib')}",
+            err=True,
+        )
         return None
 
     def draw(directory: Path) -> dict[str, str]:

@@ -20,16 +20,19 @@ def render(
     *,
     color: bool = False,
     plots: Mapping[str, str] | None = None,
+    width: int | None = None,
 ) -> str:
     """Render an analysed document in ``fmt``.
 
-    ``color`` is for ``text`` (a terminal); ``plots`` (caption -> SVG document) for ``html``,
-    which inlines them.
+    ``color`` and ``width`` are for ``text`` (a terminal; :func:`duet_bench.report.layout.
+    terminal_width` gives the width, 100 columns by default); ``plots`` (caption -> SVG
+    document) for ``html``, which inlines them.
     """
     if fmt == "text":
+        from duet_bench.report.layout import WIDTH
         from duet_bench.report.text import render_text
 
-        return render_text(doc, color=color)
+        return render_text(doc, color=color, width=width or WIDTH)
     if fmt == "markdown":
         from duet_bench.report.markdown import render_markdown
 

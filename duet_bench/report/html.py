@@ -20,7 +20,15 @@ from typing import Any
 
 from duet_bench import units
 from duet_bench.report.escape import html_text
-from duet_bench.report.rows import Row, common_confidence, headline, isolation_line, rows
+from duet_bench.report.rows import (
+    Row,
+    common_confidence,
+    isolation_line,
+    metric_line,
+    rows,
+    summary_sentence,
+    title,
+)
 from duet_bench.results import ResultsDocument
 from duet_bench.results.completeness import completeness
 
@@ -37,10 +45,12 @@ _CSS = """
 :root { color-scheme: light; }
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
   color: #1b1b1b; background: #fff; margin: 0; }
-main { max-width: 72rem; margin: 0 auto; padding: 1.5rem; }
+main { max-width: 80rem; margin: 0 auto; padding: 1.5rem; }
 h1 { font-size: 1.5rem; margin: 0 0 .3rem; }
 h2 { font-size: 1.15rem; margin: 1.8rem 0 .5rem; }
 .facts { color: #444; margin: 0 0 1rem; }
+.summary { font-size: 1.05rem; margin: .2rem 0 .6rem; }
+.decided { color: #333; }
 .warning { border-left: 4px solid #D55E00; background: #fbe5d6; padding: .5rem .8rem; }
 table { border-collapse: collapse; width: 100%; }
 caption { text-align: left; color: #444; padding-bottom: .4rem; }
@@ -48,8 +58,11 @@ th, td { padding: .35rem .6rem; border-bottom: 1px solid #ddd; vertical-align: t
 thead th { text-align: left; border-bottom: 2px solid #888; white-space: nowrap; }
 tbody th { text-align: left; font-weight: 600; overflow-wrap: anywhere; }
 .num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-.ratio { font-variant-numeric: tabular-nums; white-space: nowrap; }
-.ci { color: #444; }
+.ratio { font-variant-numeric: tabular-nums; }
+.chg { text-align: right; font-variant-numeric: tabular-nums; }
+.ci { color: #444; white-space: nowrap; }
+.other { color: #444; font-size: .85rem; min-width: 16rem; }
+.scroll { overflow-x: auto; }
 .v { display: inline-block; padding: .05rem .5rem; border: 2px solid; border-radius: .7rem;
   white-space: nowrap; font-weight: 600; }
 .v-regression { color: #8a3300; background: #fbe5d6; border-color: #D55E00; }
@@ -80,26 +93,45 @@ def _ratio(r: Row) -> str:
     return f'{r.ratio} <span class="ci">{r.interval} {conf}</span>'
 
 
+def _change(r: Row) -> str:
+    if r.change_interval == "n/a":
+        return r.change
+    return f'{r.change} <span class="ci">{r.change_interval}</span>'
+
+
 def _table(items: list[Row]) -> list[str]:
+    """One row per benchmark: the numbers of the metric that decided (named in its column),
+    then the metrics that did not decide, each with its own interval."""
+    other = any(r.other for r in items)
+    # One metric for all: the line above the table names it; a column only when they differ.
+    metric_column = len({r.metric for r in items}) > 1
     out = [
+        '<div class="scroll">',
         "<table>",
         "<caption>Ratio = candidate time / baseline time (geometric mean of the paired "
-        "iterations): above 1 the candidate is slower.</caption>",
+        "iterations) in the metric that decided: above 1 the candidate is slower.</caption>",
         '<thead><tr><th scope="col">benchmark</th><th scope="col" class="num">runs</th>'
-        '<th scope="col" class="num">baseline</th><th scope="col" class="num">candidate</th>'
+        + ('<th scope="col">metric</th>' if metric_column else "")
+        + '<th scope="col" class="num">baseline</th><th scope="col" class="num">candidate</th>'
         '<th scope="col">ratio [CI]</th><th scope="col" class="num">change</th>'
-        '<th scope="col">verdict</th></tr></thead>',
+        '<th scope="col">verdict</th>'
+        + ('<th scope="col">other metrics (did not decide)</th>' if other else "")
+        + "</tr></thead>",
         "<tbody>",
     ]
     for r in items:
+        others = "<br>".join(html_text(c.summary()) for c in r.others if not c.missing)
         out.append(
             f'<tr><th scope="row">{html_text(r.name)}</th>'
             f'<td class="num">{html_text(r.runs)}</td>'
-            f'<td class="num">{r.baseline}</td><td class="num">{r.candidate}</td>'
-            f'<td class="ratio">{_ratio(r)}</td><td class="num">{r.change}</td>'
-            f"<td>{_verdict(r.verdict)}</td></tr>"
+            + (f"<td>{html_text(r.metric or 'n/a')}</td>" if metric_column else "")
+            + f'<td class="num">{r.baseline}</td><td class="num">{r.candidate}</td>'
+            f'<td class="ratio">{_ratio(r)}</td><td class="chg">{_change(r)}</td>'
+            f"<td>{_verdict(r.verdict)}</td>"
+            + (f'<td class="other">{others}</td>' if other else "")
+            + "</tr>"
         )
-    out += ["</tbody>", "</table>"]
+    out += ["</tbody>", "</table>", "</div>"]
     return out
 
 
@@ -117,7 +149,7 @@ def _commits(doc: ResultsDocument) -> str | None:
         text = f"{ref} ({sha})" if ref and sha else (ref or sha or "?")
         return html_text(text)
 
-    return f"baseline {label(base)} → candidate {label(head)}"
+    return f"<strong>BASE</strong> {label(base)} → <strong>HEAD</strong> {label(head)}"
 
 
 def _facts(doc: ResultsDocument, items: list[Row]) -> list[str]:
@@ -187,10 +219,32 @@ def inline_svg(svg: str, prefix: str, *, aria_label: str | None = None) -> str:
     return ET.tostring(root, encoding="unicode")
 
 
+def _notes(items: list[Row]) -> list[str]:
+    """What would decide an inconclusive benchmark and the notes; then the details of how the
+    numbers were made."""
+
+    def li(r: Row, text: str) -> str:
+        return f"<li><strong>{html_text(r.name)}</strong>: {html_text(text)}</li>"
+
+    notes = []
+    for r in items:
+        hint = r.decide_hint()
+        if hint:
+            notes.append(li(r, f"inconclusive: {hint}"))
+        notes += [li(r, n) for n in r.notes]
+    # Why each metric decided, the interference and the other metrics' estimates: the table
+    # and the line above it say what matters; this is for whoever checks the method.
+    details = [li(r, d) for r in items for d in (r.decided_line(), *r.details) if d]
+    out = ["<h2>Notes</h2>", "<ul>", *notes, "</ul>"] if notes else []
+    if details:
+        out += ["<h2>How these numbers were made</h2>", "<ul>", *details, "</ul>"]
+    return out
+
+
 def render_html(doc: ResultsDocument, *, plots: Mapping[str, str] | None = None) -> str:
     """A standalone HTML page; ``plots`` maps a caption to an SVG document to inline."""
     items = rows(doc)
-    title = "duet: " + headline(items)
+    heading = "duet: " + title(items)
     out = [
         "<!DOCTYPE html>",
         '<html lang="en">',
@@ -198,12 +252,13 @@ def render_html(doc: ResultsDocument, *, plots: Mapping[str, str] | None = None)
         '<meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
-        f"<title>{html_text(title)}</title>",
+        f"<title>{html_text(heading)}</title>",
         f"<style>{_CSS}</style>",
         "</head>",
         "<body>",
         "<main>",
-        f"<h1>{html_text(title)}</h1>",
+        f"<h1>{html_text(heading)}</h1>",
+        f'<p class="summary">{html_text(summary_sentence(items))}</p>',
     ]
     incomplete = completeness(doc).sentence
     if incomplete:
@@ -219,14 +274,11 @@ def render_html(doc: ResultsDocument, *, plots: Mapping[str, str] | None = None)
             '<p class="warning" role="alert"><strong>Warning:</strong> affinity-only '
             "isolation: CPU time of orphaned children and peak memory are unreliable.</p>"
         )
+    decided = metric_line(items, doc)
+    if decided:
+        out.append(f'<p class="decided">{html_text(decided[0].upper() + decided[1:])}.</p>')
     out += _table(items)
-    notes = [
-        f"<li><strong>{html_text(r.name)}</strong>: {html_text(r.note)}</li>"
-        for r in items
-        if r.note
-    ]
-    if notes:
-        out += ["<h2>Notes</h2>", "<ul>", *notes, "</ul>"]
+    out += _notes(items)
     if plots:
         out.append("<h2>Plots</h2>")
         for i, (caption, svg) in enumerate(plots.items()):

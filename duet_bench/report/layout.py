@@ -24,3 +24,14 @@ def wrap(text: str, indent: int, *, first: int = 0, width: int = WIDTH) -> str:
         break_long_words=False,
     )
     return filled[first:].replace(_NBSP, " ")
+
+
+def terminal_width(stream: object) -> int:
+    """The columns of the terminal ``stream`` writes to; :data:`WIDTH` when it is not one (a
+    file, a pipe, a CI log), so saved reports do not depend on who made them."""
+    import shutil
+
+    isatty = getattr(stream, "isatty", None)
+    if not (isatty and isatty()):
+        return WIDTH
+    return max(40, shutil.get_terminal_size((WIDTH, 24)).columns)

@@ -1,8 +1,12 @@
 """The markdown report: what the pull-request comment carries.
 
-A headline (counts per verdict), the benchmarks that changed or could not be decided, the full
-table folded in ``<details>``, the commits compared and the machine in one line. Every string
-that comes from the measured code goes through :func:`duet_bench.report.escape.markdown_text`.
+Above the fold, in the order a reviewer reads: a title that says what happened, one sentence
+(what changed, by how much, how sure), BASE and HEAD with their commits, which metric decided
+and why, then a BASE | HEAD | change | interval | verdict table of the benchmarks that changed,
+could not be decided or had a failed run, and what would decide an inconclusive one. Folded:
+every benchmark with the metrics that did not decide, the notes no reader acts on
+(winsorization), and the machine. Every string that comes from the measured code goes through
+:func:`duet_bench.report.escape.markdown_text`.
 """
 
 from __future__ import annotations
@@ -15,11 +19,11 @@ from duet_bench.report.escape import markdown_text
 from duet_bench.report.rows import (
     Row,
     common_confidence,
-    headline,
     isolation_line,
     metric_line,
     rows,
     summary_sentence,
+    title,
 )
 from duet_bench.results import ResultsDocument
 from duet_bench.results.completeness import completeness
@@ -31,53 +35,77 @@ _ICON = {
     "no change": "⚪",
     "no verdict": "⚫",
 }
+#: The fold with every benchmark: :func:`duet_bench.ci.body.fit` drops it first when a comment
+#: is too long, so its first line is fixed.
+ALL_BENCHMARKS = "<details><summary>All benchmarks</summary>"
 
 
-def _table(items: list[Row], shared: float | None) -> list[str]:
-    other = any(r.other for r in items)
-    level = f" [{units.percent(shared)} CI]" if shared is not None else " [CI]"
+def _table(items: list[Row], shared: float | None, *, others: bool) -> list[str]:
+    """BASE | HEAD | change | interval | verdict, and with ``others`` the metrics that did not
+    decide (the deciding metric is the one the numbers come from)."""
+    other = others and any(r.other for r in items)
+    level = f"{units.percent(shared)} interval" if shared is not None else "interval"
     out = [
-        f"| benchmark | baseline | candidate | change{level} | verdict |"
+        f"| benchmark | BASE | HEAD | change | {level} | verdict |"
         + (" other metrics |" if other else ""),
-        "|---|---:|---:|---|---|" + ("---|" if other else ""),
+        "|---|---:|---:|---:|---|---|" + ("---|" if other else ""),
     ]
     for r in items:
-        change = r.change if r.change_interval == "n/a" else f"{r.change} {r.change_interval}"
-        if shared is None and r.confidence is not None and r.change_interval != "n/a":
-            change += f" {units.percent(r.confidence)}"
+        interval = "" if r.change_interval == "n/a" else r.change_interval
+        if shared is None and r.confidence is not None and interval:
+            interval += f" {units.percent(r.confidence)}"
+        verdict = f"{_ICON.get(r.verdict, '')} {r.verdict}"
+        if r.runs_failed:
+            verdict += f" ({r.runs_failed} failed run{'s' if r.runs_failed > 1 else ''})"
         out.append(
-            f"| {markdown_text(r.name)} | {r.baseline} | {r.candidate} | {change} | "
-            f"{_ICON.get(r.verdict, '')} {r.verdict} |" + (f" {r.other} |" if other else "")
-            # Built by duet from numbers and fixed words: nothing to escape.
+            f"| {markdown_text(r.name)} | {r.baseline} | {r.candidate} | {r.change} | "
+            f"{interval} | {verdict} |" + (f" {r.other} |" if other else "")
+            # Built by duet from numbers and fixed words; the name and notes are escaped.
         )
     return out
 
 
-def _commits(doc: ResultsDocument) -> str | None:
+def _label(v: Mapping[str, Any]) -> str:
+    # A results file is outside input: the ref and commit are escaped like any other text.
+    sha = markdown_text(str(v.get("commit") or "")[:12])
+    ref = markdown_text(str(v.get("ref"))) if v.get("ref") else ""
+    if ref and sha:
+        return f"`{ref}` ({sha})"
+    return f"`{ref}`" if ref else (sha or "?")
+
+
+def versions_line(doc: ResultsDocument) -> str | None:
+    """``**BASE** `main` (1a2b3c4d5e6f) → **HEAD** `topic` (6f5e4d3c2b1a)``."""
     versions: Mapping[str, Any] = doc.config.get("versions") or {}
     base = versions.get("baseline") if isinstance(versions, Mapping) else None
     head = versions.get("candidate") if isinstance(versions, Mapping) else None
     if not isinstance(base, Mapping) or not isinstance(head, Mapping):
         return None
+    return f"**BASE** {_label(base)} → **HEAD** {_label(head)}"
 
-    def label(v: Mapping[str, Any]) -> str:
-        # A results file is outside input: the commit is escaped like any other text.
-        sha = markdown_text(str(v.get("commit") or "")[:12])
-        ref = v.get("ref")
-        text = markdown_text(str(ref)) if ref else ""
-        return f"{text} ({sha})" if text and sha else (text or sha or "?")
 
-    return f"baseline {label(base)} → candidate {label(head)}"
+def _attention(items: list[Row]) -> list[str]:
+    """What would decide each inconclusive benchmark, the notes a reader needs and the failed
+    runs: one bullet each (interference is counted in the metric line, detailed in the fold)."""
+    out = []
+    for r in items:
+        name = f"**{markdown_text(r.name)}**"
+        hint = r.decide_hint()
+        if hint:
+            text = markdown_text(hint, limit=None)
+            # An option a reader copies: code, as in the rest of duet's messages.
+            text = text.replace("--fail-on inconclusive", "`--fail-on inconclusive`")
+            out.append(f"- {name} is inconclusive: {text}")
+        out += [f"- {name}: {markdown_text(n, limit=400)}" for n in r.notes]
+    return out
 
 
 def render_markdown(doc: ResultsDocument) -> str:
-    """The sentence a reviewer reads first, the table of what changed (or could not be
-    decided), the notes, every benchmark folded away when there is more to see, and the machine
-    in one line."""
+    """See the module docstring for the order; every benchmark is folded away below."""
     items = rows(doc)
     shared = common_confidence(items)
     out = [
-        "## duet: " + headline(items),
+        "## duet: " + markdown_text(title(items), limit=None),
         "",
     ]
     incomplete = completeness(doc).sentence
@@ -87,52 +115,49 @@ def render_markdown(doc: ResultsDocument) -> str:
         summary_sentence(items, name=lambda n: f"**{markdown_text(n)}**"),
         "",
     ]
-    changed = [r for r in items if r.changed]
-    if changed:
-        out += _table(changed, shared)
-        out.append("")
-    notes = [
-        f"- **{markdown_text(r.name)}**: {markdown_text(r.note, limit=400)}"
-        for r in items
-        if r.note
-    ]
-    notes += [
-        f"- **{markdown_text(r.name)}**: {markdown_text(r.interference)}"
-        for r in items
-        if r.interference
-    ]
-    if notes:
-        out += ["Notes:", "", *notes, ""]
-    if len(changed) < len(items):
-        out += [
-            "<details><summary>All benchmarks</summary>",
-            "",
-            *_table(items, shared),
-            "",
-            "</details>",
-            "",
-        ]
-    iso = isolation_line(doc)
+    versions = versions_line(doc)
+    if versions:
+        out += [versions, ""]
     decided = metric_line(items, doc)
-    facts = [
-        f
-        for f in (
-            _commits(doc),
-            markdown_text(iso, limit=None) if iso else None,
-            markdown_text(decided, limit=None) if decided else None,
-        )
-        if f
-    ]
-    threshold = next((b.analysis.get("threshold") for b in doc.benchmarks if b.analysis), None)
-    if threshold is not None:
-        facts.append(f"threshold {units.sig(float(threshold) * 100)}%")
-    if facts:
-        out.append("<sub>" + " · ".join(facts) + "</sub>")
+    if decided:
+        out += [markdown_text(decided[0].upper() + decided[1:], limit=None) + ".", ""]
+    shown = [r for r in items if r.needs_attention]
+    if shown:
+        out += [*_table(shown, shared, others=False), ""]
+    attention = _attention(items)
+    if attention:
+        out += [*attention, ""]
+    out += [ALL_BENCHMARKS, "", *_table(items, shared, others=True), "", "</details>", ""]
+    out += _folded_details(doc, items)
     if doc.environment.get("isolation") == "affinity-only":
         out += [
-            "",
             "> [!WARNING]",
             "> affinity-only isolation: CPU time of orphaned children and peak memory "
             "are unreliable.",
+            "",
         ]
-    return "\n".join(out) + "\n"
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _folded_details(doc: ResultsDocument, items: list[Row]) -> list[str]:
+    """How the numbers were made: why each metric decided, what the others said, interference,
+    the notes no reader acts on, and the machine."""
+    details = [
+        f"- **{markdown_text(r.name)}**: {markdown_text(d, limit=600)}"
+        for r in items
+        for d in (r.decided_line(), *r.details)
+        if d
+    ]
+    iso = isolation_line(doc)
+    facts = [markdown_text(iso, limit=None)] if iso else []
+    threshold = next((r.threshold for r in items if r.threshold is not None), None)
+    if threshold is not None:
+        facts.append(f"threshold ±{units.sig(threshold * 100)}%")
+    if not details and not facts:
+        return []
+    out = ["<details><summary>How these numbers were made</summary>", ""]
+    if details:
+        out += [*details, ""]
+    if facts:
+        out += [" · ".join(facts), ""]
+    return [*out, "</details>", ""]

@@ -1,55 +1,102 @@
-"""The plots of one benchmark: its paired iteration times over time, and its run ratios.
+"""The plots of one benchmark: its paired iterations over time, and its run ratios, both in the
+metric that decided its verdict (wall time, CPU time or wall time less run-queue delay).
 
 ``iterations_figure`` follows the duet paper's Figure 3 (Bulej et al., "Duet Benchmarking",
 2020): the two sides move up and down together, which is what makes the ratio precise; below,
 the ratio of every pair. ``runs_figure`` shows the geometric-mean ratio of every run with the
-grand ratio and its interval: a run that disagrees with the others (a slow core, a noisy
-neighbour) stands out.
+grand ratio and its interval, one panel per metric, the deciding one first: a run that
+disagrees with the others (a slow core, a noisy neighbour) stands out, and no metric is ever
+drawn under another metric's interval.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from duet_bench import units
+from duet_bench.metrics import METRIC_NAMES, METRICS
 from duet_bench.report.plot_style import (
     RUN_SHADE,
     SIDE_STYLE,
     VERDICT_STYLE,
-    estimate_text,
     figure,
-    interval_text,
     label,
-    number,
     time_unit,
-    verdict,
 )
+from duet_bench.report.rows import MetricCell, Row, row
 from duet_bench.results import BenchmarkRecord, RunRecord
 
-__all__ = ["iterations_figure", "runs_figure"]
+__all__ = ["iterations_figure", "metric_series", "runs_figure"]
+
+Matrix = np.ndarray[Any, np.dtype[np.float64]]
+
+
+def metric_series(b: BenchmarkRecord) -> dict[str, tuple[Matrix, Matrix]]:
+    """Metric key -> (baseline, candidate) ``(runs, iterations)`` matrices of the successful
+    runs, for every metric recorded; the same figures the analysis made its estimates from."""
+    from duet_bench.analysis.series import series_of
+
+    runs = b.ok_runs()
+    if not runs:
+        return {}
+    series = series_of(runs)
+    return {key: pair for key in METRICS if (pair := series.of(key)) is not None}
+
+
+def deciding_metric(b: BenchmarkRecord) -> str:
+    """The key of the metric that decided (wall time for a file analysed without one)."""
+    key = (b.analysis or {}).get("metric")
+    return key if isinstance(key, str) and key in METRIC_NAMES else "wall"
+
+
+def _cell(r: Row, key: str) -> MetricCell | None:
+    """The row's estimate of metric ``key``: the deciding one or one of the others (the same
+    cells the text, markdown and html reports show), None when it has none."""
+    for cell in (r.decided, *r.others):
+        if cell is not None and not cell.missing and (cell.key or "wall") == key:
+            return cell
+    return None
+
+
+def _interval_label(cell: MetricCell | None, confidence: float | None) -> str:
+    """``[1.090, 1.094] 99% CI`` or ``no interval``."""
+    if cell is None or cell.interval_text() == "n/a":
+        return "no interval"
+    level = f" {units.percent(confidence)} CI" if confidence is not None else " CI"
+    return cell.interval_text() + level
+
+
+def _estimate_label(cell: MetricCell | None, confidence: float | None) -> str:
+    """``ratio 1.092 [1.090, 1.094] 99% CI, regression``."""
+    if cell is None or cell.ratio is None:
+        return "no successful run"
+    return f"ratio {cell.ratio_text()} {_interval_label(cell, confidence)}, {cell.verdict}"
 
 
 def iterations_figure(b: BenchmarkRecord) -> Any:
-    """Paired iteration times of both sides over time (duet paper, Figure 3), and the ratio
-    of every pair below; successful runs only, each in its own band."""
+    """Paired iterations of both sides over time (duet paper, Figure 3) in the metric that
+    decided, and the ratio of every pair below with that metric's grand ratio and interval;
+    successful runs only, each in its own band."""
     runs = b.ok_runs()
-    a: Mapping[str, Any] = b.analysis or {}
+    model = row(b)
+    key = deciding_metric(b)
+    matrices = metric_series(b)
+    base_m, cand_m = matrices.get(key) or matrices["wall"]
+    if key not in matrices:
+        key = "wall"
+    # The overlay is the estimate of the metric drawn, never another metric's.
+    cell = _cell(model, key)
+    metric = METRIC_NAMES[key]
     fig = figure(10.0, 6.0)
     grid = fig.add_gridspec(2, 1, height_ratios=[3.0, 1.5])
     ax = fig.add_subplot(grid[0])
     axr = fig.add_subplot(grid[1], sharex=ax)
-    samples = np.concatenate(
-        [
-            np.asarray(s.iterations_ns, dtype=np.float64)
-            for r in runs
-            for s in (r.baseline, r.candidate)
-        ]
-    )
-    scale, unit = time_unit(float(np.median(samples)))
+    scale, unit = time_unit(float(np.median(np.concatenate([base_m.ravel(), cand_m.ravel()]))))
+    n_iter = base_m.shape[1]
     timed = _starts_usable(runs)
     t0 = (
         min(min(s.iteration_start_ns or [0]) for r in runs for s in (r.baseline, r.candidate))
@@ -59,11 +106,12 @@ def iterations_figure(b: BenchmarkRecord) -> Any:
     centres: list[float] = []
     offset = 0.0
     for k, r in enumerate(runs):
-        base = np.asarray(r.baseline.iterations_ns, dtype=np.float64)
-        cand = np.asarray(r.candidate.iterations_ns, dtype=np.float64)
+        base, cand = base_m[k], cand_m[k]
         if timed:
-            xb = (np.asarray(r.baseline.iteration_start_ns, dtype=np.float64) - t0) / 1e9
-            xc = (np.asarray(r.candidate.iteration_start_ns, dtype=np.float64) - t0) / 1e9
+            starts_b = r.baseline.iteration_start_ns or ()
+            starts_c = r.candidate.iteration_start_ns or ()
+            xb = (np.asarray(starts_b[:n_iter], dtype=np.float64) - t0) / 1e9
+            xc = (np.asarray(starts_c[:n_iter], dtype=np.float64) - t0) / 1e9
         else:
             xb = xc = offset + np.arange(base.size, dtype=np.float64)
             offset += base.size + max(2.0, base.size * 0.25)
@@ -97,17 +145,10 @@ def iterations_figure(b: BenchmarkRecord) -> Any:
             zorder=2,
             label="ratio of the pair" if k == 0 else None,
         )
-    ratio = number(a.get("ratio"))
-    lo, hi = number(a.get("ci_low")), number(a.get("ci_high"))
-    axr.axhline(1.0, color="#333333", lw=0.9, ls="--", zorder=1, label="1 = same speed")
-    if ratio is not None:
-        colour = VERDICT_STYLE[verdict(a)][0]
-        axr.axhline(ratio, color=colour, lw=1.6, zorder=3, label=f"grand ratio {units.sig(ratio)}")
-        if lo is not None and hi is not None:
-            axr.axhspan(lo, hi, color=colour, alpha=0.25, lw=0, zorder=1, label=interval_text(a))
+    _grand_ratio(axr, cell, model.confidence)
     handles = [*ax.get_legend_handles_labels()[0], *axr.get_legend_handles_labels()[0]]
-    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 6))
-    ax.set_ylabel(f"iteration time ({unit})")
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 3))
+    ax.set_ylabel(f"{metric} per iteration ({unit})")
     axr.set_ylabel("ratio\ncandidate/baseline")
     if timed:
         axr.set_xlabel("iteration start (s since the first start); runs in alternating bands")
@@ -123,44 +164,93 @@ def iterations_figure(b: BenchmarkRecord) -> Any:
     ax.tick_params(labelbottom=False)
     failed = len(b.runs) - len(runs)
     extra = f"; {failed} failed run{'s' if failed != 1 else ''} not shown" if failed else ""
-    ax.set_title(f"{label(b.name, 90)}\n{estimate_text(a)}{extra}", loc="left")
+    estimate = _estimate_label(cell, model.confidence)
+    ax.set_title(f"{label(b.name, 90)}\n{metric} decided: {estimate}{extra}", loc="left")
     return fig
 
 
+def _grand_ratio(axr: Any, cell: MetricCell | None, confidence: float | None) -> None:
+    """Same speed, the grand ratio of ``cell`` and its interval on the pair-ratio axes."""
+    axr.axhline(1.0, color="#333333", lw=0.9, ls="--", zorder=1, label="1 = same speed")
+    if cell is None or cell.ratio is None:
+        return
+    colour = VERDICT_STYLE[cell.verdict if cell.verdict in VERDICT_STYLE else "no verdict"][0]
+    axr.axhline(
+        cell.ratio, color=colour, lw=1.6, zorder=3, label=f"grand ratio {cell.ratio_text()}"
+    )
+    if cell.low is not None and cell.high is not None:
+        band = f"{_interval_label(cell, confidence)} of the grand ratio"
+        axr.axhspan(cell.low, cell.high, color=colour, alpha=0.25, lw=0, zorder=1, label=band)
+
+
 def runs_figure(b: BenchmarkRecord) -> Any:
-    """The geometric-mean ratio of every run, with the grand ratio and its interval."""
+    """The geometric-mean ratio of every run with the grand ratio and its interval: one panel
+    per metric recorded, the deciding one first, each under its own interval only."""
+    r = row(b)
+    runs = b.ok_runs()
+    matrices = metric_series(b)
+    decided = deciding_metric(b)
+    keys = [decided] + [k for k in METRICS if k != decided and k in matrices]
+    keys = [k for k in keys if k in matrices] or ["wall"]
+    fig = figure(max(7.0, 3.0 + 0.22 * len(b.runs)) + 3.2 * (len(keys) - 1), 4.6)
+    axes = fig.subplots(1, len(keys), sharey=True, squeeze=False)[0]
+    handles: list[Any] = []
+    for i, (ax, key) in enumerate(zip(axes, keys, strict=True)):
+        cell = _cell(r, key)
+        pair = matrices.get(key)
+        panel = _runs_panel(ax, b, runs, cell, r.confidence, pair)
+        if i == 0:
+            handles = panel
+        role = "decided" if key == decided else "did not decide"
+        estimate = _estimate_label(cell, r.confidence)
+        ax.set_title(f"{METRIC_NAMES[key]} ({role})\n{estimate}", loc="left")
+    axes[0].set_ylabel("ratio candidate/baseline\n(geometric mean of the run)")
+    fig.suptitle(label(b.name, 70), x=0.01, ha="left")
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 3))
+    return fig
+
+
+def _runs_panel(
+    ax: Any,
+    b: BenchmarkRecord,
+    runs: Sequence[RunRecord],
+    cell: MetricCell | None,
+    confidence: float | None,
+    pair: tuple[Matrix, Matrix] | None,
+) -> list[Any]:
+    """One metric's run ratios, grand ratio and interval on ``ax``; the legend handles."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
+    from matplotlib.ticker import MaxNLocator
 
-    a: Mapping[str, Any] = b.analysis or {}
-    runs = b.ok_runs()
-    fig = figure(max(7.0, 3.0 + 0.22 * len(b.runs)), 4.4)
-    ax = fig.add_subplot()
-    word = verdict(a)
+    word = cell.verdict if cell and cell.verdict in VERDICT_STYLE else "no verdict"
     colour = VERDICT_STYLE[word][0]
-    ratio = number(a.get("ratio"))
-    lo, hi = number(a.get("ci_low")), number(a.get("ci_high"))
     handles: list[Any] = []
-    if lo is not None and hi is not None:
-        ax.axhspan(lo, hi, color=colour, alpha=0.22, lw=0, zorder=0)
-        handles.append(Patch(color=colour, alpha=0.22, label=interval_text(a)))
-    if ratio is not None:
-        ax.axhline(ratio, color=colour, lw=1.6, zorder=1)
+    if cell is not None and cell.low is not None and cell.high is not None:
+        ax.axhspan(cell.low, cell.high, color=colour, alpha=0.22, lw=0, zorder=0)
+        label_ = f"its {_interval_label(cell, confidence)}"
+        handles.append(Patch(color=colour, alpha=0.22, label=label_))
+    if cell is not None and cell.ratio is not None:
+        ax.axhline(cell.ratio, color=colour, lw=1.6, zorder=1)
         handles.append(
-            Line2D([], [], color=colour, lw=1.6, label=f"grand ratio {units.sig(ratio)}")
+            Line2D([], [], color=colour, lw=1.6, label=f"grand ratio {cell.ratio_text()}")
         )
     ax.axhline(1.0, color="#333333", lw=0.9, ls="--", zorder=1)
     handles.append(Line2D([], [], color="#333333", lw=0.9, ls="--", label="1 = same speed"))
+    per_run = _run_ratios(pair) if pair is not None else []
     # Which core the baseline sat on: a faster core shows as two clusters of run ratios.
     cores = sorted({r.baseline.cores[0] for r in runs if r.baseline.cores})
     markers = ["o", "D", "s", "^"]
     for i, core in enumerate(cores if len(cores) > 1 else [None]):
-        chosen = [r for r in runs if core is None or (r.baseline.cores or [None])[0] == core]
+        chosen = [
+            (r.index, y)
+            for r, y in zip(runs, per_run, strict=False)
+            if core is None or (r.baseline.cores or [None])[0] == core
+        ]
         if not chosen:
             continue
-        xs = [r.index for r in chosen]
-        ys = [math.exp(float(np.mean(_log_ratios(r)))) for r in chosen]
         m = markers[i % len(markers)]
+        xs, ys = zip(*chosen, strict=True)
         ax.plot(xs, ys, ls="none", marker=m, ms=6, color="#333333", mfc="white", mew=1.4, zorder=3)
         text = "run geometric mean" if core is None else f"run, baseline on CPU {core}"
         handles.append(
@@ -174,15 +264,16 @@ def runs_figure(b: BenchmarkRecord) -> Any:
             Line2D([], [], color="#D55E00", ls=":", lw=1.6, label="failed run (not analysed)")
         )
     ax.set_xlabel("run")
-    ax.set_ylabel("ratio candidate/baseline\n(geometric mean of the run)")
     if b.runs:
         ax.set_xlim(min(r.index for r in b.runs) - 0.7, max(r.index for r in b.runs) + 0.7)
-    from matplotlib.ticker import MaxNLocator
-
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_title(f"{label(b.name, 70)}\n{estimate_text(a)}", loc="left")
-    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 3))
-    return fig
+    return handles
+
+
+def _run_ratios(pair: tuple[Matrix, Matrix]) -> list[float]:
+    """The geometric mean of the paired ratios of every run (row)."""
+    base, cand = pair
+    return [math.exp(float(x)) for x in np.mean(np.log(cand / base), axis=1)]
 
 
 def _starts_usable(runs: Sequence[RunRecord]) -> bool:
@@ -192,10 +283,3 @@ def _starts_usable(runs: Sequence[RunRecord]) -> bool:
             if starts is None or len(starts) != len(side.iterations_ns):
                 return False
     return bool(runs)
-
-
-def _log_ratios(run: RunRecord) -> np.ndarray[Any, np.dtype[np.float64]]:
-    a = np.asarray(run.baseline.iterations_ns, dtype=np.float64)
-    b = np.asarray(run.candidate.iterations_ns, dtype=np.float64)
-    n = min(a.size, b.size)
-    return np.log(b[:n] / a[:n])

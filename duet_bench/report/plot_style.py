@@ -1,5 +1,6 @@
 """The look shared by every plot of a report: colours and markers, rc parameters, a bare
-figure, plain-text labels for untrusted names, and the numbers of an analysis as text.
+figure and plain-text labels for untrusted names (the numbers come from the row model,
+:mod:`duet_bench.report.rows`).
 
 Benchmark names are untrusted: labels are one line of plain text, drawn with mathtext off (see
 :data:`RC_PARAMS`), so ``$\\foo$`` is just text. matplotlib is imported inside :func:`figure`
@@ -8,12 +9,8 @@ Benchmark names are untrusted: labels are one line of plain text, drawn with mat
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Mapping
 from typing import Any
-
-from duet_bench import units
 
 #: Verdict -> (colour, marker, filled). Okabe-Ito hues; the marker points the way the
 #: candidate moved on the ratio axis (right: slower, left: faster).
@@ -61,37 +58,6 @@ def label(name: str, limit: int = _LABEL_LIMIT) -> str:
     """An untrusted name as one line of plain text for a plot."""
     s = _CONTROL.sub("\ufffd", " ".join(str(name).split()))
     return s if len(s) <= limit else s[: limit - 1] + "…"
-
-
-def number(x: Any) -> float | None:
-    """``x`` as a float when it is a finite number (not a bool), else None."""
-    if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
-        return None
-    return float(x)
-
-
-def verdict(a: Mapping[str, Any]) -> str:
-    """The verdict of an analysis, ``"no verdict"`` when it has none we know."""
-    v = a.get("verdict")
-    return v if isinstance(v, str) and v in VERDICT_STYLE else "no verdict"
-
-
-def interval_text(a: Mapping[str, Any], *, with_level: bool = True) -> str:
-    """``[1.04, 1.06] 99% CI`` (the level left out if not ``with_level``), or ``no interval``."""
-    lo, hi = number(a.get("ci_low")), number(a.get("ci_high"))
-    if lo is None or hi is None:
-        return "no interval"
-    conf = number(a.get("confidence"))
-    level = f" {units.percent(conf)} CI" if with_level and conf is not None else ""
-    return f"{units.interval(lo, hi)}{level}"
-
-
-def estimate_text(a: Mapping[str, Any]) -> str:
-    """``ratio 1.05 [1.04, 1.06] 99% CI, regression``."""
-    ratio = number(a.get("ratio"))
-    if ratio is None:
-        return "no successful run"
-    return f"ratio {units.sig(ratio)} {interval_text(a)}, {verdict(a)}"
 
 
 _TIME_UNITS = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns"))

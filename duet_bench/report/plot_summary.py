@@ -7,7 +7,6 @@ colour *and* marker shape (BenchExec's advice: it must survive a grey-scale prin
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Any
 
 from duet_bench import units
@@ -15,12 +14,9 @@ from duet_bench.report.plot_style import (
     BAND,
     VERDICT_STYLE,
     figure,
-    interval_text,
     label,
-    number,
-    verdict,
 )
-from duet_bench.report.rows import common_confidence, headline, rows
+from duet_bench.report.rows import common_confidence, rows, title
 from duet_bench.results import ResultsDocument
 
 __all__ = ["forest_figure"]
@@ -31,26 +27,26 @@ def forest_figure(doc: ResultsDocument) -> Any:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    benches = doc.benchmarks
-    n = len(benches)
+    items = rows(doc)  # the one row model the text, markdown and html reports read too
+    n = len(items)
     # Room for the longest name on the left and the numbers on the right, then the axis.
-    longest = max((len(label(b.name)) for b in benches), default=0)
+    longest = max((len(label(r.name)) for r in items), default=0)
     fig = figure(6.5 + 0.075 * longest, 2.2 + 0.42 * max(n, 1))
     ax = fig.add_subplot()
-    threshold = _threshold(doc)
-    shared = common_confidence(rows(doc))
+    threshold = next((r.threshold for r in items if r.threshold is not None), None)
+    shared = common_confidence(items)
     extent = [1.0]
     if threshold is not None:
         extent += [1.0 / (1.0 + threshold), 1.0 + threshold]
         ax.axvspan(1.0 / (1.0 + threshold), 1.0 + threshold, color=BAND, lw=0, zorder=0)
     ax.axvline(1.0, color="#333333", lw=1.0, ls="--", zorder=1)
     seen: list[str] = []
-    for y, b in enumerate(benches):
-        a: Mapping[str, Any] = b.analysis or {}
-        word = verdict(a)
+    for y, r in enumerate(items):
+        word = r.verdict if r.verdict in VERDICT_STYLE else "no verdict"
         colour, marker, filled = VERDICT_STYLE[word]
-        ratio = number(a.get("ratio"))
-        lo, hi = number(a.get("ci_low")), number(a.get("ci_high"))
+        cell = r.decided
+        ratio = cell.ratio if cell else None
+        lo, hi = (cell.low, cell.high) if cell else (None, None)
         if lo is not None and hi is not None:
             ax.plot([lo, hi], [y, y], color=colour, lw=2.2, solid_capstyle="butt", zorder=2)
             ax.plot([lo, hi], [y, y], ls="none", marker="|", ms=10, mew=2, color=colour, zorder=2)
@@ -68,7 +64,9 @@ def forest_figure(doc: ResultsDocument) -> Any:
                 zorder=3,
             )
             extent.append(ratio)
-            text = f"{units.sig(ratio)} {interval_text(a, with_level=shared is None)}"
+            text = r.ratio if r.interval == "n/a" else f"{r.ratio} {r.interval}"
+            if shared is None and r.confidence is not None and r.interval != "n/a":
+                text += f" {units.percent(r.confidence)} CI"
             if word not in seen:
                 seen.append(word)
         else:
@@ -86,14 +84,21 @@ def forest_figure(doc: ResultsDocument) -> Any:
     low, high = min(extent), max(extent)
     pad = (math.log(high) - math.log(low)) * 0.08 or 0.01
     _ratio_axis(ax, math.exp(math.log(low) - pad), math.exp(math.log(high) + pad))
-    ax.set_yticks(range(n), [label(b.name) for b in benches])
+    mixed = len({r.metric for r in items if r.metric}) > 1
+    ax.set_yticks(
+        range(n), [label(r.name) + (f" ({r.metric})" if mixed and r.metric else "") for r in items]
+    )
     ax.set_ylim(max(n, 1) - 0.5, -0.5)
     if not n:
         ax.text(1.0, 0.0, "no benchmarks", ha="center", va="center", style="italic")
     ax.grid(axis="y", visible=False)
     level = f"{units.percent(shared)} CI" if shared is not None else "CI at each benchmark's level"
-    ax.set_xlabel(f"ratio candidate/baseline ({level}), log scale: right of 1 is slower")
-    ax.set_title(f"duet: {headline(rows(doc))}", loc="left")
+    decided = sorted({r.metric for r in items if r.metric}) or ["wall time"]
+    ax.set_xlabel(
+        f"ratio candidate/baseline in {' or '.join(decided)}, the metric that decided "
+        f"({level}), log scale: right of 1 is slower"
+    )
+    ax.set_title(f"duet: {title(items)}", loc="left")
     handles: list[Any] = [
         Line2D(
             [],
@@ -113,14 +118,6 @@ def forest_figure(doc: ResultsDocument) -> Any:
     handles.append(Line2D([], [], color="#333333", ls="--", label="1 = same speed"))
     fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 4))
     return fig
-
-
-def _threshold(doc: ResultsDocument) -> float | None:
-    for b in doc.benchmarks:
-        t = number((b.analysis or {}).get("threshold"))
-        if t is not None:
-            return t
-    return None
 
 
 def _ratio_axis(ax: Any, lo: float, hi: float) -> None:

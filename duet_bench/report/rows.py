@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -13,7 +14,50 @@ from duet_bench.results import BenchmarkRecord, ResultsDocument
 
 
 @dataclass(frozen=True, slots=True)
+class MetricCell:
+    """One metric's estimate for one benchmark: the one that decided, or one shown beside it."""
+
+    key: str
+    #: ``CPU time``, ``wall time``, ``wall time less run-queue delay``.
+    name: str
+    ratio: float | None
+    low: float | None
+    high: float | None
+    verdict: str
+    baseline_ns: float | None = None
+    candidate_ns: float | None = None
+    #: Why the metric has no estimate (``no per-iteration CPU time recorded``), else None.
+    missing: str | None = None
+
+    @property
+    def digits(self) -> int:
+        """Significant digits that tell the point and the bounds apart."""
+        return units.telling_digits(self.low, self.ratio, self.high)
+
+    def ratio_text(self) -> str:
+        return "n/a" if self.ratio is None else units.sig(self.ratio, self.digits)
+
+    def interval_text(self) -> str:
+        return units.interval(self.low, self.high, self.digits)
+
+    def summary(self) -> str:
+        """``CPU time 1.09 [1.07, 1.12] regression``, or ``CPU time: not recorded``."""
+        if self.missing:
+            return f"{self.name}: {self.missing}"
+        text = f"{self.name} {self.ratio_text()}"
+        interval = self.interval_text()
+        if interval != "n/a":
+            text += f" {interval}"
+        return text + (f" {self.verdict}" if self.verdict in VERDICTS else "")
+
+
+@dataclass(frozen=True, slots=True)
 class Row:
+    """One benchmark as every report shows it, built once from its analysis (:func:`row`): the
+    metric that decided first, its numbers already formatted with the digits that tell its
+    bounds apart, the other metrics, and the notes split into those a reader acts on and the
+    details that go folded."""
+
     name: str
     runs: str
     baseline: str
@@ -23,19 +67,73 @@ class Row:
     confidence: float | None
     change: str
     verdict: str
+    #: The notes a reader needs, joined (``; ``): see :attr:`notes`.
     note: str | None
     #: The metric that decided ("CPU time", "wall time"), or "" for an analysis without one.
     metric: str = ""
-    #: The other metric, analysed too: ``wall time 1.06 [1.01, 1.12] regression``.
+    #: The other metrics, analysed too: ``wall time 1.06 [1.01, 1.12] regression``.
     other: str = ""
     #: One line when another process delayed the sides in enough iterations, else None.
     interference: str | None = None
     #: The interval as changes in percent: ``[+2.90%, +5.30%]`` (``n/a`` without one).
     change_interval: str = "n/a"
+    #: The deciding metric's estimate (None without an analysis).
+    decided: MetricCell | None = None
+    #: Why that metric decided (``CPU time: both sides CPU-bound ...``), as the analysis says.
+    why: str | None = None
+    others: tuple[MetricCell, ...] = ()
+    runs_used: int = 0
+    runs_failed: int = 0
+    #: ``run 4: timeout (...)``: every failed run, as the analysis lists them.
+    failures: tuple[str, ...] = ()
+    #: The analysis' estimate of the runs in all that would decide an inconclusive result.
+    runs_needed: int | None = None
+    threshold: float | None = None
+    #: Notes a reader can act on or must know (a disagreement, too few runs, failed runs).
+    notes: tuple[str, ...] = ()
+    #: Notes about how the numbers were made that no reader acts on (winsorization): folded.
+    details: tuple[str, ...] = ()
 
     @property
     def changed(self) -> bool:
         return self.verdict not in ("no change",)
+
+    @property
+    def needs_attention(self) -> bool:
+        """What the comment shows above the fold: a change, no decision, or a failed run."""
+        return self.changed or bool(self.failures)
+
+    def decided_line(self) -> str | None:
+        """``CPU time: both sides CPU-bound (...); also analysed: wall time 1.05 [...]``, and
+        the interference: why this metric decided and what the others said; None when the
+        analysis had one metric only and nothing disturbed it."""
+        if not self.other and not self.interference:
+            return None
+        why = self.why or f"{self.metric} decided"
+        parts = [why if why.startswith(self.metric) else f"{self.metric}: {why}"]
+        if self.interference:
+            # interference_line ends with ": CPU time decided", which the line says already.
+            parts.append(self.interference.split(": ")[0])
+        if self.other:
+            parts.append(f"also analysed: {self.other}")
+        return "; ".join(parts)
+
+    def decide_hint(self) -> str | None:
+        """For an inconclusive result, what would decide it, in plain words."""
+        if self.verdict != "inconclusive":
+            return None
+        more = ""
+        if self.runs_needed and self.runs_needed > self.runs_used:
+            more = (
+                f"about {self.runs_needed} runs in all ({self.runs_needed - self.runs_used} "
+                f"more than the {self.runs_used} measured) would decide it"
+            )
+        else:
+            more = "more runs would narrow the interval until it decides"
+        return (
+            f"the interval includes both no change and a change beyond the threshold: {more}; "
+            "to fail the job on an undecided result instead, use --fail-on inconclusive"
+        )
 
 
 VERDICTS = ("regression", "improvement", "inconclusive", "no change")
@@ -63,55 +161,79 @@ def _typical_ns(side: Mapping[str, Any]) -> float | None:
     return _number(side.get("geomean_ns")) or _number(side.get("median_ns"))
 
 
+def _cell(key: str, m: Mapping[str, Any]) -> MetricCell:
+    verdict = m.get("verdict")
+    missing = m.get("missing")
+    return MetricCell(
+        key=key,
+        name=METRIC_NAMES.get(key, key),
+        ratio=_number(m.get("ratio")),
+        low=_number(m.get("ci_low")),
+        high=_number(m.get("ci_high")),
+        verdict=verdict if verdict in VERDICTS else "no verdict",
+        baseline_ns=_typical_ns(_side(m, "baseline")),
+        candidate_ns=_typical_ns(_side(m, "candidate")),
+        missing=str(missing) if missing else None,
+    )
+
+
 def row(b: BenchmarkRecord) -> Row:
     a: Mapping[str, Any] = b.analysis or {}
     used = _count(a.get("runs_used"))
     failed = _count(a.get("runs_failed"))
-    verdict = a.get("verdict")
-    ratio = _number(a.get("ratio"))
-    metric = a.get("metric")
+    key = a.get("metric")
+    decided = _cell(key if isinstance(key, str) else "", a) if a else None
+    others = _others(a)
+    lo, ratio, hi = _number(a.get("ci_low")), _number(a.get("ratio")), _number(a.get("ci_high"))
+    decimals = units.change_digits(lo, ratio, hi)
+    raw = a.get("failures")
+    failures = tuple(str(f) for f in raw) if isinstance(raw, list) else ()
+    notes, details = _notes(a, failures)
+    why = a.get("metric_reason")
     return Row(
         name=b.name,
         runs=f"{used}" if not failed else f"{used} ({failed} failed)",
         baseline=units.duration(_typical_ns(_side(a, "baseline"))),
         candidate=units.duration(_typical_ns(_side(a, "candidate"))),
-        ratio=units.ratio(ratio),
-        interval=units.interval(_number(a.get("ci_low")), _number(a.get("ci_high"))),
+        ratio=decided.ratio_text() if decided else "n/a",
+        interval=decided.interval_text() if decided else "n/a",
         confidence=_number(a.get("confidence")),
-        change=units.change(ratio),
-        verdict=verdict if verdict in VERDICTS else "no verdict",
-        note=_note(a),
-        metric=METRIC_NAMES.get(metric, "") if isinstance(metric, str) else "",
-        other=_other_metric(a),
+        change=units.change(ratio, decimals),
+        verdict=decided.verdict if decided else "no verdict",
+        note="; ".join(notes) or None,
+        metric=METRIC_NAMES.get(key, "") if isinstance(key, str) else "",
+        other="; ".join(c.summary() for c in others if not c.missing),
         interference=interference_line(a),
-        change_interval=_change_interval(_number(a.get("ci_low")), _number(a.get("ci_high"))),
+        change_interval=_change_interval(lo, hi, decimals),
+        decided=decided,
+        why=str(why) if isinstance(why, str) and why else None,
+        others=others,
+        runs_used=used,
+        runs_failed=failed,
+        failures=failures,
+        runs_needed=_count(a.get("runs_needed")) or None,
+        threshold=_number(a.get("threshold")),
+        notes=notes,
+        details=details,
     )
 
 
-def _change_interval(low: float | None, high: float | None) -> str:
+def _change_interval(low: float | None, high: float | None, decimals: int = 2) -> str:
     if low is None or high is None:
         return "n/a"
-    return f"[{units.change(low)}, {units.change(high)}]"
+    return f"[{units.change(low, decimals)}, {units.change(high, decimals)}]"
 
 
-def _other_metric(a: Mapping[str, Any]) -> str:
-    """The metrics that did not decide, each with its ratio, interval and verdict."""
+def _others(a: Mapping[str, Any]) -> tuple[MetricCell, ...]:
+    """The metrics that did not decide, in :data:`METRIC_NAMES` order."""
     metrics = a.get("metrics")
     if not isinstance(metrics, Mapping):
-        return ""
-    parts = []
-    for key, name in METRIC_NAMES.items():
-        m = metrics.get(key)
-        if key == a.get("metric") or not isinstance(m, Mapping) or "missing" in m:
-            continue
-        ratio = _number(m.get("ratio"))
-        verdict = m.get("verdict")
-        text = f"{name} {units.ratio(ratio)}"
-        interval = units.interval(_number(m.get("ci_low")), _number(m.get("ci_high")))
-        if interval != "n/a":
-            text += f" {interval}"
-        parts.append(text + (f" {verdict}" if verdict in VERDICTS else ""))
-    return "; ".join(parts)
+        return ()
+    return tuple(
+        _cell(key, m)
+        for key in METRIC_NAMES
+        if key != a.get("metric") and isinstance(m := metrics.get(key), Mapping)
+    )
 
 
 def interference_line(a: Mapping[str, Any]) -> str | None:
@@ -133,20 +255,37 @@ def interference_line(a: Mapping[str, Any]) -> str | None:
     return text
 
 
-def _note(a: Mapping[str, Any]) -> str | None:
-    """The analysis note, a disagreement of the metrics and the failed runs (the first two
-    reasons), for the notes list."""
-    parts = [str(a["note"])] if a.get("note") else []
+#: Beginnings of analysis notes that say how the numbers were made, which no reader acts on:
+#: they go to the folded details.
+_DETAIL_NOTES = ("not winsorized", "runs had different iteration counts")
+#: The runs-needed note of the analysis: :meth:`Row.decide_hint` says it in plain words.
+_RUNS_NEEDED_NOTE = re.compile(r"^about \d+ runs in all .*would decide")
+
+
+def _notes(
+    a: Mapping[str, Any], failures: tuple[str, ...]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The analysis note split in its parts: (notes a reader needs, folded details). The
+    disagreement of the metrics and the failed runs (the first two reasons) are notes."""
+    notes: list[str] = []
+    details: list[str] = []
+    if a.get("note"):
+        kept = []
+        for part in str(a["note"]).split("; "):
+            if part.startswith(_DETAIL_NOTES):
+                details.append(part)
+            elif not _RUNS_NEEDED_NOTE.match(part):
+                kept.append(part)
+        if kept:
+            notes.append("; ".join(kept))
     if isinstance(a.get("disagreement"), str):
-        parts.append(str(a["disagreement"]))
-    raw = a.get("failures")
-    failures = [str(f) for f in raw] if isinstance(raw, list) else []
+        notes.append(str(a["disagreement"]))
     if failures:
         shown = "; ".join(failures[:2]) + (
             f"; and {len(failures) - 2} more" if len(failures) > 2 else ""
         )
-        parts.append(f"{len(failures)} failed run{'s' if len(failures) > 1 else ''}: {shown}")
-    return "; ".join(parts) or None
+        notes.append(f"{len(failures)} failed run{'s' if len(failures) > 1 else ''}: {shown}")
+    return tuple(notes), tuple(details)
 
 
 def rows(doc: ResultsDocument) -> list[Row]:
@@ -194,6 +333,29 @@ def headline(items: list[Row]) -> str:
     return ", ".join(parts) if parts else "no benchmarks"
 
 
+def title(items: list[Row]) -> str:
+    """A title that says what happened: ``parse-json 5.00% slower``, ``2 of 6 benchmarks
+    slower``, ``1 of 6 benchmarks undecided``, ``no change in 6 benchmarks``."""
+    if not items:
+        return "no benchmarks"
+    total = len(items)
+    c = counts(items)
+    # Slower first: the one thing a reviewer must not miss; the sentence below has the rest.
+    for verdict, word in (("regression", "slower"), ("improvement", "faster")):
+        chosen = [r for r in items if r.verdict == verdict]
+        if len(chosen) == 1:
+            return f"{chosen[0].name} {chosen[0].change.lstrip('+-')} {word}"
+        if chosen:
+            return f"{len(chosen)} of {total} benchmarks {word}"
+    failed = sum(1 for r in items if r.failures)
+    if c.get("inconclusive"):
+        return f"{c['inconclusive']} of {total} benchmark{'s' if total > 1 else ''} undecided"
+    if c.get("no verdict"):
+        return f"no verdict for {c['no verdict']} of {total} benchmark{'s' if total > 1 else ''}"
+    tail = f" ({failed} with failed runs)" if failed else ""
+    return f"no change in {total} benchmark{'s' if total > 1 else ''}{tail}"
+
+
 #: How many benchmarks the sentence names per verdict before "and N more".
 NAMED_IN_SENTENCE = 3
 
@@ -236,6 +398,9 @@ def summary_sentence(items: list[Row], *, name: Callable[[str], str] = str) -> s
         (c.get("no verdict", 0), "without a verdict"),
     ]
     parts += [f"{n} {word}" for n, word in rest if n and (slower or faster or word != "unchanged")]
+    failed = sum(1 for r in items if r.failures)
+    if failed:
+        parts.append(f"{failed} with failed runs")
     shared = common_confidence(items)
     sure = (
         f" ({units.percent(shared)} intervals)" if shared is not None and (slower or faster) else ""
@@ -245,24 +410,36 @@ def summary_sentence(items: list[Row], *, name: Callable[[str], str] = str) -> s
 
 
 def metric_line(items: list[Row], doc: ResultsDocument) -> str | None:
-    """``metric: CPU time (auto: both sides CPU-bound ...)``: which metric decided and why, once
-    for the report when every benchmark agrees, else per metric with the counts."""
+    """``decided by CPU time: both sides CPU-bound``: which metric decided and why, once for
+    the report when every benchmark agrees (the shares that differ per benchmark are left to
+    :meth:`Row.decided_line`), else per metric with the counts; and how many benchmarks another
+    process disturbed."""
+    del doc  # the rows carry the reasons
     decided = [r.metric for r in items if r.metric]
     if not decided:
         return None
     kinds = sorted(set(decided))
     if len(kinds) == 1:
-        reasons = {
-            str((b.analysis or {}).get("metric_reason"))
-            for b in doc.benchmarks
-            if isinstance((b.analysis or {}).get("metric_reason"), str)
-        }
+        # "CPU time: both sides CPU-bound (baseline 95%, ...)": the numbers differ per
+        # benchmark, the reason does not.
+        reasons = {_PARENTHESIS.sub("", r.why) for r in items if r.why}
         why = reasons.pop() if len(reasons) == 1 else None
         if why and why.startswith(kinds[0]):
-            # "CPU time: both sides CPU-bound (...)": the reason already names the metric.
-            return f"decided by {why}"
-        return f"decided by {kinds[0]}" + (f" ({why})" if why else "")
-    return "decided by " + ", ".join(f"{k} for {decided.count(k)}" for k in kinds)
+            text = f"decided by {why}"
+        else:
+            text = f"decided by {kinds[0]}" + (f" ({why})" if why else "")
+    else:
+        text = "decided by " + ", ".join(f"{k} for {decided.count(k)}" for k in kinds)
+    disturbed = sum(1 for r in items if r.interference)
+    if disturbed:
+        text += (
+            f"; another process ran on the measuring CPUs during {disturbed} of {len(items)} "
+            "benchmarks"
+        )
+    return text
+
+
+_PARENTHESIS = re.compile(r" \([^()]*\)$")
 
 
 def isolation_line(doc: ResultsDocument) -> str | None:

@@ -1,12 +1,16 @@
 """Reading a results document with validation: strict where a typo would silently change a
 result (unknown keys in runs and sides, non-integer or non-positive samples), lenient where the
-content is descriptive (``environment``, ``config``, ``analysis``, ``versions``); every error
-names the field and the fix."""
+content is descriptive (``environment``, ``config``, ``analysis``, ``versions``, and unknown
+fields at the top level or of a benchmark, ignored with one warning); every error names the
+field and the fix. A gzip-compressed file (``results.json.gz``) is read as if uncompressed."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import logging
 import os
+import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,12 +33,16 @@ from duet_bench.results.model import (
     SideRecord,
 )
 
+log = logging.getLogger(__name__)
+
 
 class _Reader:
     """Validation helpers that name the offending field and the fix."""
 
     def __init__(self, source: str) -> None:
         self.source = source
+        #: Unknown fields ignored where the schema allows them: ``where: 'name'``.
+        self.ignored: list[str] = []
 
     def fail(self, where: str, problem: str, fix: str | None = None) -> ResultsError:
         return ResultsError(
@@ -48,10 +56,20 @@ class _Reader:
         return value
 
     def keys(
-        self, value: Mapping[str, Any], where: str, allowed: set[str], required: set[str]
+        self,
+        value: Mapping[str, Any],
+        where: str,
+        allowed: set[str],
+        required: set[str],
+        *,
+        tolerate: bool = False,
     ) -> None:
+        """Refuse an unknown field, or with ``tolerate`` note it for the one warning of
+        :func:`from_dict` (docs/results-schema.md says where the schema allows them)."""
         unknown = sorted(set(value) - allowed)
-        if unknown:
+        if unknown and tolerate:
+            self.ignored.append(f"{where} {', '.join(map(repr, unknown))}")
+        elif unknown:
             raise self.fail(
                 where,
                 f"unknown field {unknown[0]!r}",
@@ -233,7 +251,7 @@ def _run(rd: _Reader, raw: Any, where: str) -> RunRecord:
 
 def _benchmark(rd: _Reader, raw: Any, where: str) -> BenchmarkRecord:
     m = rd.obj(raw, where)
-    rd.keys(m, where, _BENCH_FIELDS, {"name", "runs"})
+    rd.keys(m, where, _BENCH_FIELDS, {"name", "runs"}, tolerate=True)
     name = rd.string(m["name"], f"{where}.name")
     assert name is not None
     where = f"{where} ({name!r})"
@@ -276,7 +294,7 @@ def from_dict(data: Any, *, source: str = "<results>") -> ResultsDocument:
         )
     if int(version) not in READABLE_VERSIONS:
         raise rd.fail("schema", f"{schema!r} is not a known version")
-    rd.keys(m, "top level", _DOC_FIELDS, {"schema", "benchmarks"})
+    rd.keys(m, "top level", _DOC_FIELDS, {"schema", "benchmarks"}, tolerate=True)
     raw_benchmarks = m["benchmarks"]
     if not isinstance(raw_benchmarks, list):
         raise rd.fail("benchmarks", f"expected a list, got {_kind(raw_benchmarks)}")
@@ -285,6 +303,18 @@ def from_dict(data: Any, *, source: str = "<results>") -> ResultsDocument:
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise rd.fail("benchmarks", f"the name {dupes[0]!r} appears more than once")
+    if rd.ignored:
+        # Another tool's annotations (the accuracy study's "accuracy_cell") or a newer duet's
+        # fields: nothing measured depends on them, so they cost a warning, not the file.
+        shown = "; ".join(rd.ignored[:5]) + (
+            f"; and {len(rd.ignored) - 5} more" if len(rd.ignored) > 5 else ""
+        )
+        log.warning(
+            "%s: ignored fields this duet does not know (%s): they are read by nothing here and "
+            "left out of any file duet writes from it",
+            source,
+            shown,
+        )
     return ResultsDocument(
         schema=SCHEMA,
         benchmarks=benchmarks,
@@ -296,12 +326,29 @@ def from_dict(data: Any, *, source: str = "<results>") -> ResultsDocument:
     )
 
 
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
 class _NonFiniteNumber(ValueError):
     """``NaN`` or ``Infinity`` in a file: Python's json accepts them, duet never writes them."""
 
 
 def _refuse_constant(name: str) -> Any:
     raise _NonFiniteNumber(name)
+
+
+def _gunzip(raw: bytes, p: Path) -> bytes:
+    """``raw`` decompressed, refused once it grows past the size duet reads (a small .gz can
+    hold gigabytes)."""
+    out = zlib.decompressobj(wbits=31)  # 31: the gzip container
+    data = out.decompress(raw, MAX_RESULTS_BYTES + 1)
+    if len(data) > MAX_RESULTS_BYTES:
+        raise ResultsError(
+            f"{p}: decompresses to over the {MAX_RESULTS_BYTES // 2**20} MiB that duet reads in a "
+            "results file (docs/configuration.md, Limits)",
+            fix="split the suite with duet compare --shard i/N, or measure fewer runs or iterations",
+        )
+    return data
 
 
 def load(path: str | os.PathLike[str]) -> ResultsDocument:
@@ -326,7 +373,16 @@ def load(path: str | os.PathLike[str]) -> ResultsDocument:
             "split the suite with duet compare --shard i/N, or measure fewer runs or iterations",
         )
     try:
-        text = p.read_text(encoding="utf-8")
+        raw = p.read_bytes()
+        if raw[:2] == _GZIP_MAGIC:
+            # By content, not by name: results.json.gz, or one renamed to results.json.
+            raw = _gunzip(raw, p)
+        text = raw.decode("utf-8")
+    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+        raise ResultsError(
+            f"{p}: a gzip file that cannot be decompressed ({e})",
+            fix="the file was cut short or damaged; restore it from the CI artifact",
+        ) from None
     except FileNotFoundError:
         raise ResultsError(
             f"{p}: no such file", fix="give the path of a results.json written by duet"

@@ -65,12 +65,69 @@ def accessible_by(path: str, run_as: RunAs | None, *, mode: int = os.X_OK) -> bo
 
 def under_host_tmp(path: str) -> bool:
     """Whether ``path`` lies under the host's /tmp, which a side's private /tmp hides: the
-    path as written (a symlink in /tmp is hidden too, wherever it points) or resolved."""
-    tmp = os.path.realpath("/tmp")
-    written = os.path.normpath(os.path.abspath(path))
-    resolved = os.path.realpath(written)
+    path as written, resolved, or any place the kernel passes through on the way (a symlink in
+    /tmp is hidden wherever it points; ``.venv -> /tmp/build/venv`` hides ``.venv/bin/python``
+    although that resolves to ``/usr/bin/python3.11``)."""
+    return host_tmp_on_the_way(path) is not None
+
+
+def host_tmp_on_the_way(path: str) -> str | None:
+    """The first path under the host's /tmp that resolving ``path`` goes through, or None."""
+    return next((p for p in _resolution(path) if _in_tmp(p)), None)
+
+
+def _in_tmp(path: str) -> bool:
     return any(
-        (p + "/").startswith(prefix + "/") for p in (written, resolved) for prefix in {tmp, "/tmp"}
+        (path + "/").startswith(prefix + "/") for prefix in {os.path.realpath("/tmp"), "/tmp"}
+    )
+
+
+def _resolution(path: str) -> list[str]:
+    """Every path the kernel looks up to resolve ``path``, symlink by symlink: ``realpath``
+    gives only the end, and a venv's ``bin/python`` ends outside the /tmp its link went through."""
+    seen = [os.path.normpath(os.path.abspath(path))]
+    todo = seen[0].split("/")[1:]
+    current, hops = "/", 0
+    while todo:
+        part = todo.pop(0)
+        if part in ("", "."):
+            continue
+        if part == "..":
+            current = os.path.dirname(current)
+            continue
+        candidate = os.path.join(current, part)
+        seen.append(candidate)
+        if hops < 40 and os.path.islink(candidate):  # 40: the kernel's own limit (ELOOP)
+            hops += 1
+            target = os.readlink(candidate)
+            if target.startswith("/"):
+                current = "/"
+            todo = target.split("/") + todo
+        else:
+            current = candidate
+    seen.append(current)
+    return seen
+
+
+def why_hidden(path: str) -> str | None:
+    """Why a side with a private /tmp cannot see ``path``, for an error message; None when
+    nothing on its way is under /tmp."""
+    seen = _resolution(path)
+    first = next((i for i, p in enumerate(seen) if _in_tmp(p)), None)
+    if first is None:
+        return None
+    deepest = first
+    while deepest + 1 < len(seen) and _in_tmp(seen[deepest + 1]):
+        deepest += 1
+    before = seen[first - 1] if first > 0 else ""
+    via = (
+        f" (the symlink {before} points to {os.readlink(before)})"
+        if before and os.path.islink(before)
+        else ""
+    )
+    return (
+        f"{path} is reached through {seen[deepest]}{via}, and a side's private /tmp does not "
+        "show the host's /tmp"
     )
 
 

@@ -35,7 +35,7 @@ def test_marker_is_the_first_line_and_names_the_key(analysed_doc: dict[str, Any]
     first = body.split("\n", 1)[0]
     assert first == "<!-- duet-report v1 key=parser-suite -->"
     assert marker_key(body) == "parser-suite"
-    assert "## duet: 1 regression" in body
+    assert "## duet: parse-json 5.00% slower" in body
 
 
 @pytest.mark.parametrize("key", ["", "a b", "x-->y", "k\n", "é", "a" * 65, "<!--"])
@@ -74,7 +74,7 @@ def test_hostile_results_cannot_inject_markup(hostile_doc: dict[str, Any]) -> No
     assert "e.co" not in body
     # The pipe of the name cannot split the table row.
     row = next(line for line in body.splitlines() if "onerror" in line and line.startswith("|"))
-    assert row.count("|") == 6
+    assert row.count("|") == 7  # six columns: the pipe in the name is escaped
 
 
 def test_hostile_numbers_do_not_crash_the_report(hostile_doc: dict[str, Any]) -> None:
@@ -106,7 +106,7 @@ def test_sanitize_keeps_what_is_well_formed(analysed_doc: dict[str, Any]) -> Non
 def test_unanalysed_results_are_analysed_first() -> None:
     fixture = Path(__file__).resolve().parents[1] / "fixtures" / "results-basic.json"
     body = build_body(results.load(fixture))
-    assert "1 regression" in body
+    assert "parse-json 5.00% slower" in body
 
 
 @pytest.mark.parametrize(
@@ -235,3 +235,16 @@ def test_bare_urls_and_bidi_controls_do_not_reach_the_comment(
         assert control not in body
     assert "evil.example/login" in body  # still readable
     assert "Incomplete:" in body
+
+
+def test_the_comment_names_failed_runs_and_what_would_decide_above_the_fold(
+    analysed_doc: dict[str, Any],
+) -> None:
+    # Through sanitize(): the comment of an untrusted file still says which run failed and why.
+    body = build_body(_doc(analysed_doc), key="default")
+    above = body.split("<details>", 1)[0]
+    assert "run 4: timeout" in above
+    assert re.search(r"about \d+ runs in all \(\d+ more than the 6 measured\) would decide", above)
+    assert "`--fail-on inconclusive`" in above
+    assert "not winsorized" not in above
+    assert "## duet: 1 no change" not in body

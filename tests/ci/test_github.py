@@ -36,7 +36,7 @@ def test_creates_then_updates_the_same_comment(github_env: FakeApi, results_file
     assert first.exit_code == 0, first.output
     assert "created the duet comment" in first.stderr
     [comment] = github_env.github_comments(REPO, PR)
-    assert comment["body"].startswith(MARKER + "\n## duet: 1 regression")
+    assert comment["body"].startswith(MARKER + "\n## duet: parse-json 5.00% slower")
     assert comment["user"]["login"] == "github-actions[bot]"
     assert "(https://github.example.com/acme/app/actions/runs/4242)" in comment["body"]
 

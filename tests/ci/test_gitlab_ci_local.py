@@ -135,7 +135,9 @@ def test_gitlab_job_posts_a_note(
     assert any(c.startswith("comment duet-results/results.json --provider gitlab") for c in calls)
 
     [note] = fake_api.gitlab_notes(PROJECT, MR)
-    assert note["body"].startswith("<!-- duet-report v1 key=default -->\n## duet: 1 regression")
+    assert note["body"].startswith(
+        "<!-- duet-report v1 key=default -->\n## duet: parse-json 5.00% slower"
+    )
     assert note["author"]["id"] == GITLAB_BOT["id"]
     assert GITLAB_TOKEN not in output
 

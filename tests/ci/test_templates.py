@@ -514,3 +514,46 @@ def test_action_steps_ignore_packages_of_the_users_repository(tmp_path: Path) ->
     )
     assert done.returncode == 0, done.stderr
     assert "## duet: no change" in summary.read_text()
+
+
+def test_action_outputs_give_later_steps_the_verdict_and_counts(tmp_path: Path) -> None:
+    """The Outputs step, run as the action runs it, writes what `outputs:` promises."""
+    action = load(ACTION)
+    assert {"exit-code", "results", "verdict", "regressions", "improvements"} <= set(
+        action["outputs"]
+    )
+    assert {"inconclusive", "unchanged"} <= set(action["outputs"])
+    for name in ("verdict", "regressions", "improvements", "inconclusive", "unchanged"):
+        assert action["outputs"][name]["value"] == f"${{{{ steps.outputs.outputs.{name} }}}}"
+    (tmp_path / "duet-results").mkdir()
+    shutil.copy(
+        ROOT / "tests" / "fixtures" / "results-basic.json",
+        tmp_path / "duet-results" / "results.json",
+    )
+    written = tmp_path / "github-output"
+    step = _step(ACTION, "outputs")
+    done = subprocess.run(
+        ["bash", "-c", step["run"]],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "DUET_PY": sys.executable, "GITHUB_OUTPUT": str(written)},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    got = dict(line.split("=", 1) for line in written.read_text().splitlines())
+    assert got["verdict"] == "regression"
+    # The fixture, analysed: 1 regression, 1 improvement, 1 inconclusive, 2 unchanged, and one
+    # benchmark whose every run failed (no verdict, in no count).
+    counts = [int(got[k]) for k in ("regressions", "improvements", "inconclusive", "unchanged")]
+    assert counts == [1, 1, 1, 2]
+
+
+def test_action_installs_only_the_extras_its_job_uses() -> None:
+    action = load(ACTION)
+    # The job runs duet compare, whose artifact carries the plots; scipy is for bca/calibrate.
+    assert action["inputs"]["extras"]["default"] == "plots"
+    assert _step(ACTION, "install")["env"]["DUET_EXTRAS"] == "${{ inputs.extras }}"
+    # The comment action only comments: the core install does that.
+    assert "DUET_EXTRAS" not in _step(COMMENT_ACTION, "install")["env"]
+    script = INSTALL_SCRIPT.read_text()
+    assert 'spec="${spec}[${extras}]"' in script

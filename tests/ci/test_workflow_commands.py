@@ -30,7 +30,7 @@ def test_one_error_per_regression(analysed_doc: dict[str, Any]) -> None:
     lines = error_annotations(results.from_dict(analysed_doc))
     assert lines == [
         # GitHub turns %25 back into %.
-        "::error title=duet%3A regression::parse-json: +5.00%25 (ratio 1.05 [1.05, 1.05] at "
+        "::error title=duet%3A regression::parse-json: +5.00%25 (ratio 1.050 [1.048, 1.052] at "
         "99%25 confidence)"
     ]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -35,3 +36,20 @@ def test_help_starts_fast_without_heavy_imports() -> None:
         [sys.executable, "-m", "duet_bench", "--help"], capture_output=True, text=True, check=True
     )
     assert "Exit codes" in help_run.stdout
+
+
+def test_readme_links_every_doc_it_names_and_each_link_resolves() -> None:
+    root = ROOT
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    # The first two commands a reader runs stay what they are.
+    assert readme.split("\n")[3].startswith("make demo   # a .venv with duet's runtime only")
+    assert "\nmake test   # install everything needed" in readme
+    targets = re.findall(r"\]\(([^)#\s]+)\)", readme)
+    local = [t for t in targets if not t.startswith(("http://", "https://"))]
+    assert "docs/images/comment.png" in local
+    missing = [t for t in local if not (root / t).exists()]
+    assert missing == []
+    # Every docs/*.md named outside a code block is a link.
+    prose = re.sub(r"```.*?```", "", readme, flags=re.S)
+    named = set(re.findall(r"docs/[a-z-]+\.md", prose))
+    assert named <= set(local), named - set(local)

@@ -87,11 +87,16 @@ def test_iterations_over_time_when_start_times_are_recorded(tmp_path: Path) -> N
     fig = plan(doc)[1][2]()
     axes = fig.get_axes()
     assert "s since the first start" in axes[1].get_xlabel()
-    assert axes[0].get_ylabel() == "iteration time (ms)"
+    assert axes[0].get_ylabel() == "wall time per iteration (ms)"
     baseline = axes[0].get_lines()[0]
     x = np.asarray(baseline.get_xdata(), dtype=float)
     assert x[0] == pytest.approx(0.0, abs=1e-5)  # seconds since the first start
-    assert "ratio 1.03 [1.03, 1.03] 99% CI" in axes[0].get_title(loc="left")
+    title = axes[0].get_title(loc="left")
+    found = re.search(r"wall time decided: ratio (\S+) \[(\S+), (\S+)\] 99% CI", title)
+    assert found, title
+    # As many digits as it takes to tell the point from its bounds (not "1.03 [1.03, 1.03]").
+    assert len(set(found.groups())) == 3, title
+    assert found.group(1).startswith("1.03"), title
 
 
 def test_iterations_by_index_without_start_times() -> None:
@@ -109,7 +114,7 @@ def test_forest_plot_labels_and_size_grow_with_benchmarks() -> None:
     assert big.get_size_inches()[1] > 3 * small.get_size_inches()[1]
     ax = big.get_axes()[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == [f"bench-{i}" for i in range(40)]
-    assert ax.get_xlabel().startswith("ratio candidate/baseline (99% CI)")
+    assert ax.get_xlabel().startswith("ratio candidate/baseline in wall time, the metric that")
     assert ax.get_xscale() == "log"
     legend = big.legends[0]
     texts = [t.get_text() for t in legend.get_texts()]

@@ -12,6 +12,7 @@ import pytest
 
 from duet_bench.plan import SideSpec
 from duet_bench.runner import under_host_tmp, uses_host_tmp, worker_python_for
+from duet_bench.runner.paths import why_hidden
 
 
 def test_the_worker_interpreter_is_taken_from_outside_tmp(
@@ -43,3 +44,31 @@ def test_a_program_or_input_under_tmp_keeps_the_host_tmp(tmp_path: Path) -> None
     assert uses_host_tmp(SideSpec(kind="command", command=f"{program} --x", cwd="/"))
     # A file the benchmark creates directly in /tmp is what the private /tmp is for.
     assert not uses_host_tmp(SideSpec(kind="command", command="touch /tmp/new.db", cwd="/"))
+
+
+def test_a_venv_reached_through_a_symlink_into_tmp_keeps_the_host_tmp(tmp_path: Path) -> None:
+    # A build step made `.venv -> /tmp/...`: the venv's python resolves to /usr/bin/python3.x,
+    # outside /tmp, yet the kernel goes through /tmp to find it, so a private /tmp hides it.
+    real_venv = tmp_path / "venv"
+    (real_venv / "bin").mkdir(parents=True)
+    (real_venv / "bin" / "python").symlink_to(os.path.realpath(sys.executable))
+    # The link itself must live outside /tmp for the case to matter: the working directory
+    # (the checkout) is the place outside /tmp the tests may write to.
+    outside = Path.cwd()
+    if under_host_tmp(str(outside)):
+        pytest.skip("the working directory is under /tmp: no place outside it to put the link")
+    link = outside / f".venv-link-test-{os.getpid()}"
+    link.symlink_to(real_venv)
+    try:
+        python = str(link / "bin" / "python")
+        assert not under_host_tmp(os.path.realpath(python)), "resolves outside /tmp"
+        assert under_host_tmp(python)
+        spec = SideSpec(kind="python", interpreter=python, callable="m:f", cwd="/")
+        assert uses_host_tmp(spec)
+        why = why_hidden(python)
+        assert why is not None
+        assert str(real_venv) in why
+        assert "private /tmp" in why
+    finally:
+        link.unlink()
+    assert why_hidden("/usr/bin") is None

@@ -13,6 +13,8 @@
 #                 index (pip's, or PIP_INDEX_URL), once it is published there
 #   DUET_SOURCE   the duet checkout (for action)
 #   DUET_VERSION  the duet-bench version (for index; empty: the newest)
+#   DUET_EXTRAS   extras to install with the core, comma-separated (plots, stats, arch); empty
+#                 for the core alone, which runs, reports, comments and merges (docs/install.md)
 set -euo pipefail
 venv=$1
 case "${DUET_INSTALL:-action}" in
@@ -28,6 +30,15 @@ case "${DUET_INSTALL:-action}" in
     echo "::error title=duet::install is '${DUET_INSTALL}'; use action (from the action's own checkout) or index (from the package index)" >&2
     exit 2 ;;
 esac
+extras=${DUET_EXTRAS:-}
+extras=${extras// /}
+if [ -n "$extras" ]; then
+  if ! [[ "$extras" =~ ^[a-z]+(,[a-z]+)*$ ]]; then
+    echo "::error title=duet::extras is '$extras'; give a comma-separated list of plots, stats, arch (or nothing)" >&2
+    exit 2
+  fi
+  spec="${spec}[${extras}]"
+fi
 "${DUET_PYTHON:-python3}" -m venv "$venv"
 # A regular (not editable) install: the venv keeps working when the checkout goes away.
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$spec" >&2
