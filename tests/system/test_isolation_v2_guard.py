@@ -270,8 +270,9 @@ def test_a_run_whose_side_moved_to_another_cpu_fails_with_exit_3(
 ) -> None:
     need_controllers(v2_mount, "cpuset", "cpu")
     probe = probe_v2()
-    if not probe.ok:
-        pytest.skip(f"duet would not choose cgroup v2 here: {probe.reason}")
+    # The controllers are there and we are root: duet must choose cgroup v2 (its refusal is
+    # the product's error, not a reason to skip).
+    assert probe.ok, f"duet would not choose cgroup v2 here: {probe.reason}"
     two_cpus()
     # The candidate moves its own cgroup to another CPU, as a unit's AllowedCPUs= re-applied by
     # systemd would: the run must not be recorded as if it had stayed where duet put it.
