@@ -49,9 +49,11 @@ SANITIZE = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g", "-fsanitize=
 # Sanitizer reports make the process fail, never pass quietly.
 SANITIZER_ENV = {"ASAN_OPTIONS": "abort_on_error=0:exitcode=99", "UBSAN_OPTIONS": "exitcode=99"}
 
-pytestmark = pytest.mark.skipif(
-    GCC is None, reason="gcc is not installed: the C client cannot be built"
-)
+pytestmark = [
+    pytest.mark.skipif(GCC is None, reason="gcc is not installed: the C client cannot be built"),
+    # Real barriers and worker processes timed against each other: serial, leftovers checked.
+    pytest.mark.measures,
+]
 
 
 def compile_c(source: Path, output: Path, flags: list[str]) -> None:

@@ -112,6 +112,7 @@ def test_what_duet_compare_did_not_write_is_not_a_shard() -> None:
         merge([("a", shard(["parse-json"])), ("b", run_doc)])
 
 
+@pytest.mark.measures
 def test_two_unrelated_duet_run_files_are_refused(tmp_path: Path) -> None:
     """Issue 15: `duet merge` of two `duet run` results was accepted."""
     files = []

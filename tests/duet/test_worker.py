@@ -19,6 +19,9 @@ from duet_bench.harness import duet_barrier as db
 from tests.duet import test_barrier as shared
 from tests.duet.test_barrier import HARNESS, Processes, old_pythons, two_cpus
 
+#: Real barriers and worker processes timed against each other: serial, checked for leftovers.
+pytestmark = pytest.mark.measures
+
 shm_path = shared.shm_path
 processes = shared.processes
 

@@ -47,7 +47,8 @@ from tests.system.conftest import (
     tagged_processes,
 )
 
-pytestmark = pytest.mark.usefixtures("no_leftovers")
+# Also run in the guest tier: under sudo the sides run as the invoking user (SUDO_UID).
+pytestmark = [pytest.mark.guest, pytest.mark.usefixtures("no_leftovers")]
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "results-basic.json"
 #: Only for duet to reach its end when a test goes wrong; never a measurement.

@@ -26,7 +26,13 @@ from duet_bench.isolation.cgroup_v2 import (
     kill_tree,
 )
 
-pytestmark = [pytest.mark.root, pytest.mark.cgroup, pytest.mark.usefixtures("isolation_clean")]
+# Also run in the guest tier (cgroup v2 with controllers under systemd, sudo from a user).
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.cgroup,
+    pytest.mark.guest,
+    pytest.mark.usefixtures("isolation_clean"),
+]
 
 
 @pytest.fixture

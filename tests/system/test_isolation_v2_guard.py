@@ -30,7 +30,13 @@ from duet_bench.isolation import Limits
 from duet_bench.isolation.cgroup_v2 import CgroupV2Backend, probe_v2
 from tests.system.conftest import TAG_VARIABLE
 
-pytestmark = [pytest.mark.root, pytest.mark.cgroup, pytest.mark.usefixtures("isolation_clean")]
+# Also run in the guest tier (cgroup v2 with controllers under systemd, sudo from a user).
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.cgroup,
+    pytest.mark.guest,
+    pytest.mark.usefixtures("isolation_clean"),
+]
 
 # Someone who is not root and can still run our interpreter on our checkout: the user who ran
 # sudo (a checkout in their 0700 home), else nobody.
