@@ -27,7 +27,8 @@ from duet_bench import settings
 from duet_bench.demo import holds_expected
 from duet_bench.lock import acquire as acquire_lock
 
-pytestmark = pytest.mark.usefixtures("no_leftovers")
+# Each demo may take its subprocess timeout (600 s) and then clean up.
+pytestmark = [pytest.mark.usefixtures("no_leftovers"), pytest.mark.timeout(900)]
 
 #: Demos that found the 5% in a condition, of demos run (per condition, measured; see above).
 DEMO_DETECTED, DEMO_TRIALS = 7, 9
