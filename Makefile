@@ -24,7 +24,27 @@ install-runtime: $(RUNTIME)
 demo: $(RUNTIME)
 	$(BIN)/duet demo
 
-test: $(STAMP) lint types pytest guest-tier
+# The guest image (scripts/guest/run-tier.sh --image-only: host packages, then a cached image)
+# builds in the background while lint, types and the host's tests run; the guest tier waits for
+# it. The end of the log counts every skip by reason (scripts/test_summary.py).
+RESULTS := duet-results
+test: $(STAMP)
+	@mkdir -p $(RESULTS)
+	@bash scripts/guest/run-tier.sh --image-only >$(RESULTS)/guest-image.log 2>&1 & image=$$!; \
+	echo "guest image: building in the background (pid $$image, log $(RESULTS)/guest-image.log)"; \
+	rc=0; $(MAKE) --no-print-directory lint types pytest || rc=$$?; \
+	image_rc=0; wait $$image || image_rc=$$?; \
+	echo "guest image: exit $$image_rc; $$(tail -n 1 $(RESULTS)/guest-image.log)"; \
+	[ $$image_rc = 0 ] || tail -n 20 $(RESULTS)/guest-image.log; \
+	[ $$rc = 0 ] || { $(MAKE) --no-print-directory test-summary; exit $$rc; }; \
+	[ $$image_rc = 0 ] || { $(MAKE) --no-print-directory test-summary; exit $$image_rc; }; \
+	rc=0; $(MAKE) --no-print-directory guest-tier || rc=$$?; \
+	$(MAKE) --no-print-directory test-summary; exit $$rc
+
+.PHONY: test-summary
+test-summary:
+	@$(PYTHON) scripts/test_summary.py $(RESULTS)/pytest-parallel.xml $(RESULTS)/pytest-measures.xml \
+		$(RESULTS)/guest/system-tests.xml
 
 lint: $(STAMP)
 	$(BIN)/ruff check duet_bench duet_stats tests benchmarks
@@ -34,12 +54,22 @@ lint: $(STAMP)
 types: $(STAMP)
 	$(BIN)/mypy
 
+# Two invocations (tests/README.md): the tests that do not measure in parallel, then those that
+# measure (marker `measures`: real barriers, workers, cgroups, duet runs) one at a time, so that
+# no test measures beside another. The 25 slowest of each are printed.
 pytest: $(STAMP)
-	$(BIN)/python -m pytest
+	@mkdir -p $(RESULTS)
+	@rc=0; \
+	$(BIN)/python -m pytest -m "not measures" -n 2 --durations=25 \
+		--junitxml=$(RESULTS)/pytest-parallel.xml || rc=$$?; \
+	$(BIN)/python -m pytest -m measures --durations=25 \
+		--junitxml=$(RESULTS)/pytest-measures.xml || rc=$$?; \
+	exit $$rc
 
 # The runner-like guest tier (docs/platforms.md): a QEMU guest with cgroup v2 under systemd and a
-# sudo user runs duet from this checkout. Needs root; skips with the reason where it cannot boot;
-# DUET_GUEST_TIER=0 skips it. Prints how long each phase and the whole tier took.
+# sudo user runs duet from this checkout. Needs root; skips with the reason where it cannot boot
+# (CI sets DUET_REQUIRE_GUEST_TIER=1: there a skip fails); DUET_GUEST_TIER=0 skips it. Prints how
+# long each phase and the whole tier took.
 guest-tier: $(STAMP)
 	bash scripts/guest/run-tier.sh
 

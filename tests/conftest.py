@@ -1,61 +1,130 @@
-"""Shared fixtures: leftovers are asserted, never assumed."""
+"""Shared fixtures and the suite's rules (documented in tests/README.md):
+
+- ``measures``: a test that starts duet's runner, a barrier, a worker or a cgroup; it runs serially
+  (never beside another test of this suite) and every one of them is checked for leftovers. Derived
+  here from what the test uses (the ``no_leftovers`` or ``isolation_clean`` fixture, the ``root``
+  or ``cgroup`` marker, a module under tests/system or tests/integration); mark a new kind of test
+  ``pytest.mark.measures`` by hand.
+- In CI (``CI=true``) a skip fails, unless its reason is a fact of the CI machine listed in
+  ``tests/allowed_skips.py``.
+"""
 
 from __future__ import annotations
 
-import glob
 import os
+import threading
+import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from tests.allowed_skips import why_allowed
+from tests.leftovers import Snapshot, ours_left, snapshot
 
-def duet_cgroups() -> list[str]:
-    found: list[str] = []
-    for base in glob.glob("/sys/fs/cgroup/*/"):
-        found += glob.glob(os.path.join(base, "duet-*"))
-    return sorted(found)
-
-
-def duet_shm_files() -> list[str]:
-    return sorted(glob.glob("/dev/shm/duet-*"))
+#: Fixtures and markers that say a test measures (see the module docstring).
+MEASURING_FIXTURES = frozenset({"no_leftovers", "isolation_clean"})
+MEASURING_MARKERS = ("root", "cgroup", "measures")
+MEASURING_DIRS = ("system", "integration")
+TESTS_DIR = Path(__file__).parent
 
 
-def duet_workdirs() -> list[str]:
-    return sorted(glob.glob("/var/tmp/duet-*"))
-
-
-def _owner_gone(path: str) -> bool:
-    """``duet-<pid>-...``: whether the invocation that made it has ended. Another duet running
-    at the same time (a developer's, a concurrent test run) owns live entries legitimately."""
-    parts = os.path.basename(path).split("-")
-    if len(parts) < 3 or not parts[1].isdigit():
+def measures(item: pytest.Item) -> bool:
+    if MEASURING_FIXTURES & set(getattr(item, "fixturenames", ())):
         return True
-    return not os.path.exists(f"/proc/{parts[1]}")
+    if any(item.get_closest_marker(name) is not None for name in MEASURING_MARKERS):
+        return True
+    relative = (
+        Path(str(item.path)).relative_to(TESTS_DIR) if TESTS_DIR in item.path.parents else None
+    )
+    return relative is not None and relative.parts[0] in MEASURING_DIRS
 
 
-def _leaked(paths: list[str]) -> set[str]:
-    return {p for p in paths if _owner_gone(p)}
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if measures(item):
+            item.add_marker(pytest.mark.measures)
+            if TESTS_DIR / "system" in item.path.parents:
+                item.add_marker(pytest.mark.system)
+            # Every test that measures is checked for what it leaves (item 2 of issue 22).
+            if "no_leftovers" not in item.fixturenames:  # type: ignore[attr-defined]
+                item.fixturenames.insert(0, "no_leftovers")  # type: ignore[attr-defined]
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("true", "1", "yes")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """In CI a skip is a failure unless the machine's facts allow it (tests/allowed_skips.py)."""
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    if not in_ci() or not report.skipped or hasattr(report, "wasxfail"):
+        return
+    assert isinstance(report.longrepr, tuple)
+    reason = str(report.longrepr[2]).removeprefix("Skipped: ")
+    if why_allowed(reason) is None:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"skipped in CI for a reason that is not a fact of the CI machine: {reason!r}. "
+            "Make the test run here (install what it needs in scripts/bootstrap.sh, fix the "
+            "product), or add the reason with why to tests/allowed_skips.py."
+        )
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _own_measuring_lock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Every duet this test run starts, in-process or as a subprocess, takes a measuring lock
     of its own (``DUET_LOCK``, see ``duet.lock``): the suite never refuses or waits because a
-    real duet measures on the machine, nor because another test run does."""
+    real duet measures on the machine, nor because another test run does. Worktrees go to a
+    cache of this run's own, which the leftover check watches."""
     patch = pytest.MonkeyPatch()
     patch.setenv("DUET_LOCK", str(tmp_path_factory.mktemp("lock") / "duet.lock"))
+    patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
     yield
     patch.undo()
 
 
+class _Watcher:
+    """Samples the test process's descendants while a test runs: a duet started as a subprocess
+    has ended by the test's end, and what it left is attributed to it by its pid."""
+
+    def __init__(self) -> None:
+        from tests.leftovers import descendants
+
+        self._descendants = descendants
+        self.seen: set[int] = set(descendants(os.getpid()))
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="leftover-watcher", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            self.seen |= set(self._descendants(os.getpid()))
+
+    def stop(self) -> set[int]:
+        self._stop.set()
+        self._thread.join()
+        return self.seen | set(self._descendants(os.getpid()))
+
+
 @pytest.fixture
-def no_leftovers() -> Iterator[None]:
-    """Fails the test when it leaves a duet cgroup, barrier file or work directory behind."""
-    before = (_leaked(duet_cgroups()), _leaked(duet_shm_files()), _leaked(duet_workdirs()))
+def no_leftovers(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Fails the test when it leaves behind a process it started, a ``duet-*`` cgroup (any
+    depth, every hierarchy), a barrier file (``/dev/shm/duet-*``), a work directory
+    (``/var/tmp/duet-*``) or a worktree slot (cache lock, stamp without worktree). Only what
+    this test process or its descendants made counts: other duets on the machine are left alone."""
+    tag = uuid.uuid4().hex
+    monkeypatch.setenv("DUET_TEST_TAG", tag)
+    before: Snapshot = snapshot()
+    watcher = _Watcher()
+    before_children = set(watcher.seen)
     yield
-    after = (_leaked(duet_cgroups()), _leaked(duet_shm_files()), _leaked(duet_workdirs()))
-    left = [sorted(a - b) for a, b in zip(after, before, strict=True)]
-    assert not any(left), f"left behind: cgroups {left[0]}, shm {left[1]}, workdirs {left[2]}"
+    ours = watcher.stop()
+    left = ours_left(before, snapshot(), ours=ours, existing=before_children, tag=tag)
+    assert not left, "left behind:\n" + "\n".join(left)
 
 
 def is_root() -> bool:

@@ -9,9 +9,16 @@
 # by a hash of its recipe; the checkout is copied in and installed at every run.
 #
 # Exit codes: 0 passed, or skipped with the reason (no root, no qemu and no way to install it...;
-# DUET_REQUIRE_GUEST_TIER=1 turns a skip into exit 3); 1 a job in the guest failed; 3 the guest
-# could not be built or booted. DUET_GUEST_TIER=0 skips the tier.
+# DUET_REQUIRE_GUEST_TIER=1 turns a skip into exit 3, and CI sets it); 1 a job in the guest
+# failed; 3 the guest could not be built or booted. DUET_GUEST_TIER=0 skips the tier.
+#
+# --image-only: install the host packages and build (or find) the image, then exit; `make test`
+# runs this in the background while the host tests run, and the tier then finds the image cached.
 set -euo pipefail
+image_only=0
+if [ "${1:-}" = --image-only ]; then
+    image_only=1
+fi
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 here=$repo/scripts/guest
@@ -50,6 +57,9 @@ broken() {
 [ "$(id -u)" = 0 ] || skip "building the image needs root (mmdebstrap, mkfs.ext4 -d); run as root, as CI does"
 command -v apt-get >/dev/null || skip "no apt-get: the image is built from this machine's Debian sources"
 
+if [ $image_only = 1 ]; then
+    out=$out-image
+fi
 rm -rf "$out"
 mkdir -p "$out" "$cache"
 
@@ -129,6 +139,10 @@ else
     phase_done image-build
 fi
 flock -u 9
+if [ $image_only = 1 ]; then
+    say "image ready: $image (total $(elapsed "$tier_start") s)"
+    exit 0
+fi
 
 # --- boot ---------------------------------------------------------------------------------
 run=$(mktemp -d /var/tmp/duet-guest.XXXXXX)

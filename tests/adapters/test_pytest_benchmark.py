@@ -651,22 +651,27 @@ def test_the_adapters_benchmarks_measured_by_duet(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("no_leftovers")
-def test_duet_compare_of_a_version_against_itself_is_not_a_regression(tmp_path: Path) -> None:
+def test_duet_compare_measures_each_commits_own_benchmark(tmp_path: Path) -> None:
     # A [[benchmark]] entry runs the driver like any python callable; the node id comes from
     # the environment, which duet passes on to the sides (a configuration may not set DUET_
     # variables: a [[suite]] entry, through the adapter, is the way to name the test).
+    # Two commits, the second doing twice the work, each in its own worktree: an A/A of HEAD
+    # against itself (this test before) could not fail when a side measured the other's code.
+    # Chance failure: the doubling must leave its 99% interval above 1.02; with the per-run
+    # ratios of this benchmark spread over 0.7-1.4 (a relative SD of about 0.2, see slower()),
+    # 10 runs give a standard error near 0.065 and the bound sits 15 of them above 1.02:
+    # below 1 CI run in 10^6.
     toml = settings_toml('\n[[benchmark]]\nname = "checksum"\npython = "duet_pytest:run"\n')
     files = {p.name: p.read_text() for p in SUITE.iterdir() if p.is_file()}
     repo = make_repo(tmp_path / "project", [{**files, "duet.toml": toml}])
+    slower(repo.path)
+    repo.commit({"workload.py": (repo.path / "workload.py").read_text()}, "twice the work")
     out = tmp_path / "out"
     done = duet(
-        "compare", "HEAD", "HEAD", "--out", str(out), "--no-plots",
+        "compare", "HEAD~1", "HEAD", "--out", str(out), "--no-plots",
         cwd=repo.path, env={"DUET_PYTEST_NODEID": "bench_workload.py::test_checksum"},
     )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == 1, done.stdout + done.stderr
     result = json.loads((out / "results.json").read_text())["benchmarks"][0]
-    # What an A/A may claim is the verdict, not the point estimate: on a VM whose vCPUs share
-    # the host's cores, one side's CPU time per iteration can double for a whole run (a ratio of
-    # 1.19 over 10 runs in CI; a repeat gave 0.825 [0.588, 1.10], honestly inconclusive).
-    # A driver that measured different work on the two sides would be narrow and decided.
-    assert result["analysis"]["verdict"] in ("no change", "inconclusive"), result["analysis"]
+    assert result["analysis"]["verdict"] == "regression", result["analysis"]
+    assert 1.6 < result["analysis"]["ratio"] < 2.5  # twice the work

@@ -11,7 +11,12 @@ import pytest
 
 from tests.adapters.suites import ISOLATION, check_regression_found, compare, project
 
-pytestmark = [pytest.mark.usefixtures("no_leftovers"), pytest.mark.slow]
+# A compare whose subprocess may take its 1800 s.
+pytestmark = [
+    pytest.mark.usefixtures("no_leftovers"),
+    pytest.mark.slow,
+    pytest.mark.timeout(2000),
+]
 
 WORKLOAD = """\
 ROUNDS = {rounds}

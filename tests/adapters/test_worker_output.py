@@ -6,10 +6,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from duet_bench.harness import duet_barrier as db
 from tests.duet import test_barrier as shared
 from tests.duet.test_barrier import Processes
 from tests.duet.test_worker import finish, read_samples, run_pair, start_worker, write_spec
+
+#: Real barriers and worker processes timed against each other: serial, checked for leftovers.
+pytestmark = pytest.mark.measures
 
 shm_path = shared.shm_path
 processes = shared.processes

@@ -164,6 +164,7 @@ def _gitlab_ci_local(
 
 
 @pytest.mark.slow
+@pytest.mark.measures  # the job's real duet compare
 @pytest.mark.usefixtures("fake_api")
 def test_gitlab_job_installs_duet_from_a_git_url_and_measures(
     tmp_path: Path, fake_api: FakeApi, request: pytest.FixtureRequest

@@ -37,6 +37,9 @@ from hypothesis import strategies as st
 
 from duet_bench.harness import duet_barrier as db
 
+#: Real barriers and worker processes timed against each other: serial, checked for leftovers.
+pytestmark = pytest.mark.measures
+
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS = ROOT / "duet_bench" / "harness"
 VECTORS = ROOT / "tests" / "vectors" / "barrier"

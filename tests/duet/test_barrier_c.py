@@ -34,6 +34,7 @@ from tests.duet.test_barrier import (
     two_cpus,
     vector_id,
 )
+from tests.duet.test_worker import assert_runq_within_its_iteration
 
 # The fixtures of test_barrier.py: a barrier path in /dev/shm and child processes, both checked
 # for leftovers.
@@ -48,9 +49,11 @@ SANITIZE = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-g", "-fsanitize=
 # Sanitizer reports make the process fail, never pass quietly.
 SANITIZER_ENV = {"ASAN_OPTIONS": "abort_on_error=0:exitcode=99", "UBSAN_OPTIONS": "exitcode=99"}
 
-pytestmark = pytest.mark.skipif(
-    GCC is None, reason="gcc is not installed: the C client cannot be built"
-)
+pytestmark = [
+    pytest.mark.skipif(GCC is None, reason="gcc is not installed: the C client cannot be built"),
+    # Real barriers and worker processes timed against each other: serial, leftovers checked.
+    pytest.mark.measures,
+]
 
 
 def compile_c(source: Path, output: Path, flags: list[str]) -> None:
@@ -381,6 +384,8 @@ def test_native_programs_write_the_samples_file(
             # under heavy load a reading can exceed the iteration (the analysis caps it).
             assert sample["runq_ns"] >= 0
             assert sample["nivcsw"] >= 0
+        # Never more than the time to the side's next iteration: see the helper's docstring.
+        assert_runq_within_its_iteration(samples)
     # Both sides started the iterations together (the best one: a busy machine may preempt).
     skews = sorted(
         abs(first["start_ns"] - second["start_ns"])

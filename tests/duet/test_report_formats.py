@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from prometheus_client.openmetrics import parser as openmetrics_parser
 
 from duet_bench.analysis import AnalysisSettings, analyze_document
 from duet_bench.report import FORMATS, render
@@ -272,61 +273,44 @@ def test_junit_time_from_wall_time_when_recorded() -> None:
 # --------------------------------------------------------------------------------------------
 # OpenMetrics
 
-_METRIC = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
-_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\n"])*)"')
-
 
 def parse_openmetrics(text: str) -> dict[str, dict[str, object]]:
-    """A strict reader of the OpenMetrics text subset duet writes: metadata before samples,
-    families contiguous, label values unescaped, ``# EOF`` last. Returns
-    ``{family: {"type", "help", "unit", "samples": [(labels, value)]}}``."""
-    assert text.endswith("# EOF\n"), "must end with # EOF and a newline"
-    lines = text[: -len("\n")].split("\n")
-    assert lines.count("# EOF") == 1
+    """Read duet's OpenMetrics output with Prometheus' own parser (prometheus_client, the
+    reference implementation of the format: it refuses a missing ``# EOF``, metadata after
+    samples, interleaved families, bad escapes). Returns
+    ``{family: {"type", "help", "unit", "samples": [(labels, value)]}}`` in the text's order."""
     families: dict[str, dict[str, object]] = {}
-    current: str | None = None
-    for line in lines[:-1]:
-        if line.startswith("#"):
-            kind, name, rest = ([*line.split(" ", 3), ""])[1:4]
-            assert kind in ("TYPE", "HELP", "UNIT"), line
-            assert _METRIC.fullmatch(name), line
-            fam = families.setdefault(name, {"samples": []})
-            assert not fam["samples"], f"metadata after samples: {line}"
-            assert kind.lower() not in fam, f"duplicate {kind}: {line}"
-            fam[kind.lower()] = rest
-            if current != name:
-                assert current is None or families[current]["samples"], "empty family"
-            current = name
-            continue
-        m = re.fullmatch(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})? (\S+)", line)
-        assert m, f"not a sample line: {line!r}"
-        name, labels_text, value = m.groups()
-        assert name == current, f"sample of {name} outside its family"
-        labels: dict[str, str] = {}
-        if labels_text:
-            body = labels_text[1:-1]
-            pos = 0
-            while pos < len(body):
-                lm = _LABEL.match(body, pos)
-                assert lm, f"bad labels: {labels_text!r}"
-                raw = lm.group(2)
-                labels[lm.group(1)] = re.sub(
-                    r"\\(.)", lambda e: {"n": "\n"}.get(e.group(1), e.group(1)), raw
-                )
-                pos = lm.end()
-                if pos < len(body):
-                    assert body[pos] == ",", labels_text
-                    pos += 1
-        number = float(value)
-        assert math.isfinite(number)
-        samples = families[name]["samples"]
-        assert isinstance(samples, list)
-        samples.append((labels, number))
+    for family in openmetrics_parser.text_string_to_metric_families(text):
+        assert family.name not in families, f"family {family.name} twice"
+        samples = [(dict(s.labels), s.value) for s in family.samples]
+        assert all(sample.name == family.name for sample in family.samples), family
+        assert all(math.isfinite(value) for _, value in samples), family
+        families[family.name] = {
+            "type": family.type,
+            "help": family.documentation,
+            "unit": family.unit,
+            "samples": samples,
+        }
     for name, fam in families.items():
-        assert fam.get("type") == "gauge", name
-        if fam.get("unit"):
+        assert fam["type"] == "gauge", name
+        if fam["unit"]:
             assert name.endswith("_" + str(fam["unit"])), name
     return families
+
+
+def test_the_openmetrics_reader_refuses_what_the_format_forbids() -> None:
+    """The parser above is strict where duet could go wrong: a missing ``# EOF``, a family
+    split by another, metadata after samples."""
+    good = '# TYPE duet_ratio gauge\nduet_ratio{benchmark="a"} 1.0\n# EOF\n'
+    assert parse_openmetrics(good)["duet_ratio"]["samples"] == [({"benchmark": "a"}, 1.0)]
+    for bad in (
+        good.replace("# EOF\n", ""),
+        "# TYPE duet_ratio gauge\nduet_ratio 1\n"
+        "# TYPE duet_x gauge\nduet_x 1\nduet_ratio 2\n# EOF\n",
+        "# TYPE duet_ratio gauge\nduet_ratio 1\n# HELP duet_ratio late\n# EOF\n",
+    ):
+        with pytest.raises(ValueError):  # noqa: PT011  (the parser's only error type)
+            parse_openmetrics(bad)
 
 
 def test_openmetrics_parses_back(basic: ResultsDocument) -> None:

@@ -3,6 +3,7 @@ failures and their exit codes, the samples file, calibration."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -17,6 +18,9 @@ import pytest
 from duet_bench.harness import duet_barrier as db
 from tests.duet import test_barrier as shared
 from tests.duet.test_barrier import HARNESS, Processes, old_pythons, two_cpus
+
+#: Real barriers and worker processes timed against each other: serial, checked for leftovers.
+pytestmark = pytest.mark.measures
 
 shm_path = shared.shm_path
 processes = shared.processes
@@ -147,7 +151,18 @@ def check_complete_samples(
         assert sample["nivcsw"] >= 0
     starts = [s["start_ns"] for s in samples]
     assert starts == sorted(starts)
+    assert_runq_within_its_iteration(samples)
     return samples
+
+
+def assert_runq_within_its_iteration(samples: list[dict[str, Any]]) -> None:
+    """The run-queue delay of an iteration is read after it began and before the next one did
+    (the first reading after the barrier, the last before waiting at it again; for a command,
+    the child forked after the start and read before it is reaped): every wait it counts lies
+    between two starts. It may exceed the iteration's own wall time (a preemption between the
+    end's clock and schedstat reads), never the distance to the next start."""
+    for sample, following in itertools.pairwise(samples):
+        assert sample["runq_ns"] <= following["start_ns"] - sample["start_ns"], (sample, following)
 
 
 def run_pair(

@@ -99,8 +99,13 @@ def test_a_slower_head_is_a_regression_and_every_output_is_written(tmp_path: Pat
 
 
 def test_head_against_itself_is_not_a_regression(tmp_path: Path) -> None:
+    # An A/A verdict, the claim of this test, at 99.99%: fails by chance in under 1 CI run of
+    # 5,000 (see test_run.py's test_the_same_command_is_not_a_regression for the figure).
     repo = project(tmp_path)
-    done = duet(repo.path, "HEAD", "HEAD", "--out", str(tmp_path / "out"), "--no-plots")
+    done = duet(
+        repo.path, "HEAD", "HEAD", "--out", str(tmp_path / "out"), "--no-plots",
+        "--confidence", "0.9999",
+    )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     doc = json.loads((tmp_path / "out" / "results.json").read_text())
     assert doc["benchmarks"][0]["analysis"]["verdict"] != "regression"
@@ -237,8 +242,9 @@ def test_shards_and_merge(tmp_path: Path) -> None:
     for i in (1, 2):
         out = tmp_path / f"shard{i}"
         done = duet(
-            repo.path, "base3", "HEAD", "--out", str(out), "--shard", f"{i}/2", "--no-plots"
-        )
+            repo.path, "base3", "HEAD", "--out", str(out), "--shard", f"{i}/2", "--no-plots",
+            "--fail-on", "never",  # about which benchmarks each shard ran, not their verdicts
+        )  # fmt: skip
         assert done.returncode == 0, done.stdout + done.stderr
         shards.append(out / "results.json")
     names = [[b["name"] for b in json.loads(p.read_text())["benchmarks"]] for p in shards]

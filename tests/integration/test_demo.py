@@ -1,13 +1,14 @@
-"""``duet demo`` end to end: the README's first command never gives a wrong answer about its 5%
-slower candidate. In each condition it finds it, or says inconclusive with an interval that
-holds 1.05 and explains the miss; and it finds it in at least one condition.
+"""``duet demo`` end to end: ONE demo, every claim it makes checked, no retry. The README's first
+command finds its 5% slower candidate in both conditions and never gives a wrong answer.
 
-Finding the 5% is a statistical claim, and this host changes vCPU speed for seconds at a time.
-At 16 runs the quiet condition said 1.03 [0.981, 1.08], then 1.06 [0.999, 1.12], in two demos
-back to back while the busy condition found it in both (1.04 [1.03, 1.05]). At 8 runs, CI once
-saw 1.02 [0.997, 1.04]: a 99% interval also misses the true ratio now and then, by design.
-The claims that depend on the draw therefore get up to ATTEMPTS demos; what does not depend on
-it is checked in every one. A duet that cannot find the 5% fails them all.
+How often this test fails by chance (docs/reliability.md, "Tests"): it fails when a condition
+misses the 5% (a detection rate below 1) or when a 99% interval misses the true ratio. Measured
+before the per-iteration crossover design: DEMO_DETECTED of DEMO_TRIALS demos found it per
+condition, so the test fails by chance in about 1 - (DEMO_DETECTED / DEMO_TRIALS)^2 of CI runs
+(FALSE_FAILURE below), far above the suite's budget of 1 in 200. NOTE for the lead: the crossover
+design (another developer's) is meant to make the demo find its 5% in both conditions reliably;
+re-measure DEMO_DETECTED / DEMO_TRIALS once it lands. Until then this test is the suite's largest
+chance failure, on purpose: a retry would hide that the demo misses its own claim.
 """
 
 from __future__ import annotations
@@ -26,14 +27,18 @@ from duet_bench import settings
 from duet_bench.demo import holds_expected
 from duet_bench.lock import acquire as acquire_lock
 
-pytestmark = pytest.mark.usefixtures("no_leftovers")
+# Each demo may take its subprocess timeout (600 s) and then clean up.
+pytestmark = [pytest.mark.usefixtures("no_leftovers"), pytest.mark.timeout(900)]
 
-#: How many demos the statistical claims may take (see the module docstring).
-ATTEMPTS = 3
+#: Demos that found the 5% in a condition, of demos run (per condition, measured; see above).
+DEMO_DETECTED, DEMO_TRIALS = 7, 9
+#: The chance that one demo fails this test with duet working as designed.
+FALSE_FAILURE = 1 - (DEMO_DETECTED / DEMO_TRIALS) ** 2
 
 
-def _demo(out: Path) -> str:
-    """Run ``duet demo`` into ``out``; check what holds whatever the draw; return its stdout."""
+@pytest.mark.skipif(shutil.which("cc") is None, reason="the demo compiles C: no cc here")
+def test_the_demo_finds_its_regression_and_never_gives_a_wrong_answer(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
     done = subprocess.run(
         [sys.executable, "-m", "duet_bench", "demo", "--quiet", "--out", str(out)],
         capture_output=True,
@@ -43,9 +48,14 @@ def _demo(out: Path) -> str:
     )
     assert done.returncode == 0, done.stderr
     table = done.stdout.split("ratio 1.05):", 1)[1]
-    assert "the machine as it is" in table, done.stdout
-    assert "one busy process beside it" in table, done.stdout
-    for where in ("quiet", "busy"):
+    rows = {
+        where: next(line for line in table.splitlines() if line.startswith(label))
+        for where, label in (
+            ("quiet", "the machine as it is"),
+            ("busy", "one busy process beside it"),
+        )
+    }
+    for where, row in rows.items():
         doc = json.loads((out / where / "results.json").read_text())
         bench = doc["benchmarks"][0]
         assert len(bench["runs"]) == settings.DEMO_RUNS  # the demo's default
@@ -53,47 +63,16 @@ def _demo(out: Path) -> str:
         # A CPU-bound C program: CPU time decides, and every metric was analysed.
         assert a["metric"] == "cpu", a["metric_reason"]
         assert set(a["metrics"]) == {"wall", "cpu", "wall-runq"}
-        # Never a wrong answer: 5% more work is neither "no change" nor an improvement.
-        assert a["verdict"] in ("regression", "inconclusive"), done.stdout
         assert (out / where / "report.md").read_text().startswith("## duet:")
+        # 5% more loop iterations (the loop is not all of the program): the 99% interval holds
+        # a ratio within a point of 1.05, and the demo finds it (FALSE_FAILURE: see above).
+        interval = f"{a['ratio']:.4f} [{a['ci_low']:.4f}, {a['ci_high']:.4f}]"
+        assert holds_expected(a["ci_low"], a["ci_high"]), f"{where}: {interval}\n{done.stdout}"
+        assert a["verdict"] == "regression", f"{where}: {a['verdict']} {interval}\n{done.stdout}"
+        assert "detected" in row, done.stdout
     busy = json.loads((out / "busy" / "results.json").read_text())
     # The busy process had to take turns with the sides: the run queue shows it.
     assert busy["benchmarks"][0]["analysis"]["interference"]["share"] > 0.3, done.stdout
-    return done.stdout
-
-
-def _found(out: Path, stdout: str) -> str | None:
-    """None when the demo gave the right answer and found the 5% at least once; else why not."""
-    table = stdout.split("ratio 1.05):", 1)[1]
-    rows = [
-        next(line for line in table.splitlines() if line.startswith(where))
-        for where in ("the machine as it is", "one busy process beside it")
-    ]
-    for where in ("quiet", "busy"):
-        a = json.loads((out / where / "results.json").read_text())["benchmarks"][0]["analysis"]
-        # 5% more loop iterations (the loop is not all of the program): the interval holds a
-        # ratio within a point of 1.05, whether it decided or not.
-        if not holds_expected(a["ci_low"], a["ci_high"]):
-            return f"{where}: {a['ratio']:.4f} [{a['ci_low']:.4f}, {a['ci_high']:.4f}] misses 1.05"
-    if not any("detected" in row for row in rows):
-        return "neither condition found the 5%:\n" + "\n".join(rows)
-    if any("MISSED" in row for row in rows):
-        # A miss is explained under the table (and, the interval holding 1.05, inconclusive).
-        assert "the deciding metric said inconclusive" in table, stdout
-    return None
-
-
-@pytest.mark.skipif(shutil.which("cc") is None, reason="the demo compiles C: no cc here")
-def test_the_demo_finds_its_regression_and_never_gives_a_wrong_answer(tmp_path: Path) -> None:
-    misses = []
-    for attempt in range(ATTEMPTS):
-        out = tmp_path / f"attempt-{attempt}"
-        stdout = _demo(out)
-        miss = _found(out, stdout)
-        if miss is None:
-            return
-        misses.append(f"{miss}\n{stdout}")
-    pytest.fail("\n\n".join(misses))
 
 
 def _children(pid: int) -> list[str]:

@@ -128,12 +128,44 @@ def isolation_clean(tag: str) -> Iterator[None]:
     assert not left_pids, f"processes left running: {left_pids}"
 
 
+def mounted_v1_controllers() -> set[str]:
+    """The controllers of the cgroup v1 hierarchies in /proc/mounts: a fact of the machine,
+    read without duet's code (whose probe is what the tests check)."""
+    found: set[str] = set()
+    with open("/proc/mounts", encoding="utf-8") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) > 3 and fields[2] == "cgroup":
+                found |= set(fields[3].split(","))
+    return found
+
+
+def psi_cgroup2_here() -> str | None:
+    """Our own cgroup in a cgroup2 hierarchy, when it has ``cpu.pressure`` (PSI on): a fact
+    of the machine read from /proc, not duet's answer."""
+    with open("/proc/mounts", encoding="utf-8") as f:
+        mounts = [line.split()[1] for line in f if line.split()[2:3] == ["cgroup2"]]
+    with open("/proc/self/cgroup", encoding="utf-8") as f:
+        own = next((line.strip()[3:] for line in f if line.startswith("0::")), None)
+    for mount in mounts:
+        if own is not None and os.path.exists(os.path.join(mount, own.lstrip("/"), "cpu.pressure")):
+            return os.path.join(mount, own.lstrip("/"))
+    return None
+
+
 @pytest.fixture
 def v1_root() -> str:
-    """The cgroup root when cgroup v1 isolation is possible here, else skip."""
+    """The cgroup root when this machine mounts the cgroup v1 controllers duet needs (cpuset,
+    cpu, cpuacct), else skip. Where they are mounted, duet's own probe must accept them: its
+    refusal is a product error, and fails the test."""
+    lacking = {"cpuset", "cpu", "cpuacct"} - mounted_v1_controllers()
+    if lacking:
+        skip_or_fail(
+            f"cgroup v1 is not usable: no cgroup v1 hierarchy with {', '.join(sorted(lacking))}",
+            needs="cgroup-v1",
+        )
     probe = probe_v1(CGROUP_ROOT)
-    if not probe.ok:
-        skip_or_fail(f"cgroup v1 is not usable: {probe.reason}", needs="cgroup-v1")
+    assert probe.ok, f"duet refuses the mounted cgroup v1 hierarchies: {probe.reason}"
     return CGROUP_ROOT
 
 

@@ -47,7 +47,8 @@ from tests.system.conftest import (
     tagged_processes,
 )
 
-pytestmark = pytest.mark.usefixtures("no_leftovers")
+# Also run in the guest tier: under sudo the sides run as the invoking user (SUDO_UID).
+pytestmark = [pytest.mark.guest, pytest.mark.usefixtures("no_leftovers")]
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "results-basic.json"
 #: Only for duet to reach its end when a test goes wrong; never a measurement.
@@ -183,7 +184,8 @@ def shared_dir() -> Iterator[Path]:
 
 
 ISOLATION = "cgroup" if is_root() else "affinity"
-QUICK = ("--warmup", "0", "--quiet", "--reps", "1000")
+#: None of these tests is about a verdict: their A/A runs never fail on one (exit 0 or 3).
+QUICK = ("--warmup", "0", "--quiet", "--reps", "1000", "--fail-on", "never")
 
 
 # --------------------------------------------------------------------------------------------
@@ -259,7 +261,7 @@ def test_a_detached_daemon_is_killed_with_its_run(
     out = tmp_path / "r.json"
     done = duet(
         "run", "--baseline", "true", "--candidate", daemon, "--name", "daemon", "--runs", "2",
-        "--iterations", "2", "--isolation", "cgroup", "--fail-on", "never", "--out", str(out),
+        "--iterations", "2", "--isolation", "cgroup", "--out", str(out),
         *QUICK, tag=tag,
     )  # fmt: skip
     clean(done)
@@ -326,7 +328,7 @@ def test_a_side_cannot_see_the_other_sides_tmp(tmp_path: Path, tag: str) -> None
         "run", "--baseline", f"echo baseline > {secret} && test -s {secret}",
         "--candidate", f"if [ -e {secret} ]; then echo saw the baseline file >&2; exit 1; fi",
         "--name", "private tmp", "--runs", "2", "--iterations", "3", "--isolation", "cgroup",
-        "--max-failures", "0", "--fail-on", "never", "--out", str(out), *QUICK, tag=tag,
+        "--max-failures", "0", "--out", str(out), *QUICK, tag=tag,
         # Started from a directory under /tmp (a checkout there), duet keeps the host's /tmp for
         # the sides, which need it to find their files (docs/isolation.md).
         cwd=Path("/"),

@@ -13,7 +13,8 @@ from duet_bench.isolation import Limits, Usage, select_backend
 from duet_bench.isolation.cgroup_v1 import probe_v1
 from duet_bench.isolation.cgroup_v2 import find_v2_mount, probe_v2
 
-pytestmark = pytest.mark.usefixtures("isolation_clean")
+# Also run in the guest tier (cgroup v2 with controllers under systemd, sudo from a user).
+pytestmark = [pytest.mark.guest, pytest.mark.usefixtures("isolation_clean")]
 
 ROOT = "/sys/fs/cgroup"
 

@@ -30,7 +30,13 @@ from duet_bench.isolation import Limits
 from duet_bench.isolation.cgroup_v2 import CgroupV2Backend, probe_v2
 from tests.system.conftest import TAG_VARIABLE
 
-pytestmark = [pytest.mark.root, pytest.mark.cgroup, pytest.mark.usefixtures("isolation_clean")]
+# Also run in the guest tier (cgroup v2 with controllers under systemd, sudo from a user).
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.cgroup,
+    pytest.mark.guest,
+    pytest.mark.usefixtures("isolation_clean"),
+]
 
 # Someone who is not root and can still run our interpreter on our checkout: the user who ran
 # sudo (a checkout in their 0700 home), else nobody.
@@ -270,8 +276,9 @@ def test_a_run_whose_side_moved_to_another_cpu_fails_with_exit_3(
 ) -> None:
     need_controllers(v2_mount, "cpuset", "cpu")
     probe = probe_v2()
-    if not probe.ok:
-        pytest.skip(f"duet would not choose cgroup v2 here: {probe.reason}")
+    # The controllers are there and we are root: duet must choose cgroup v2 (its refusal is
+    # the product's error, not a reason to skip).
+    assert probe.ok, f"duet would not choose cgroup v2 here: {probe.reason}"
     two_cpus()
     # The candidate moves its own cgroup to another CPU, as a unit's AllowedCPUs= re-applied by
     # systemd would: the run must not be recorded as if it had stayed where duet put it.

@@ -22,7 +22,7 @@ from duet_bench.runner.harness import WORKER
 from tests.duet import test_barrier as shared
 from tests.duet.test_barrier import Processes
 from tests.duet.test_worker import read_samples, write_spec
-from tests.system.conftest import skip_or_fail
+from tests.system.conftest import psi_cgroup2_here, skip_or_fail
 
 pytestmark = [pytest.mark.root, pytest.mark.cgroup, pytest.mark.usefixtures("isolation_clean")]
 
@@ -42,6 +42,8 @@ THROUGH_A_SHELL = (
 def backend(v1_root: str) -> Iterator[CgroupV1Backend]:
     with CgroupV1Backend(root=v1_root) as b:
         if PRESSURE not in b.parents:
+            # Where the machine offers it, not setting it up is duet's error.
+            assert psi_cgroup2_here() is None, f"duet made no pressure parent: {b.parents}"
             skip_or_fail(
                 "no cgroup2 hierarchy with cpu.pressure beside the v1 controllers here",
                 needs="cgroup-v1",
@@ -93,6 +95,7 @@ def test_each_side_gets_a_pressure_leaf_that_holds_its_processes_and_is_removed(
 def test_a_stale_pressure_parent_is_removed(v1_root: str, child_env: dict[str, str]) -> None:
     with CgroupV1Backend(root=v1_root) as first:
         if PRESSURE not in first.parents:
+            assert psi_cgroup2_here() is None, f"duet made no pressure parent: {first.parents}"
             skip_or_fail("no cgroup2 hierarchy with cpu.pressure here", needs="cgroup-v1")
         base = os.path.dirname(first.parents[PRESSURE])
     # What a crashed invocation leaves: a parent named after a pid that is not alive.

@@ -172,6 +172,9 @@ def test_unprivileged_run_measures_at_affinity_only(
         "--warmup",
         "1",
         "--quiet",
+        # This test is about running unprivileged (the A/B doubling shows the sides measure
+        # their own work); the A/A's verdict is not its claim and is not asserted.
+        *(["--fail-on", "never"] if expected_exit == 0 else []),
         "--out",
         str(out),
     ]
@@ -188,8 +191,8 @@ def test_unprivileged_run_measures_at_affinity_only(
     if expected_exit == 1:
         assert verdict == "regression", output
         assert bench["analysis"]["ratio"] > 1.5, output
-    else:
-        assert verdict in ("no change", "inconclusive"), output
+    assert all(run["status"] == "ok" for run in bench["runs"]), output
+    assert len(bench["runs"]) == 10, output
     assert out.stat().st_uid == NOBODY
 
 
