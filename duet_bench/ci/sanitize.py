@@ -35,6 +35,8 @@ def text(value: str) -> str:
 
 def _opt_text(value: Any) -> str | None:
     return text(value) if isinstance(value, str) else None
+
+
 #: Failed runs kept per benchmark: the notes name two and count the rest.
 _MAX_FAILURES = 100
 

@@ -21,8 +21,8 @@ from duet_bench.cli import install_signal_handlers, reports_errors
 from duet_bench.commands.options import (
     analysis_options,
     analysis_settings,
-    crossover_option,
     bounded,
+    crossover_option,
     machine_options,
     session_options,
 )

@@ -9,8 +9,7 @@ import click
 
 from duet_bench import settings
 from duet_bench.cli import color_for, install_signal_handlers, reports_errors
-from duet_bench.commands.options import crossover_option
-from duet_bench.commands.options import bounded
+from duet_bench.commands.options import bounded, crossover_option
 
 
 @click.command()

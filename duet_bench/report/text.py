@@ -93,6 +93,9 @@ def render_text(doc: ResultsDocument, *, color: bool = False, width: int = WIDTH
     if decided:
         # Which metric the verdicts rest on, and why, before the numbers that come from it.
         out += [wrap(decided[0].upper() + decided[1:], 2, width=width), ""]
+    incomplete = completeness(doc).sentence
+    if incomplete:
+        out += [f"INCOMPLETE: {for_terminal(incomplete)}", ""]
     if not items:
         return "\n".join([*out, summary_sentence(items)]) + "\n"
     lines, name_width = _fit(items, common_confidence(items), width)
@@ -103,9 +106,6 @@ def render_text(doc: ResultsDocument, *, color: bool = False, width: int = WIDTH
             fg = _COLORS.get(r.verdict)
             if fg:
                 lines[i] = click.style(lines[i], fg=fg, bold=r.verdict == "regression")
-    incomplete = completeness(doc).sentence
-    if incomplete:
-        out += [f"INCOMPLETE: {for_terminal(incomplete)}", ""]
     out += [*lines, ""]
     notes = [for_terminal(n) for n in _notes(items, name_width, width)]
     if notes:

@@ -346,7 +346,8 @@ def _gunzip(raw: bytes, p: Path) -> bytes:
         raise ResultsError(
             f"{p}: decompresses to over the {MAX_RESULTS_BYTES // 2**20} MiB that duet reads in a "
             "results file (docs/configuration.md, Limits)",
-            fix="split the suite with duet compare --shard i/N, or measure fewer runs or iterations",
+            fix="split the suite with duet compare --shard i/N, or measure fewer runs "
+            "or iterations",
         )
     return data
 
