@@ -89,13 +89,14 @@ def _fit(items: list[Row], shared: float | None, width: int) -> tuple[list[str],
 def render_text(doc: ResultsDocument, *, color: bool = False, width: int = WIDTH) -> str:
     items = rows(doc)
     out: list[str] = []
+    incomplete = completeness(doc).sentence
+    if incomplete:
+        # Before anything else: every verdict below rests on part of what was planned.
+        out += [f"INCOMPLETE: {for_terminal(incomplete)}", ""]
     decided = metric_line(items, doc)
     if decided:
         # Which metric the verdicts rest on, and why, before the numbers that come from it.
         out += [wrap(decided[0].upper() + decided[1:], 2, width=width), ""]
-    incomplete = completeness(doc).sentence
-    if incomplete:
-        out += [f"INCOMPLETE: {for_terminal(incomplete)}", ""]
     if not items:
         return "\n".join([*out, summary_sentence(items)]) + "\n"
     lines, name_width = _fit(items, common_confidence(items), width)
