@@ -10,8 +10,11 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from duet_bench.errors import UsageError, VersionError
+from duet_bench.isolation import RunAs
+from duet_bench.isolation.privileges import popen_user
 from duet_bench.versions import clean_environment
 
 
@@ -27,13 +30,13 @@ class Commit:
         return self.sha[:12]
 
 
-def _git(root: Path, *args: str) -> str:
-    done = subprocess.run(
+def _git(root: Path, *args: str, run_as: RunAs | None = None) -> str:
+    done: subprocess.CompletedProcess[str] = subprocess.run(
         ["git", "-C", str(root), *args],
         capture_output=True,
         text=True,
         check=False,
-        env=clean_environment(),
+        **_as(run_as),
     )
     if done.returncode != 0:
         raise VersionError(
@@ -43,8 +46,24 @@ def _git(root: Path, *args: str) -> str:
     return done.stdout
 
 
+def _as(run_as: RunAs | None) -> dict[str, Any]:
+    """Git as the user builds run as, never as root on their repository (docs/isolation.md,
+    "What runs as root")."""
+    env = clean_environment()
+    return {
+        "env": env if run_as is None else run_as.environment(env),
+        **popen_user(run_as),
+    }
+
+
 def first_parent_line(
-    root: Path, good: str, bad: str, *, good_ref: str, bad_ref: str
+    root: Path,
+    good: str,
+    bad: str,
+    *,
+    good_ref: str,
+    bad_ref: str,
+    run_as: RunAs | None = None,
 ) -> list[Commit]:
     """GOOD and then every commit of ``git rev-list --first-parent GOOD..BAD``, oldest first
     (BAD last): element 0 is GOOD, element ``i`` the i-th commit after it.
@@ -66,7 +85,7 @@ def first_parent_line(
         ["git", "-C", str(root), "merge-base", "--is-ancestor", good, bad],
         capture_output=True,
         check=False,
-        env=clean_environment(),
+        **_as(run_as),
     )
     if ancestor.returncode == 1:
         raise UsageError(
@@ -82,12 +101,22 @@ def first_parent_line(
             fix=f"run it in {root} to see why",
         )
     fmt = "%H%x00%P%x00%s"
-    lines = _git(root, "log", "--first-parent", "--reverse", f"--format={fmt}", f"{good}..{bad}")
+    lines = _git(
+        root,
+        "log",
+        "--first-parent",
+        "--reverse",
+        f"--format={fmt}",
+        f"{good}..{bad}",
+        run_as=run_as,
+    )
     commits = []
     for line in lines.splitlines():
         sha, parents, subject = line.split("\x00", 2)
         commits.append(Commit(sha, subject, merge=len(parents.split()) > 1))
-    first_parent = _git(root, "rev-parse", f"{commits[0].sha}^1").strip() if commits else ""
+    first_parent = (
+        _git(root, "rev-parse", f"{commits[0].sha}^1", run_as=run_as).strip() if commits else ""
+    )
     if not commits or first_parent != good:
         raise UsageError(
             f"GOOD ({good_ref}, {good[:12]}) is an ancestor of BAD ({bad_ref}) only through a "
@@ -95,5 +124,5 @@ def first_parent_line(
             fix=f"give as GOOD a commit of that line (`git log --first-parent {bad_ref}`), e.g. "
             "the merge that brought GOOD in, or its first parent",
         )
-    subject = _git(root, "log", "-1", "--format=%s", good).strip()
+    subject = _git(root, "log", "-1", "--format=%s", good, run_as=run_as).strip()
     return [Commit(good, subject, merge=False), *commits]

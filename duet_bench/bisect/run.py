@@ -141,17 +141,16 @@ def bisect(
     from duet_bench.versions import Versions
 
     out = options.out_dir
-    root = repo_root(options.repo)
+    run_as, keep_env = options.machine.run_as, options.machine.keep_env
+    root = repo_root(options.repo, run_as)
+    logs = out / "logs"
     with Versions(
-        root,
-        keep=options.keep_worktrees,
-        log_dir=out / "logs",
-        run_as=options.machine.run_as,
-        keep_env=options.machine.keep_env,
+        root, keep=options.keep_worktrees, log_dir=logs, run_as=run_as, keep_env=keep_env
     ) as versions:
         good = versions.resolve(options.good)
         bad = versions.resolve(options.bad)
-        commits = first_parent_line(root, good, bad, good_ref=options.good, bad_ref=options.bad)
+        refs = {"good_ref": options.good, "bad_ref": options.bad}
+        commits = first_parent_line(root, good, bad, **refs, run_as=run_as)
         path, text = _config_at(versions, root, bad, options.config)
         on_note(f"configuration: {path} at BAD ({options.bad}, {bad[:12]})")
         config = load_config(Path(path), text=text)

@@ -126,7 +126,7 @@ def compare(
     note = on_note or (lambda text: log.warning("%s", text))
     out_dir = options.out_dir
     out_dir.mkdir(parents=True, exist_ok=True)
-    root = repo_root(options.repo)
+    root = repo_root(options.repo, options.machine.run_as)
     with Versions(
         root,
         keep=options.keep_worktrees,

@@ -18,16 +18,20 @@ from typing import Any
 
 from duet_bench.config import CONFIG_FILES, Config, choose_config, has_duet_table, load_config
 from duet_bench.errors import ConfigError, VersionError
+from duet_bench.isolation import RunAs
+from duet_bench.isolation.privileges import popen_user
 from duet_bench.manual import cite
 
 
-def repo_root(path: Path) -> Path:
-    """The top of the git checkout that ``path`` is in."""
+def repo_root(path: Path, run_as: RunAs | None = None) -> Path:
+    """The top of the git checkout that ``path`` is in; git runs as ``run_as``, never as root
+    on a user's repository (docs/isolation.md, "What runs as root")."""
     done = subprocess.run(
         ["git", "-C", str(path), "rev-parse", "--show-toplevel"],
         capture_output=True,
         text=True,
         check=False,
+        **popen_user(run_as),
     )
     if done.returncode != 0:
         raise VersionError(

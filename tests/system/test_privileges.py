@@ -109,7 +109,12 @@ def _make_user() -> User:
     return User(name, entry.pw_uid, entry.pw_gid, Path(entry.pw_dir))
 
 
+def _lock_file(user: User) -> Path:
+    return Path("/var/tmp") / f"{user.name}.lock"
+
+
 def _remove_user(user: User) -> None:
+    _lock_file(user).unlink(missing_ok=True)
     Path("/etc/sudoers.d", user.name).unlink(missing_ok=True)
     # Whatever the user left running (nothing, if duet cleaned up) goes, by pid.
     for entry in os.listdir("/proc"):
@@ -186,8 +191,11 @@ def _duet(
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
     """``sudo duet compare HEAD~1 HEAD`` as ``user`` in ``repo``; the run and its results dir."""
     out = user.home / "out"
-    # PYTHONPATH: the suite run from another copy of the sources measures that copy.
+    # PYTHONPATH: the suite run from another copy of the sources measures that copy. A
+    # measuring lock of the test's own: another duet measuring on the machine must not turn
+    # the exploit into a refusal that proves nothing.
     passed = {k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}
+    passed["DUET_LOCK"] = str(_lock_file(user))
     extra = [f"{k}={v}" for k, v in {**passed, **(env or {})}.items()]
     done = user.run(
         "sudo", "-n", "env", *extra, sys.executable, "-m", "duet_bench", "compare",
@@ -218,6 +226,7 @@ def test_cleanup_never_chmods_through_a_link(user: User, target: Target) -> None
     repo = _repo(user, {"duet.toml": _config(build, _bench("b", "true"))})
     done, out = _duet(user, repo)
     target.assert_untouched(_everything(done, out))
+    assert (out / "logs" / "build-candidate.log").exists(), done.stderr  # the attack ran
 
 
 def test_root_never_opens_a_planted_stderr_file(user: User, target: Target) -> None:
@@ -248,6 +257,7 @@ def test_root_never_opens_a_planted_stderr_file(user: User, target: Target) -> N
         plant.kill()
         plant.wait()
     target.assert_untouched(_everything(done, out))
+    assert done.returncode == 0, done.stdout + done.stderr  # measured while planting
 
 
 @pytest.mark.parametrize("victim", ["stderr.txt", "samples.jsonl"])
@@ -262,6 +272,8 @@ def test_reading_back_a_side_never_follows_a_link(user: User, target: Target, vi
     repo = _repo(user, {"duet.toml": _config("true", bench), "bench.sh": script})
     done, out = _duet(user, repo)
     target.assert_untouched(_everything(done, out))
+    # The side ran, replaced its file and failed: what root read back is in the results.
+    assert "exit code 1" in (out / "results.json").read_text(), done.stderr
 
 
 def test_the_users_git_config_never_runs_as_root(user: User, target: Target) -> None:
