@@ -50,6 +50,10 @@ def _die(error: DuetError) -> NoReturn:
     )
     if error.fix:
         click.echo(f"  fix: {for_terminal(error.fix)}", err=True)
+    if error.exit_code > 128:  # Interrupted: a second signal must not change the exit code
+        from duet_bench import interrupts
+
+        interrupts.hold_until_exit()
     sys.exit(error.exit_code)
 
 

@@ -27,7 +27,7 @@ from types import FrameType
 
 from duet_bench.errors import Interrupted
 
-__all__ = ["SIGNALS", "deferred", "install", "raise_if_pending"]
+__all__ = ["SIGNALS", "deferred", "hold_until_exit", "install", "raise_if_pending"]
 
 #: The signals that stop duet with :class:`Interrupted`.
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -46,6 +46,13 @@ def _handler(signum: int, _frame: FrameType | None) -> None:
         return
     _stopping = _pending = signum
     raise Interrupted(signum)
+
+
+def hold_until_exit() -> None:
+    """Block :data:`SIGNALS` for the rest of this process: called on the way out after an
+    interrupt. Interpreter shutdown restores their default action, so a second signal arriving
+    then would kill duet with it (exit -15 instead of the first signal's 130)."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
 
 
 def deferred() -> tuple[int, ...]:

@@ -25,8 +25,10 @@ from tests.ci.test_templates import GITLAB, tool
 
 MR = 7
 STAND_IN = """#!/bin/sh
-# duet, except that compare copies a results file instead of measuring.
+# duet, except that compare copies a results file instead of measuring. Each call is logged
+# with whether the token is in its environment and the job it runs in.
 printf '%s\\n' "$*" >> "{log}"
+printf '%s token=%s job=%s\\n' "$1" "${{DUET_GITLAB_TOKEN:+yes}}" "$CI_JOB_NAME" >> "{log}.env"
 if [ "$1" = compare ]; then
     mkdir -p duet-results
     cp "{results}" duet-results/results.json
@@ -133,6 +135,12 @@ def test_gitlab_job_posts_a_note(
     assert f"compare {base} {head} --out duet-results --fail-on regression --wait" in calls
     assert "doctor" in calls
     assert any(c.startswith("comment duet-results/results.json --provider gitlab") for c in calls)
+    # The merge request's code runs in the duet job, without the token; the note is posted by
+    # duet-comment, from the duet job's artifact.
+    env = (tmp_path / "argv.log.env").read_text().splitlines()
+    assert "compare token= job=duet" in env
+    assert "comment token=yes job=duet-comment" in env
+    assert not any(line.startswith("comment") and "job=duet-comment" not in line for line in env)
 
     [note] = fake_api.gitlab_notes(PROJECT, MR)
     assert note["body"].startswith(
@@ -153,13 +161,19 @@ def test_gitlab_job_posts_a_note(
 def _gitlab_ci_local(
     gcl: str, repo: Path, tmp_path: Path, variables: dict[str, str], timeout_s: float = 120
 ) -> subprocess.CompletedProcess[str]:
+    """Run the duet job, then duet-comment with its artifact, as a merge request pipeline."""
     argv = [gcl, "--force-shell-executor", "--no-color", "--home", str(tmp_path / "home")]
     argv += ["--ignore-predefined-vars", ",".join(k for k in variables if k.startswith("CI_"))]
     for k, v in variables.items():
         argv += ["--variable", f"{k}={v}"]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CI_", "GITLAB_", "DUET_"))}
     return subprocess.run(
-        [*argv, "duet"], cwd=repo, env=env, capture_output=True, text=True, timeout=timeout_s
+        [*argv, "duet", "duet-comment"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
     )
 
 

@@ -316,6 +316,61 @@ def test_component_is_the_same_job() -> None:
     assert component == included
 
 
+def _gitlab_jobs() -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """(where, measuring job, note job) of the template and of the component."""
+    ci = load(GITLAB)
+    _spec, body = load_all(COMPONENT)
+    template = (
+        "template",
+        {**ci[".duet"], **{k: v for k, v in ci["duet"].items() if k != "extends"}},
+        {**ci[".duet-comment"], **{k: v for k, v in ci["duet-comment"].items() if k != "extends"}},
+    )
+    return [template, ("component", body["duet"], body["duet-comment"])]
+
+
+def test_gitlab_note_is_posted_by_a_job_that_runs_no_merge_request_code() -> None:
+    for where, measure, note in _gitlab_jobs():
+        measuring = "\n".join(measure["script"])
+        # The job that builds and runs the merge request's code posts nothing and drops the
+        # token before anything of the merge request runs.
+        assert " comment " not in measuring, where
+        assert measuring.index("unset DUET_GITLAB_TOKEN") < measuring.index('"$duet" doctor')
+        assert measuring.index("unset DUET_GITLAB_TOKEN") < measuring.index("set -- compare")
+        assert "environment" not in measure, where
+        # The note job: no checkout, the results as an artifact, the token's environment.
+        assert note["variables"]["GIT_STRATEGY"] == "none", where
+        assert note["needs"] == [{"job": "duet", "artifacts": True}], where
+        assert note["environment"] == {"name": "duet-note", "action": "access"}, where
+        assert note["rules"][0]["when"] == "always", where
+        assert "artifacts" not in note, where
+        assert "resource_group" not in note, where
+        posting = "\n".join(note["script"])
+        assert '"$duet" comment duet-results/results.json --provider gitlab' in posting
+        # It runs duet and nothing of the repository: no git, no build, no relative program.
+        install, post = note["script"]
+        assert install == measure["script"][0], where  # the same install lines
+        for word in ("compare", "git ", "make", "./", "sh ", "bash", "source", ". "):
+            assert word not in post.replace("duet: ", ""), (where, word)
+
+
+def test_component_note_job_is_the_templates() -> None:
+    spec, body = load_all(COMPONENT)
+    defaults = {k: v.get("default", "") for k, v in spec["spec"]["inputs"].items()}
+    component = _interpolate(body, defaults, {"name": "", "sha": "", "reference": ""})
+    [(_w, _m, template_note), _] = _gitlab_jobs()
+    assert component["duet-comment"] == template_note
+
+
+def test_gitlab_note_script_passes_shellcheck(tmp_path: Path) -> None:
+    shellcheck = tool("shellcheck")
+    job = load(GITLAB)[".duet-comment"]
+    env = "".join(f'{k}="${{{k}:-}}"\n' for k in job["variables"])
+    path = tmp_path / "duet-comment.sh"
+    path.write_text("#!/bin/sh\n" + env + "\n".join(job["script"]))
+    done = subprocess.run([shellcheck, "-s", "sh", str(path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout
+
+
 def test_gitlab_script_passes_shellcheck(tmp_path: Path) -> None:
     shellcheck = tool("shellcheck")
     job = load(GITLAB)[".duet"]

@@ -15,7 +15,7 @@ def test_a_removed_working_directory_is_named_with_the_right_fix(tmp_path: Path)
     gone = tmp_path / "version"
     gone.mkdir()
     gone.rmdir()  # what `rm -rf "$PWD"` in a benchmark leaves for the next run
-    with pytest.raises(OSError) as caught:
+    with pytest.raises(FileNotFoundError) as caught:
         subprocess.Popen(["/bin/true"], cwd=gone)
     error = _not_started("baseline", "/bin/true", caught.value)
     assert f"{gone}: No such file or directory" in error.message

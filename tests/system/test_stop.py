@@ -50,7 +50,7 @@ def shared_dir() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-@pytest.mark.parametrize("gap_ms", [0, 2, 8, 20])
+@pytest.mark.parametrize("gap_ms", [0, 2, 8, 20, 50, 100])
 def test_ctrl_c_then_sigterm_cleans_up_and_says_why(
     tmp_path: Path, tag: str, shared_dir: Path, gap_ms: int
 ) -> None:
