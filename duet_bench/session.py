@@ -37,7 +37,7 @@ from duet_bench.runner import (
 )
 from duet_bench.settings import DEFAULT_MAX_FAILURES
 from duet_bench.settings import record as record_settings
-from duet_bench.units import short_name
+from duet_bench.units import differing_name
 
 if TYPE_CHECKING:  # at run time imported by the steps that use them, as they were
     from duet_bench.topology import CorePair, Topology
@@ -295,7 +295,7 @@ def _measure_one(
 
     def on_run(run: RunRecord) -> None:
         recorder.add(run)
-        title = f"{short_name(bench.name)} run {run.index + 1}/{bench.runs}"
+        title = f"{differing_name(bench.name)} run {run.index + 1}/{bench.runs}"
         if run.ok:
             so_far = running_estimate(recorder.record, analysis_settings.metric)
             progress.step(f"{title} ok" + (f" · {so_far}" if so_far else ""))
