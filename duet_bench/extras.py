@@ -2,7 +2,7 @@
 
 The core (numpy, click, GitPython, tomlkit) runs, analyses, reports as text, markdown, HTML,
 junit and openmetrics, comments and merges: what every CI job does. matplotlib (``plots``,
-about 60 MB with its dependencies) draws the plots; scipy (``stats``, about 110 MB) is needed
+about 100 MB with its dependencies) draws the plots; scipy (``stats``, about 140 MB) is needed
 only for the ``bca`` interval and the planning of very small experiments in ``duet calibrate``;
 arch for the ``basic`` and ``studentized`` intervals. A command that reaches one of them
 without it says which extra to install instead of a traceback (:func:`missing_module_error`).

@@ -39,7 +39,7 @@ from duet_bench.runner import (
 )
 from duet_bench.settings import DEFAULT_MAX_FAILURES
 from duet_bench.settings import record as record_settings
-from duet_bench.units import short_name
+from duet_bench.units import differing_name
 from duet_bench.untrusted import for_terminal
 
 if TYPE_CHECKING:  # at run time imported by the steps that use them, as they were
@@ -347,7 +347,7 @@ def _measure_one(
 
     def on_run(run: RunRecord) -> None:
         recorder.add(run)
-        title = f"{short_name(bench.name)} run {run.index + 1}/{bench.runs}"
+        title = f"{differing_name(bench.name)} run {run.index + 1}/{bench.runs}"
         if run.ok:
             so_far = running_estimate(recorder.record, analysis_settings.metric)
             progress.step(f"{title} ok" + (f" · {so_far}" if so_far else ""))

@@ -11,6 +11,7 @@ every benchmark with the metrics that did not decide, the notes no reader acts o
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -95,6 +96,7 @@ def _attention(items: list[Row]) -> list[str]:
             text = markdown_text(hint, limit=None)
             # An option a reader copies: code, as in the rest of duet's messages.
             text = text.replace("--fail-on inconclusive", "`--fail-on inconclusive`")
+            text = re.sub(r"--runs (\d+)", r"`--runs \1`", text)
             out.append(f"- {name} is inconclusive: {text}")
         out += [f"- {name}: {markdown_text(n, limit=400)}" for n in r.notes]
     return out

@@ -95,8 +95,9 @@ def forest_figure(doc: ResultsDocument) -> Any:
     level = f"{units.percent(shared)} CI" if shared is not None else "CI at each benchmark's level"
     decided = sorted({r.metric for r in items if r.metric}) or ["wall time"]
     ax.set_xlabel(
-        f"ratio candidate/baseline in {' or '.join(decided)}, the metric that decided "
-        f"({level}), log scale: right of 1 is slower"
+        # The metric named is the one that decided: the axis carries no other.
+        f"ratio candidate/baseline in {' or '.join(decided)} ({level}), log scale: "
+        "right of 1 is slower"
     )
     ax.set_title(f"duet: {title(items)}", loc="left")
     handles: list[Any] = [

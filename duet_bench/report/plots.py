@@ -2,10 +2,11 @@
 
 1. ``ratios``: a forest plot, every benchmark's ratio with its confidence interval
    (:mod:`duet_bench.report.plot_summary`).
-2. ``<benchmark>-iterations``: the paired iteration times of both sides over time, as in the
-   duet paper's Figure 3, and the ratio of every pair (:mod:`duet_bench.report.plot_benchmark`).
-3. ``<benchmark>-runs``: the geometric-mean ratio of every run, with the grand ratio and its
-   interval (:mod:`duet_bench.report.plot_benchmark`).
+2. ``<benchmark>-iterations``: the paired iterations of both sides over time in the metric that
+   decided, as in the duet paper's Figure 3, and the ratio of every pair
+   (:mod:`duet_bench.report.plot_benchmark`).
+3. ``<benchmark>-runs``: the geometric-mean ratio of every run in every metric recorded, one
+   panel each with its own grand ratio and interval (:mod:`duet_bench.report.plot_benchmark`).
 
 Colours, rc parameters and labels are shared in :mod:`duet_bench.report.plot_style`. This module
 plans the files (which plots, in reading order, under which stem), writes them and hands the
@@ -27,7 +28,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from duet_bench.report.plot_benchmark import iterations_figure, runs_figure
+from duet_bench.metrics import METRIC_NAMES
+from duet_bench.report.plot_benchmark import deciding_metric, iterations_figure, runs_figure
 from duet_bench.report.plot_style import (
     RC_PARAMS,
     SIDE_STYLE,
@@ -36,7 +38,7 @@ from duet_bench.report.plot_style import (
     time_unit,
 )
 from duet_bench.report.plot_summary import forest_figure
-from duet_bench.results import ResultsDocument
+from duet_bench.results import BenchmarkRecord, ResultsDocument
 
 __all__ = [
     "RC_PARAMS",
@@ -87,18 +89,23 @@ def plan(doc: ResultsDocument) -> list[tuple[str, str, Callable[[], Any]]]:
         out.append(
             (
                 f"{stem}-iterations",
-                f"{b.name}: paired iteration times of both sides",
+                f"{b.name}: paired iterations of both sides in {_metric(b)}, the metric that "
+                "decided",
                 functools.partial(iterations_figure, b),
             )
         )
         out.append(
             (
                 f"{stem}-runs",
-                f"{b.name}: ratio of every run",
+                f"{b.name}: ratio of every run, in every metric recorded ({_metric(b)} decided)",
                 functools.partial(runs_figure, b),
             )
         )
     return out
+
+
+def _metric(b: BenchmarkRecord) -> str:
+    return METRIC_NAMES[deciding_metric(b)]
 
 
 def write_plots(doc: ResultsDocument, directory: str | Path) -> list[Path]:

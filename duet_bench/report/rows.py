@@ -126,7 +126,8 @@ class Row:
         if self.runs_needed and self.runs_needed > self.runs_used:
             more = (
                 f"about {self.runs_needed} runs in all ({self.runs_needed - self.runs_used} "
-                f"more than the {self.runs_used} measured) would decide it"
+                f"more than the {self.runs_used} measured, --runs {self.runs_needed}) would "
+                "decide it"
             )
         else:
             more = "more runs would narrow the interval until it decides"

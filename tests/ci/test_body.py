@@ -244,7 +244,9 @@ def test_the_comment_names_failed_runs_and_what_would_decide_above_the_fold(
     body = build_body(_doc(analysed_doc), key="default")
     above = body.split("<details>", 1)[0]
     assert "run 4: timeout" in above
-    assert re.search(r"about \d+ runs in all \(\d+ more than the 6 measured\) would decide", above)
+    assert re.search(
+        r"about \d+ runs in all \(\d+ more than the 6 measured, `--runs \d+`\) would decide", above
+    )
     assert "`--fail-on inconclusive`" in above
     assert "not winsorized" not in above
     assert "## duet: 1 no change" not in body

@@ -114,7 +114,7 @@ def test_forest_plot_labels_and_size_grow_with_benchmarks() -> None:
     assert big.get_size_inches()[1] > 3 * small.get_size_inches()[1]
     ax = big.get_axes()[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == [f"bench-{i}" for i in range(40)]
-    assert ax.get_xlabel().startswith("ratio candidate/baseline in wall time, the metric that")
+    assert ax.get_xlabel().startswith("ratio candidate/baseline in wall time (99% CI)")
     assert ax.get_xscale() == "log"
     legend = big.legends[0]
     texts = [t.get_text() for t in legend.get_texts()]

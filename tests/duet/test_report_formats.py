@@ -584,3 +584,10 @@ def test_long_names_are_stored_whole_and_shortened_for_display_only() -> None:
     assert shown.startswith("./build/bench --input")
     assert shown.endswith("file-name.json")
     assert display_name("short") == "short"
+    # Where the two commands differ is what a reader needs: the reports keep that part.
+    from duet_bench.units import differing_name
+
+    differing = differing_name(name)
+    assert len(differing) <= NAME_WIDTH
+    assert "bench2" in differing, differing
+    assert "/bench " in differing, differing

@@ -201,5 +201,5 @@ def test_the_comment_opens_with_the_sentence_then_base_and_head(doc: ResultsDocu
     assert "not winsorized" in folded
     # Inconclusive says what would decide it.
     hint = next(line for line in above.splitlines() if "**noisy-io** is inconclusive" in line)
-    assert re.search(r"about \d+ runs in all \(\d+ more than the 6 measured\)", hint)
+    assert re.search(r"about \d+ runs in all \(\d+ more than the 6 measured, `--runs \d+`\)", hint)
     assert "`--fail-on inconclusive`" in hint
