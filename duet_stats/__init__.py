@@ -10,7 +10,9 @@ interval, five methods), :mod:`duet_stats.winsor`
 (outlier winsorization), :mod:`duet_stats.sequential` (shuffled and sequential baselines, gains),
 :mod:`duet_stats.impact` (impact factor of the random initial state), :mod:`duet_stats.planning`
 (variance components, interval half-width, optimal iterations, runs needed),
-:mod:`duet_stats.asymmetry` (does the core a side sits on matter), :mod:`duet_stats.warmup` (where
+:mod:`duet_stats.asymmetry` (does the core a side sits on matter, from the runs),
+:mod:`duet_stats.crossover` (the sides change CPUs at every iteration: run ratios that weigh the
+two assignments equally, the core difference from inside the runs), :mod:`duet_stats.warmup` (where
 an iteration series stops trending). The array and method aliases (:data:`FloatArray`,
 :data:`IntArray`, :data:`ArrayLike`,
 :data:`IntervalMethod`) are public here for callers' annotations.
@@ -18,6 +20,14 @@ an iteration series stops trending). The array and method aliases (:data:`FloatA
 
 from duet_stats._typing import ArrayLike, FloatArray, IntArray, IntervalMethod
 from duet_stats.asymmetry import Asymmetry, side_asymmetry
+from duet_stats.crossover import (
+    CoreContrast,
+    CrossoverRuns,
+    CrossoverWinsor,
+    centre_assignments,
+    core_contrast,
+    crossover_runs,
+)
 from duet_stats.impact import ImpactFactors, impact_factor, impact_factors, paired_impact_factors
 from duet_stats.planning import (
     T_QUANTILE_BELOW,
@@ -55,6 +65,9 @@ __all__ = [
     "T_QUANTILE_BELOW",
     "ArrayLike",
     "Asymmetry",
+    "CoreContrast",
+    "CrossoverRuns",
+    "CrossoverWinsor",
     "FloatArray",
     "ImpactFactors",
     "IntArray",
@@ -67,7 +80,10 @@ __all__ = [
     "Warmup",
     "accuracy_gain",
     "bootstrap_ci",
+    "centre_assignments",
     "ci_half_width",
+    "core_contrast",
+    "crossover_runs",
     "detect_warmup",
     "duet_ratio",
     "grand_geomean",

@@ -22,6 +22,7 @@ import numpy as np
 
 from duet_stats._typing import ArrayLike, FloatArray, IntervalMethod
 from duet_stats._validate import as_runs, as_vector, check_confidence, check_count, check_rng
+from duet_stats.crossover import crossover_runs
 from duet_stats.intervals import (
     DEFAULT_CONFIDENCE,
     Interval,
@@ -191,6 +192,25 @@ def grand_geomean(run_geomeans: ArrayLike) -> float:
     return float(np.exp(np.log(g).mean()))
 
 
+def _run_log_ratios(
+    log_s: FloatArray, assignment: ArrayLike | None, *, winsorize: bool, min_iterations: int
+) -> tuple[FloatArray, int]:
+    """Each run's log ratio (winsorized if asked) and the values replaced: the plain run means,
+    or with a crossover ``assignment`` the mean of each run's two assignment means."""
+    if assignment is not None:
+        balanced = crossover_runs(
+            log_s,
+            assignment,
+            winsorize="centred" if winsorize else "off",
+            winsorize_min_iterations=min_iterations,
+        )
+        return np.array(balanced.log_run_ratios), balanced.winsorized
+    replaced = 0
+    if winsorize:
+        log_s, replaced = _winsorize_rows(log_s, DEFAULT_FRACTION, min_iterations)
+    return log_s.mean(axis=1), replaced
+
+
 def duet_ratio(
     baseline_ns: ArrayLike,
     candidate_ns: ArrayLike,
@@ -200,6 +220,7 @@ def duet_ratio(
     method: IntervalMethod = "percentile",
     winsorize: bool = True,
     winsorize_min_iterations: int = MIN_ITERATIONS,
+    assignment: ArrayLike | None = None,
     rng: np.random.Generator,
 ) -> RatioEstimate:
     """The duet ratio (candidate over baseline) with its bootstrap confidence interval.
@@ -228,6 +249,9 @@ def duet_ratio(
         almost every run and can shift the estimate by more than its interval allows
         (docs/statistics.md, "Winsorization with few iterations"). 3 is the paper's rule
         unguarded.
+    assignment : array_like of {0, 1}, shape (runs, iterations), optional
+        Crossover (method.md 1b): the CPU assignment of each iteration; each run then weighs
+        its two assignments equally (:func:`duet_stats.crossover.crossover_runs`).
     rng : numpy.random.Generator
         Source of randomness for the bootstrap.
 
@@ -257,6 +281,7 @@ def duet_ratio(
     ----------
     .. [1] Bulej et al., "Duet Benchmarking: Improving Measurement Accuracy in the Cloud",
        ICPE 2020, section 3 (steps 1-5) and section 4 (winsorization, 10,000 replicates, 99%).
+    .. [2] S. Senn, "Cross-over Trials in Clinical Research", Wiley 2002, chapter 3 (AB/BA).
     """
     a, b = _paired_runs(baseline_ns, candidate_ns, min_runs=2)
     confidence = check_confidence(confidence)
@@ -265,25 +290,21 @@ def duet_ratio(
     method = check_method(method)
     rng = check_rng(rng)
     log_s = np.log(b) - np.log(a)
-    replaced = 0
-    if winsorize:
-        log_s, replaced = _winsorize_rows(log_s, DEFAULT_FRACTION, min_iterations)
-    log_g = log_s.mean(axis=1)
+    log_g, replaced = _run_log_ratios(
+        log_s, assignment, winsorize=winsorize, min_iterations=min_iterations
+    )
     runs, iterations = log_s.shape
-    ci_low: float | None = None
-    ci_high: float | None = None
-    used_reps = 0
+    ci_low = ci_high = None
     if runs >= MIN_BOOTSTRAP_RUNS:
         lo, hi = log_interval(log_g, confidence=confidence, reps=reps, method=method, rng=rng)
         ci_low, ci_high = float(np.exp(lo)), float(np.exp(hi))
-        used_reps = reps
     return RatioEstimate(
         ratio=float(np.exp(log_g.mean())),
         ci_low=ci_low,
         ci_high=ci_high,
         confidence=confidence,
         method=method,
-        reps=used_reps,
+        reps=reps if ci_low is not None else 0,
         runs=runs,
         iterations=iterations,
         winsorized=replaced,

@@ -15,10 +15,16 @@ from duet_bench.analysis.estimate import (
     with_impact_factors,
 )
 from duet_bench.analysis.interference import busy_share, interference
-from duet_bench.analysis.model import AnalysisSettings, BenchmarkAnalysis
+from duet_bench.analysis.model import AnalysisSettings, BenchmarkAnalysis, Design
 from duet_bench.analysis.runs_needed import runs_needed_note, runs_needed_of
-from duet_bench.analysis.series import series_of
-from duet_bench.analysis.sides import asymmetry_note, benchmark_asymmetry
+from duet_bench.analysis.series import Series, series_of
+from duet_bench.analysis.sides import (
+    CoreDifference,
+    SideAsymmetry,
+    asymmetry_note,
+    benchmark_asymmetry,
+    crossover_difference,
+)
 from duet_bench.metrics import METRICS
 from duet_bench.results import BenchmarkRecord
 
@@ -39,19 +45,32 @@ def analyze_benchmark(record: BenchmarkRecord, settings: AnalysisSettings) -> Be
         interference=delayed,
     )
     chosen = estimates[metric]
-    asymmetry = benchmark_asymmetry(
-        ok,
-        chosen.log_ratios,
-        confidence=settings.confidence,
-        reps=min(settings.reps, 2000),
-        rng=rng_for(record.name + "/sides", settings.seed),
-    )
+    asymmetry: SideAsymmetry | CoreDifference | None = None
+    if series.crossover is not None:
+        asymmetry = crossover_difference(
+            series.crossover,
+            chosen.log_ratios,
+            winsorize=settings.winsorize,
+            confidence=settings.confidence,
+            reps=min(settings.reps, 2000),
+            rng=rng_for(record.name + "/sides", settings.seed),
+        )
+    if asymmetry is None:
+        asymmetry = benchmark_asymmetry(
+            ok,
+            chosen.log_ratios,
+            confidence=settings.confidence,
+            reps=min(settings.reps, 2000),
+            rng=rng_for(record.name + "/sides", settings.seed),
+        )
     needed = runs_needed_of(chosen, settings)
     a, b = series.of(metric) or series.wall
     baseline, candidate = with_impact_factors(chosen, a, b, name=record.name, seed=settings.seed)
     notes = [
         record.note,
         series.cut_note,
+        series.crossover_note,
+        _design_note(record, series),
         asymmetry_note(asymmetry, ok, chosen.log_ratios, threshold=settings.threshold),
         interval_note(chosen, len(ok)),
         winsor_note(settings, runs=len(ok), iterations=int(a.shape[1])),
@@ -78,7 +97,46 @@ def analyze_benchmark(record: BenchmarkRecord, settings: AnalysisSettings) -> Be
         interference=delayed,
         disagreement=disagreement(estimates, metric),
         side_asymmetry=asymmetry,
+        design=_design(record, series),
     )
+
+
+def _crossover_setting(record: BenchmarkRecord) -> str | None:
+    value = record.settings.get("crossover")
+    return value if value in ("iteration", "run") else None
+
+
+def _design(record: BenchmarkRecord, series: Series) -> Design | None:
+    """The design and estimate for ``analysis.design``; None for files that predate both
+    ``settings["crossover"]`` and the per-iteration CPUs (their analysis stays as it was)."""
+    setting = _crossover_setting(record)
+    if setting is None and series.crossover is None and series.crossover_note is None:
+        return None
+    x = series.crossover
+    single = None
+    if x is not None:
+        single = int((x.assignment.min(axis=1) == x.assignment.max(axis=1)).sum())
+    return Design(
+        # A file without the setting but with the CPUs recorded: the CPUs tell the design.
+        crossover="iteration"
+        if setting == "iteration" or (x is not None and x.within_runs)
+        else "run",
+        estimate="run-mean" if x is None else "assignment-balanced",
+        single_assignment_runs=single,
+        clashes=0 if x is None else x.clashes,
+    )
+
+
+def _design_note(record: BenchmarkRecord, series: Series) -> str | None:
+    """Say when the sides were to change CPUs at every iteration but the runs cannot show it."""
+    if _crossover_setting(record) != "iteration" or series.crossover is None:
+        return None
+    if not series.crossover.within_runs:
+        return (
+            "crossover at every iteration was asked for, but no run changed CPUs inside it: "
+            "a core difference stays in the run ratios"
+        )
+    return None
 
 
 def _unanalysed(record: BenchmarkRecord, settings: AnalysisSettings) -> BenchmarkAnalysis:

@@ -29,24 +29,42 @@ def estimate_metrics(
     """Every metric the runs recorded, estimated; and for the others, why they are missing."""
     estimates: dict[str, MetricEstimate] = {}
     missing: dict[str, str] = {}
+    assignment = None if series.crossover is None else series.crossover.assignment
     for metric in METRICS:
         data = series.of(metric)
         if data is not None:
-            estimates[metric] = estimate(metric, *data, name=name, settings=settings)
+            estimates[metric] = estimate(
+                metric, *data, name=name, settings=settings, assignment=assignment
+            )
         else:
             missing[metric] = series.why_missing(metric) or "not recorded"
     return estimates, missing
 
 
 def estimate(
-    metric: Metric, a: Matrix, b: Matrix, *, name: str, settings: AnalysisSettings
+    metric: Metric,
+    a: Matrix,
+    b: Matrix,
+    *,
+    name: str,
+    settings: AnalysisSettings,
+    assignment: Matrix | None = None,
 ) -> MetricEstimate:
-    """The duet ratio of ``b`` over ``a``; with a single run the point estimate only."""
+    """The duet ratio of ``b`` over ``a``; with a single run the point estimate only. With the
+    CPU ``assignment`` of every iteration (crossover), each run weighs the two assignments
+    equally (:func:`duet_stats.crossover.crossover_runs`)."""
+    from duet_stats.crossover import crossover_runs
     from duet_stats.ratio import duet_ratio
 
     log_ratios = np.log(b / a)
     if a.shape[0] < 2:
-        ratio = float(np.exp(np.mean(log_ratios)))
+        # One run has no interval and is not winsorized (as duet_ratio would not be asked).
+        log_run = (
+            np.mean(log_ratios)
+            if assignment is None
+            else crossover_runs(log_ratios, assignment, winsorize="off").log_run_ratios[0]
+        )
+        ratio = float(np.exp(log_run))
         lo: float | None = None
         hi: float | None = None
         winsorized = 0
@@ -58,6 +76,7 @@ def estimate(
             reps=settings.reps,
             method=settings.interval,
             winsorize=settings.winsorize,
+            assignment=assignment,
             rng=rng_for(name, settings.seed),
         )
         ratio, lo, hi, winsorized = est.ratio, est.ci_low, est.ci_high, est.winsorized
@@ -76,6 +95,7 @@ def estimate(
         baseline=summary(a),
         candidate=summary(b),
         log_ratios=log_ratios,
+        assignment=assignment,
     )
 
 
@@ -93,9 +113,18 @@ def with_impact_factors(
 ) -> tuple[SideSummary, SideSummary]:
     """The deciding metric's side summaries with Kalibera's impact factors of ``a`` and ``b``
     (or why there are none), both sides from one set of draws (half the cost; see
-    :func:`duet_stats.impact.paired_impact_factors`)."""
+    :func:`duet_stats.impact.paired_impact_factors`).
+
+    With crossover each side's times swing between the two CPUs inside a run; that swing is
+    taken out first (:func:`duet_stats.crossover.centre_assignments`), or it would count as
+    iteration-to-iteration noise and pull the impact factor toward 1 for a reason that has
+    nothing to do with the random initial state of a run."""
+    from duet_stats.crossover import centre_assignments
     from duet_stats.impact import ImpactFactors, paired_impact_factors
 
+    if chosen.assignment is not None:
+        a = centre_assignments(a, chosen.assignment)
+        b = centre_assignments(b, chosen.assignment)
     factors: tuple[ImpactFactors, ImpactFactors] | None = None
     impact_missing: str | None = None
     try:

@@ -12,7 +12,7 @@ from typing import Any, Literal
 import numpy as np
 
 from duet_bench.analysis.interference import Interference
-from duet_bench.analysis.sides import SideAsymmetry
+from duet_bench.analysis.sides import CoreDifference, SideAsymmetry
 from duet_bench.analysis.verdict import Verdict
 from duet_bench.metrics import DEFAULT_METRIC, METRIC_CHOICES, Metric, MetricChoice
 from duet_bench.settings import (
@@ -84,6 +84,9 @@ class MetricEstimate:
     candidate: SideSummary
     #: Per-iteration log ratios that were analysed (for planning; not stored).
     log_ratios: np.ndarray[Any, np.dtype[np.float64]]
+    #: Per iteration, the CPU assignment (crossover, 0: baseline on the lower CPU), or None:
+    #: the estimate then weighed each run's two assignments equally (not stored).
+    assignment: np.ndarray[Any, np.dtype[np.float64]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -94,6 +97,32 @@ class MetricEstimate:
             "winsorized": self.winsorized,
             "baseline": self.baseline.to_dict(),
             "candidate": self.candidate.to_dict(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Design:
+    """Which core design the runs used and which estimate of the run ratios followed from it.
+
+    ``crossover`` is the benchmark's ``settings["crossover"]`` (``"iteration"``: the sides change
+    CPUs at every iteration; ``"run"``: at most between runs). ``estimate`` is
+    ``"assignment-balanced"`` when every run's log ratio weighed its two CPU assignments equally
+    (method.md section 1b; the CPUs of every iteration were recorded), else ``"run-mean"``.
+    """
+
+    crossover: Literal["iteration", "run"]
+    estimate: Literal["assignment-balanced", "run-mean"]
+    #: Runs that ran under one assignment only and kept their plain mean (None: not known).
+    single_assignment_runs: int | None = None
+    #: Iterations in which both sides were recorded on the same CPU.
+    clashes: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "crossover": self.crossover,
+            "estimate": self.estimate,
+            "single_assignment_runs": self.single_assignment_runs,
+            "clashes": self.clashes,
         }
 
 
@@ -133,8 +162,13 @@ class BenchmarkAnalysis:
     busy_share: Mapping[str, float] = field(default_factory=dict)
     interference: Interference | None = None
     disagreement: str | None = None
-    #: Does the core matter? When the runs used two cores, else None.
-    side_asymmetry: SideAsymmetry | None = None
+    #: Does the core matter? When the runs used two cores, else None; from inside the runs
+    #: (:class:`CoreDifference`) when the sides changed CPUs within them.
+    side_asymmetry: SideAsymmetry | CoreDifference | None = None
+    #: The core design and the estimate used; None for files that predate the crossover
+    #: (no ``settings["crossover"]``, no per-iteration CPUs): ``to_dict`` then has no
+    #: ``design`` key, so that their stored analyses stay as they were.
+    design: Design | None = None
 
     def to_dict(self) -> dict[str, Any]:
         def side(s: SideSummary | None) -> dict[str, Any] | None:
@@ -181,4 +215,5 @@ class BenchmarkAnalysis:
             "runs_needed": self.runs_needed,
             "note": self.note,
             "failures": list(self.failures),
+            **({} if self.design is None else {"design": self.design.to_dict()}),
         }

@@ -45,10 +45,21 @@ def runs_needed(log_ratios: FloatArray, *, ratio: float, settings: AnalysisSetti
 
 
 def runs_needed_of(chosen: MetricEstimate, settings: AnalysisSettings) -> int | None:
-    """:func:`runs_needed` for an inconclusive verdict of the deciding metric, else None."""
+    """:func:`runs_needed` for an inconclusive verdict of the deciding metric, else None.
+
+    With crossover the log ratios go in with each run's two CPU assignments centred on the
+    run's balanced log ratio (:func:`duet_stats.crossover.centre_assignments`): their run means
+    are the run values the interval is computed from, and the within-run variance no longer
+    holds the swing between the CPUs that the design cancels (it would ask for more runs than
+    the estimator needs)."""
+    from duet_stats.crossover import centre_assignments
+
     if chosen.verdict != "inconclusive":
         return None
-    return runs_needed(chosen.log_ratios, ratio=chosen.ratio, settings=settings)
+    log_ratios = chosen.log_ratios
+    if chosen.assignment is not None:
+        log_ratios = centre_assignments(log_ratios, chosen.assignment)
+    return runs_needed(log_ratios, ratio=chosen.ratio, settings=settings)
 
 
 def runs_needed_note(needed: int | None, *, runs_used: int, threshold: float) -> str | None:

@@ -1,5 +1,6 @@
 """Per-iteration figures out of run records: the analysed runs of one benchmark as
-``(runs, iterations)`` matrices per side, for each metric, and why a metric has none."""
+``(runs, iterations)`` matrices per side, for each metric, and why a metric has none; and, when
+the sides changed CPUs at every iteration, which CPU assignment each iteration ran under."""
 
 from __future__ import annotations
 
@@ -15,6 +16,24 @@ Matrix: TypeAlias = np.ndarray[Any, np.dtype[np.float64]]
 
 
 @dataclass(frozen=True, slots=True)
+class Crossover:
+    """Where each analysed iteration ran: ``assignment[r, i]`` is 0 with the baseline on
+    ``cpu_a`` (the lower-numbered CPU of the pair), 1 with it on ``cpu_b``."""
+
+    cpu_a: int
+    cpu_b: int
+    assignment: Matrix
+    #: Iterations in which both sides were recorded on the same CPU (the move failed).
+    clashes: int
+
+    @property
+    def within_runs(self) -> bool:
+        """Whether some run ran under both assignments (the sides moved inside it)."""
+        a = self.assignment
+        return bool(((a.min(axis=1) == 0) & (a.max(axis=1) == 1)).any())
+
+
+@dataclass(frozen=True, slots=True)
 class Series:
     """The analysed runs of one benchmark as ``(runs, iterations)`` matrices per side."""
 
@@ -24,6 +43,10 @@ class Series:
     cpu_missing: str | None
     #: Set when the runs had different iteration counts: what was done about it.
     cut_note: str | None = None
+    #: Per iteration, the CPU assignment, when every analysed run recorded it on both sides.
+    crossover: Crossover | None = None
+    #: Why the recorded CPUs could not be used, or that the sides shared a CPU.
+    crossover_note: str | None = None
 
     def wall_less_runq(self) -> tuple[Matrix, Matrix] | None:
         if self.runq is None:
@@ -90,4 +113,50 @@ def series_of(ok: tuple[RunRecord, ...]) -> Series:
         # reading above the iteration's wall time was seen (a wait that began before the
         # iteration). The samples keep the reading; the analysis caps it at the iteration.
         runq = (np.minimum(runq[0], wall[0]), np.minimum(runq[1], wall[1]))
-    return Series(wall=wall, cpu=cpu, runq=runq, cpu_missing=cpu_missing, cut_note=cut_note)
+    crossover, crossover_note = crossover_of(ok, n)
+    return Series(
+        wall=wall,
+        cpu=cpu,
+        runq=runq,
+        cpu_missing=cpu_missing,
+        cut_note=cut_note,
+        crossover=crossover,
+        crossover_note=crossover_note,
+    )
+
+
+def crossover_of(ok: tuple[RunRecord, ...], n: int) -> tuple[Crossover | None, str | None]:
+    """The CPU assignment of the first ``n`` iterations of every run, from ``iteration_cpus``;
+    None (and why, unless the files predate the field) when a run lacks it on a side or the
+    sides used other than two CPUs in all."""
+    cpus: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+    for r in ok:
+        base, cand = r.baseline.iteration_cpus, r.candidate.iteration_cpus
+        if base is None or cand is None or len(base) < n or len(cand) < n:
+            # Old files and the per-run design have no per-iteration CPUs: nothing to say.
+            return None, (
+                None
+                if all(s.iteration_cpus is None for q in ok for s in (q.baseline, q.candidate))
+                else f"run {r.index} did not record the CPU of every iteration on both sides: "
+                "the runs' plain means were used"
+            )
+        cpus.append((base[:n], cand[:n]))
+    used = sorted({c for pair in cpus for side in pair for c in side})
+    if len(used) != 2:
+        return None, (
+            f"the sides ran on CPUs {', '.join(map(str, used))}, not on one pair: the CPU "
+            "assignment is unknown and the runs' plain means were used"
+        )
+    cpu_a, cpu_b = used
+    base_cpus = np.array([b for b, _ in cpus])
+    clashes = int(np.count_nonzero(base_cpus == np.array([c for _, c in cpus])))
+    note = None
+    if clashes:
+        # Such an iteration compared the versions on one CPU at the same time; it is kept (its
+        # assignment is the baseline's CPU), but the move between the CPUs did not happen.
+        note = (
+            f"in {clashes} iteration(s) both sides were recorded on the same CPU: the move "
+            "between the CPUs failed there"
+        )
+    assignment = (base_cpus == cpu_b).astype(np.float64)
+    return Crossover(cpu_a=cpu_a, cpu_b=cpu_b, assignment=assignment, clashes=clashes), note

@@ -1,6 +1,8 @@
 """Does the core matter? The side asymmetry of :mod:`duet_stats.asymmetry` with the CPU numbers
 the runs sat on: the one record of it, for a benchmark's own runs here and for an A/A run in
-:mod:`duet_bench.calibrate`, and the note a benchmark's analysis adds when it matters."""
+:mod:`duet_bench.calibrate`, and the note a benchmark's analysis adds when it matters. When the
+sides changed CPUs inside the runs (crossover), the core difference comes from inside the runs
+instead (:class:`CoreDifference`, :func:`duet_stats.crossover.core_contrast`)."""
 
 from __future__ import annotations
 
@@ -12,9 +14,11 @@ from typing import Any
 import numpy as np
 
 from duet_bench import units
+from duet_bench.analysis.series import Crossover
 from duet_bench.results import RunRecord
 from duet_stats import FloatArray
 from duet_stats.asymmetry import Asymmetry
+from duet_stats.crossover import CoreContrast
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +92,67 @@ class SideAsymmetry:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class CoreDifference:
+    """:func:`duet_stats.crossover.core_contrast` with the CPU numbers: in crossover runs, half
+    the difference of a run's mean log ratios with the baseline on ``cpu_a`` and on ``cpu_b`` is
+    the log of ``contrast.ratio = T(cpu_b)/T(cpu_a)``, measured inside the runs, minutes apart
+    at most, whatever the true ratio.
+
+    Attributes
+    ----------
+    cpu_a, cpu_b : int
+        The CPU pair, ``cpu_a < cpu_b``.
+    contrast : duet_stats.crossover.CoreContrast
+        The ratio, its bootstrap interval over runs and the runs it came from.
+    """
+
+    cpu_a: int
+    cpu_b: int
+    contrast: CoreContrast
+
+    def figures(self) -> dict[str, Any]:
+        """What a benchmark's ``analysis.side_asymmetry`` stores for crossover runs: the CPUs,
+        the ratio and its interval as for the between-run estimate, ``estimate: "within-run"``
+        and the runs it came from (in place of ``runs_a``/``runs_b``)."""
+        c = self.contrast
+        return {
+            "cpu_a": self.cpu_a,
+            "cpu_b": self.cpu_b,
+            "ratio": c.ratio,
+            "ci_low": c.ci_low,
+            "ci_high": c.ci_high,
+            "estimate": "within-run",
+            "runs": c.runs,
+        }
+
+
+def crossover_difference(
+    crossover: Crossover,
+    log_ratios: FloatArray,
+    *,
+    winsorize: bool,
+    confidence: float,
+    reps: int,
+    rng: np.random.Generator,
+) -> CoreDifference | None:
+    """The core difference from inside crossover runs (``log_ratios`` of shape ``(runs,
+    iterations)``), None unless some run ran under both CPU assignments."""
+    from duet_stats.crossover import core_contrast
+
+    if not crossover.within_runs:
+        return None
+    est = core_contrast(
+        log_ratios,
+        crossover.assignment,
+        confidence=confidence,
+        reps=reps,
+        winsorize="centred" if winsorize else "off",
+        rng=rng,
+    )
+    return None if est is None else CoreDifference(crossover.cpu_a, crossover.cpu_b, est)
+
+
 def _baseline_cpus(ok: Sequence[RunRecord]) -> list[int | None]:
     """Per run, the CPU the baseline sat on (None when not recorded)."""
     return [r.baseline.cores[0] if r.baseline.cores else None for r in ok]
@@ -110,18 +175,36 @@ def benchmark_asymmetry(
     )
 
 
+def _crossover_note(difference: CoreDifference, *, threshold: float) -> str | None:
+    c = difference.contrast
+    if not c.significant or abs(math.log(c.ratio)) < math.log1p(threshold) / 2:
+        return None
+    cpu_a, cpu_b = difference.cpu_a, difference.cpu_b
+    slower, faster = (cpu_b, cpu_a) if c.ratio > 1 else (cpu_a, cpu_b)
+    size = units.change(max(c.ratio, 1 / c.ratio)).lstrip("+")
+    return (
+        f"the cores differ: the same code runs {size} slower on CPU {slower} than on CPU "
+        f"{faster} (within {c.runs} runs). The sides changed CPUs at every iteration, so it "
+        "cancels in each run's ratio; `duet doctor` and an A/A `duet calibrate` tell what makes "
+        "the cores unequal"
+    )
+
+
 def asymmetry_note(
-    asymmetry: SideAsymmetry | None,
+    asymmetry: SideAsymmetry | CoreDifference | None,
     ok: Sequence[RunRecord],
     log_ratios: FloatArray,
     *,
     threshold: float,
 ) -> str | None:
-    """A note when the asymmetry matters: significant and at least half the threshold (the
-    balanced alternation cancels it in the ratio, but the interval widens and a reader of the
-    per-run plot sees two groups)."""
+    """A note when the asymmetry matters: significant and at least half the threshold. Between
+    runs, the balanced alternation cancels it in the ratio, but the interval widens and a
+    reader of the per-run plot sees two groups; with crossover it cancels inside each run, and
+    the note names its size (the machine, not the code, differs)."""
     if asymmetry is None:
         return None
+    if isinstance(asymmetry, CoreDifference):
+        return _crossover_note(asymmetry, threshold=threshold)
     est, cpu_a, cpu_b = asymmetry.estimate, asymmetry.cpu_a, asymmetry.cpu_b
     if not est.significant or abs(math.log(est.ratio)) < math.log1p(threshold) / 2:
         return None
