@@ -1,9 +1,10 @@
 """``duet calibrate``: an A/A duet that tells what this machine can detect and how to spend CI
 minutes on it (``method.md`` section 6; the figures are explained in ``docs/calibration.md``).
 
-The same version runs on both sides, the sides swapping cores across runs; the measurement
-goes through :func:`duet_bench.session.measure` like any other, and
-:func:`duet_bench.calibrate.calibrate` turns it into figures and a recommendation.
+The same version runs on both sides, the sides crossing over the two CPUs at every iteration
+(or swapping them between runs, ``--crossover run``); the measurement goes through
+:func:`duet_bench.session.measure` like any other, and :func:`duet_bench.calibrate.calibrate`
+turns it into figures and a recommendation.
 ``--compare-designs`` (old spelling ``--compare-sequential``) measures the same A/A with each
 design, crossover at every iteration, sides swapped between runs and sequential, interleaved
 (:mod:`duet_bench.commands.calibrate_designs`), and recommends the design with the narrowest
