@@ -81,6 +81,12 @@ def _join(joined: ResultsDocument | None, block: ResultsDocument) -> ResultsDocu
             replace(r, index=len(record.runs) + k) for k, r in enumerate(new.runs)
         )
         settings = {**record.settings, "runs": len(runs)}
+        # A python benchmark's calls per iteration are measured afresh by every block's session:
+        # keep each block's count when they differ (the ratio of a run compares equal work).
+        counts = record.settings.get("inner_loops_by_block") or [record.settings.get("inner_loops")]
+        counts = [*counts, new.settings.get("inner_loops")]
+        if len(set(counts)) > 1:
+            settings["inner_loops_by_block"] = counts
         out.append(replace(record, runs=runs, settings=settings))
     environment = {
         **joined.environment,
