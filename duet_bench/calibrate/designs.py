@@ -31,7 +31,15 @@ import numpy as np
 from duet_bench.analysis import AnalysisSettings, rng_for
 from duet_bench.calibrate import steps
 from duet_bench.calibrate.data import AAData
-from duet_bench.calibrate.plan import Method, components_of, recommend, summed
+from duet_bench.calibrate.plan import (
+    EXTRAPOLATION,
+    EXTRAPOLATION_FLOOR,
+    MAX_ITERATIONS,
+    Method,
+    components_of,
+    recommend,
+    summed,
+)
 from duet_bench.calibrate.steps import pct
 from duet_bench.metrics import Metric
 
@@ -226,6 +234,10 @@ def design_figures(design: Design, data: AAData, settings: AnalysisSettings) -> 
             method=want,
             warmup=steady.warmup.iterations,
             startup_iterations=times.startup_iterations,
+            # The bounds of the calibration's own plan (decide.plan), so the figures agree.
+            max_iterations=min(
+                MAX_ITERATIONS, max(EXTRAPOLATION * comps.iterations, EXTRAPOLATION_FLOOR)
+            ),
         )
         if comps is not None
         else None

@@ -86,9 +86,9 @@ def design_lines(cal: Calibration) -> list[str]:
     out = [
         "",
         wrap(
-            f"Designs compared on {METRIC_NAMES[d.metric]} ({runs} runs x iterations analysed, "
-            "measured interleaved; percentile intervals; 'at equal time' is the width times "
-            "the square root of the cost of a run):",
+            f"Designs compared on {METRIC_NAMES[d.metric]}, measured interleaved (runs x "
+            f"iterations analysed: {runs}; percentile intervals; 'at equal time' is the width "
+            "times the square root of the cost of a run):",
             0,
         ),
     ]
