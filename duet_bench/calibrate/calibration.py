@@ -22,22 +22,17 @@ def calibrate(
     settings: AnalysisSettings = AnalysisSettings(),  # noqa: B008 (frozen: safe to share)
     *,
     sequential: AAData | None = None,
+    method: decide.MethodChoice | None = None,
 ) -> Calibration:
     """Calibrate from an A/A duet (and optionally a sequential A/A of the same benchmark).
 
-    Parameters
-    ----------
-    data : AAData
-        The A/A duet: the same version on both sides, sides alternating between cores.
-    settings : AnalysisSettings
-        As for ``duet analyze``; the threshold is the change the recommendation must detect
-        (``settings.metric`` is not read: ``data`` is of one metric already).
-    sequential : AAData, optional
-        The same A/A measured with the sequential method, for the accuracy gain.
-
-    Returns
-    -------
-    Calibration
+    ``data`` is the A/A duet (the same version on both sides, the sides alternating between
+    the cores; with crossover at every iteration, its ``assignment``). ``settings`` are those of
+    ``duet analyze``; the threshold is the change the recommendation must detect
+    (``settings.metric`` is not read: ``data`` is of one metric already). ``sequential`` is the
+    same A/A measured with the sequential method, for the accuracy gain. ``method`` is the
+    method to plan for when decided elsewhere (the comparison of the designs); by default the
+    accuracy gain, else the sync gain, decides.
 
     Raises
     ------
@@ -62,6 +57,7 @@ def calibrate(
     asym, asym_warnings = steps.side_asymmetry(
         interval.estimate.run_ratios, data.baseline_cpus, settings, rng
     )
+    contrast, contrast_warnings = steps.core_contrast(steady, settings, rng)
     skew, skew_warnings = steps.start_skew(data, steady.skip, times.mean_iteration_ns)
     seq = (
         decide.sequential(sequential, steady.warmup, interval, settings, rng)
@@ -69,7 +65,8 @@ def calibrate(
         else None
     )
     comparison = seq.comparison if seq is not None else None
-    method = decide.choose_method(comparison, gain, interval.width, steady.runs)
+    if method is None:
+        method = decide.choose_method(comparison, gain, interval.width, steady.runs)
     plan = decide.plan(method.pays, (comps, side_comps, times), seq, steady.warmup, settings)
     est = interval.estimate
     return Calibration(
@@ -99,6 +96,7 @@ def calibrate(
         startup_iterations=times.startup_iterations,
         warmup=steady.warmup,
         side_asymmetry=asym,
+        core_contrast=contrast,
         start_skew_ns=skew,
         sequential=comparison,
         method_pays=method.pays,
@@ -110,6 +108,7 @@ def calibrate(
             *interval.warnings,
             *impact_warnings,
             *asym_warnings,
+            *contrast_warnings,
             *skew_warnings,
             *plan.warnings,
             *decide.data_warnings(data, interval, steady.runs),
@@ -183,6 +182,7 @@ def calibrate_metrics(
     settings: AnalysisSettings = AnalysisSettings(),  # noqa: B008 (frozen: safe to share)
     *,
     busy_share: Mapping[str, float] | None = None,
+    method: decide.MethodChoice | None = None,
 ) -> Calibration:
     """Calibrate on every metric recorded (wall time, CPU time, wall time less run-queue
     delay), and keep the one that measures better here.
@@ -193,7 +193,8 @@ def calibrate_metrics(
     for code that sleeps or waits, CPU time would not see what wall time sees, and wall time
     less run-queue delay is the candidate instead. The narrower A/A interval of the method
     each recommends wins against wall time. Every width is
-    kept in ``widths_by_metric``. ``settings.metric`` other than ``auto`` forces a metric
+    kept in ``widths_by_metric``. ``method`` plans every metric for that method (as
+    :func:`calibrate`). ``settings.metric`` other than ``auto`` forces a metric
     (wall time when the one asked for was not recorded).
 
     Raises
@@ -211,7 +212,9 @@ def calibrate_metrics(
             if sequential is not None and has_metric(sequential, metric_t)
             else None
         )
-        calibrations[metric_t] = calibrate(aa_data(record, metric_t), settings, sequential=seq)
+        calibrations[metric_t] = calibrate(
+            aa_data(record, metric_t), settings, sequential=seq, method=method
+        )
     forced = None if settings.metric == "auto" else settings.metric
     chosen, reason = _choose_metric(calibrations, busy_share or {}, forced)
     wall, best = calibrations["wall"], calibrations[chosen]

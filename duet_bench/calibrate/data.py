@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from duet_bench.analysis.series import crossover_of
 from duet_bench.calibrate.plan import Method
 from duet_bench.metrics import Metric
 from duet_bench.results import BenchmarkRecord, SideRecord
@@ -43,6 +44,10 @@ class AAData:
         Per run, the wall time of each side from its start to its exit (None if unrecorded).
     failed_runs : int
         Runs that failed and are not in the arrays.
+    assignment : ndarray of shape (runs, iterations), or None
+        Crossover at every iteration (method.md 1b): per measured iteration, 0 with the
+        baseline on the lower-numbered CPU of the pair, 1 on the other; None when the sides
+        kept their CPUs for a run (or the CPUs were not recorded).
     """
 
     name: str
@@ -55,6 +60,7 @@ class AAData:
     start_skew_ns: FloatArray | None = None
     wall_ns: FloatArray | None = None
     failed_runs: int = 0
+    assignment: FloatArray | None = None
 
     def __post_init__(self) -> None:
         a, b = self.baseline_ns, self.candidate_ns
@@ -80,6 +86,8 @@ class AAData:
             raise ValueError("start_skew_ns must have the shape of the iteration times")
         if self.wall_ns is not None and self.wall_ns.shape != (a.shape[0], 2):
             raise ValueError(f"wall_ns must have shape ({a.shape[0]}, 2)")
+        if self.assignment is not None and self.assignment.shape != a.shape:
+            raise ValueError("assignment must have the shape of the iteration times")
 
     @property
     def runs(self) -> int:
@@ -183,6 +191,7 @@ def aa_data(record: BenchmarkRecord, metric: Metric = "wall") -> AAData:
         skews.append(np.array(start_b[:n], dtype=np.float64) - np.array(start_a[:n]))
     skew = np.array(skews) if len(skews) == len(ok) and method == "duet" else None
     wall: FloatArray | None = None
+    crossover = crossover_of(ok, n)[0] if method == "duet" else None
     if all(r.baseline.wall_ns is not None and r.candidate.wall_ns is not None for r in ok):
         wall = np.array([[r.baseline.wall_ns, r.candidate.wall_ns] for r in ok], dtype=np.float64)
     return AAData(
@@ -196,4 +205,8 @@ def aa_data(record: BenchmarkRecord, metric: Metric = "wall") -> AAData:
         start_skew_ns=skew,
         wall_ns=wall,
         failed_runs=len(record.runs) - len(ok),
+        # Only when the sides moved inside the runs: per-run swaps keep their plain means.
+        assignment=crossover.assignment
+        if crossover is not None and crossover.within_runs
+        else None,
     )

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from duet_bench.analysis.sides import SideAsymmetry  # one record, shared with analysis
 from duet_bench.calibrate.plan import Components, Method, Recommendation
 from duet_bench.metrics import Metric
+from duet_stats.crossover import CoreContrast
 from duet_stats.warmup import Warmup
+
+if TYPE_CHECKING:
+    from duet_bench.calibrate.designs import DesignComparison
 
 __all__ = [
     "Calibration",
@@ -23,6 +27,7 @@ __all__ = [
     "SequentialComparison",
     "SideAsymmetry",
     "StartSkew",
+    "contrast_dict",
     "warmup_dict",
 ]
 
@@ -46,6 +51,20 @@ class ImpactEntry:
             "missing": self.missing,
             "runs_used": self.runs_used,
         }
+
+
+def contrast_dict(contrast: CoreContrast | None) -> dict[str, Any] | None:
+    """The JSON form of a :class:`duet_stats.crossover.CoreContrast` (None stays None)."""
+    if contrast is None:
+        return None
+    return {
+        "ratio": contrast.ratio,
+        "ci_low": contrast.ci_low,
+        "ci_high": contrast.ci_high,
+        "runs": contrast.runs,
+        "significant": contrast.significant,
+        "share_of_within_run_variance": contrast.share_of_within_run_variance,
+    }
 
 
 def warmup_dict(warmup: Warmup) -> dict[str, Any]:
@@ -179,6 +198,10 @@ class Calibration:
     metric: Metric = "wall"
     metric_reason: str | None = None
     widths_by_metric: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
+    #: With crossover at every iteration: the core difference from inside the runs.
+    core_contrast: CoreContrast | None = None
+    #: With the designs compared (``--compare-designs``): every design's figures and the choice.
+    designs: DesignComparison | None = None
 
     @property
     def optimal_iterations(self) -> int | None:
@@ -217,6 +240,8 @@ class Calibration:
             "optimal_iterations": self.optimal_iterations,
             "warmup": warmup_dict(self.warmup) if self.warmup else None,
             "side_asymmetry": self.side_asymmetry.to_dict() if self.side_asymmetry else None,
+            "core_contrast": contrast_dict(self.core_contrast),
+            "designs": self.designs.to_dict() if self.designs is not None else None,
             "start_skew_ns": self.start_skew_ns.to_dict() if self.start_skew_ns else None,
             "sequential": self.sequential.to_dict() if self.sequential else None,
             "accuracy_gain": self.sequential.accuracy_gain if self.sequential else None,

@@ -138,6 +138,9 @@ class Recommendation:
     reachable: bool
     max_iterations: int = MAX_ITERATIONS
     metric: Metric = "wall"
+    #: The core design, when the designs were compared (``--compare-designs``) and a duet design
+    #: won; None otherwise (the configuration's setting is left as it is).
+    crossover: Literal["iteration", "run"] | None = None
 
     def values(self) -> dict[str, Any]:
         """What ``--write`` puts into the configuration."""
@@ -147,6 +150,7 @@ class Recommendation:
             "warmup": self.warmup,
             "method": self.method,
             "metric": self.metric,
+            **({"crossover": self.crossover} if self.crossover is not None else {}),
         }
 
     def to_dict(self) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from duet_bench.calibrate.data import AAData
 from duet_bench.calibrate.model import ImpactEntry, SideAsymmetry, StartSkew
 from duet_bench.calibrate.plan import MIN_RUNS, Components, components_of, summed
 from duet_stats import FloatArray, RatioEstimate
+from duet_stats.crossover import CoreContrast
 from duet_stats.warmup import Warmup, detect_warmup
 
 __all__ = [
@@ -30,8 +31,10 @@ __all__ = [
     "Timing",
     "aa_interval",
     "components",
+    "core_contrast",
     "impact",
     "pct",
+    "planning_log_ratios",
     "side_asymmetry",
     "start_skew",
     "steady_part",
@@ -75,6 +78,8 @@ class Steady:
     candidate_ns: FloatArray
     log_ratios: FloatArray
     warnings: Warnings
+    #: The CPU assignment of every kept iteration (crossover at every iteration), or None.
+    assignment: FloatArray | None = None
 
     @property
     def runs(self) -> int:
@@ -113,7 +118,19 @@ def steady_part(data: AAData, threshold: float) -> Steady:
         )
     a = data.baseline_ns[:, skip:]
     b = data.candidate_ns[:, skip:]
-    return Steady(warm, skip, a, b, np.log(b) - np.log(a), warnings)
+    assignment = data.assignment[:, skip:] if data.assignment is not None else None
+    return Steady(warm, skip, a, b, np.log(b) - np.log(a), warnings, assignment)
+
+
+def planning_log_ratios(steady: Steady) -> FloatArray:
+    """The log ratios for planning and the impact factor: with crossover, each run's two CPU
+    assignments centred on its balanced mean (:func:`duet_stats.crossover.centre_assignments`),
+    so that the +-D swing the design cancels does not count as iteration noise."""
+    if steady.assignment is None:
+        return steady.log_ratios
+    from duet_stats.crossover import centre_assignments
+
+    return centre_assignments(steady.log_ratios, steady.assignment)
 
 
 # --------------------------------------------------------------------------------------------
@@ -149,13 +166,14 @@ def aa_interval(
     a, b = steady.baseline_ns, steady.candidate_ns
     est = duet_ratio(
         a, b, confidence=settings.confidence, reps=settings.reps, method=settings.interval,
-        winsorize=settings.winsorize, rng=rng,
+        winsorize=settings.winsorize, assignment=steady.assignment, rng=rng,
     )  # fmt: skip
     gain_width = est.width
     if settings.interval != "percentile" and est.width is not None:
         gain_width = duet_ratio(
             a, b, confidence=settings.confidence, reps=settings.reps, method="percentile",
-            winsorize=settings.winsorize, rng=rng_for(name + "/gains", settings.seed),
+            winsorize=settings.winsorize, assignment=steady.assignment,
+            rng=rng_for(name + "/gains", settings.seed),
         ).width  # fmt: skip
     contains_one: bool | None = None
     aa_verdict: str | None = None
@@ -240,7 +258,7 @@ def impact(steady: Steady, rng: np.random.Generator) -> tuple[Mapping[str, Impac
     entries = {
         "baseline": _impact(steady.baseline_ns, rng),
         "candidate": _impact(steady.candidate_ns, rng),
-        "log_ratio": _impact(steady.log_ratios, rng),
+        "log_ratio": _impact(planning_log_ratios(steady), rng),
     }
     ratio = entries["log_ratio"]
     if ratio.additive is not False:
@@ -258,9 +276,9 @@ def components(steady: Steady, *, winsorize: bool) -> tuple[Components | None, C
     if winsorize:
         from duet_stats.winsor import winsorize_runs
 
-        log_for_plan, _ = winsorize_runs(steady.log_ratios)
+        log_for_plan, _ = winsorize_runs(planning_log_ratios(steady))
     else:
-        log_for_plan = steady.log_ratios
+        log_for_plan = planning_log_ratios(steady)
     sides = summed(
         components_of(np.log(steady.baseline_ns)), components_of(np.log(steady.candidate_ns))
     )
@@ -331,6 +349,30 @@ def side_asymmetry(
             if est.runs_a != est.runs_b
             else ""
         ),
+    )
+
+
+def core_contrast(
+    steady: Steady, settings: AnalysisSettings, rng: np.random.Generator
+) -> tuple[CoreContrast | None, Warnings]:
+    """With crossover at every iteration, the core difference from inside the runs
+    (:func:`duet_stats.crossover.core_contrast`, method.md 1b), and a warning when the cores
+    differ; None for the per-run design (the side asymmetry says it there)."""
+    from duet_stats.crossover import core_contrast as contrast_of
+
+    if steady.assignment is None:
+        return None, ()
+    contrast = contrast_of(
+        steady.log_ratios, steady.assignment, confidence=settings.confidence,
+        reps=max(1000, settings.reps // 5), rng=rng,
+    )  # fmt: skip
+    if contrast is None or not contrast.significant:
+        return contrast, ()
+    r = contrast.ratio
+    return contrast, (
+        f"the same code runs {pct(abs(r - 1))} {'slower' if r > 1 else 'faster'} on the second "
+        "CPU of the pair than on the first (the within-run contrast): crossing over at every "
+        "iteration cancels it inside each run",
     )
 
 

@@ -1,11 +1,14 @@
 """``duet calibrate``: an A/A duet that tells what this machine can detect and how to spend CI
 minutes on it (``method.md`` section 6; the figures are explained in ``docs/calibration.md``).
 
-The same version runs on both sides, the sides swapping cores across runs; the measurement
-goes through :func:`duet_bench.session.measure` like any other, and
-:func:`duet_bench.calibrate.calibrate` turns it into figures and a recommendation.
-``--compare-sequential`` measures the same A/A a second time with the sequential method, in the same
-session and results file.
+The same version runs on both sides, the sides crossing over the two CPUs at every iteration
+(or swapping them between runs, ``--crossover run``); the measurement goes through
+:func:`duet_bench.session.measure` like any other, and :func:`duet_bench.calibrate.calibrate`
+turns it into figures and a recommendation.
+``--compare-designs`` (old spelling ``--compare-sequential``) measures the same A/A with each
+design, crossover at every iteration, sides swapped between runs and sequential, interleaved
+(:mod:`duet_bench.commands.calibrate_designs`), and recommends the design with the narrowest
+interval at equal machine time.
 """
 
 from __future__ import annotations
@@ -32,9 +35,6 @@ if TYPE_CHECKING:
     from duet_bench.calibrate import Calibration
     from duet_bench.plan import BenchmarkSpec
     from duet_bench.results import ResultsDocument
-
-#: The suffix of the sequential copy of the benchmark in the results file.
-SEQUENTIAL_SUFFIX = " [sequential]"
 
 
 @click.command()
@@ -85,9 +85,15 @@ SEQUENTIAL_SUFFIX = " [sequential]"
     "itself and leaves those iterations out.",
 )
 @click.option(
+    "--compare-designs",
     "--compare-sequential",
+    "compare_designs",
     is_flag=True,
-    help="Measure the same A/A with the sequential method too and report the accuracy gain.",
+    help="Measure the same A/A with each design too: crossover at every iteration, sides "
+    "swapped between runs, and sequential (the runs interleaved in blocks, about 2.5 times the "
+    "machine time of one A/A); report each design's width and recommend the narrowest at equal "
+    "machine time, which --write stores as crossover (and method). --compare-sequential is the "
+    "old spelling.",
 )
 @crossover_option
 @machine_options
@@ -132,7 +138,7 @@ def calibrate(**o: Any) -> None:
     \b
     Examples:
       duet calibrate --command 'python -c "sum(range(10**6))"'
-      duet calibrate --benchmark parse --compare-sequential --write
+      duet calibrate --benchmark parse --compare-designs --write
       duet calibrate --python .venv/bin/python --callable mypkg.bench:parse --plot plots/
     """
     from duet_bench.calibrate import aa_data, calibrate_metrics
@@ -149,11 +155,15 @@ def calibrate(**o: Any) -> None:
         out = Path(o["out"])
     main_record, seq_record = _records(doc)
     from duet_bench.analysis import analyze_benchmark
+    from duet_bench.commands.calibrate_designs import design_records, with_designs
     from duet_bench.report.rows import interference_line
 
     analysis = analyze_benchmark(main_record, settings)
+    designs = design_records(doc, main_record)
     try:
         cal = calibrate_metrics(main_record, seq_record, settings, busy_share=analysis.busy_share)
+        if len(designs) > 1:
+            cal, main_record = with_designs(designs, cal, settings, analysis.busy_share)
         data = aa_data(main_record, cal.metric)
     except ValueError as e:
         from duet_bench.errors import BenchmarkFailed
@@ -290,20 +300,34 @@ def _given(name: str) -> bool:
 
 def _measure(spec: BenchmarkSpec, o: dict[str, Any], settings: Any) -> ResultsDocument:
 
+    from duet_bench.commands.calibrate_designs import design_specs, measure_interleaved
     from duet_bench.session import measure, raise_if_broken
 
-    benchmarks = [spec]
-    if o["compare_sequential"]:
-        benchmarks.append(replace(spec, name=spec.name + SEQUENTIAL_SUFFIX, method="sequential"))
     options = session_options(o, settings, "calibrate")
+    compare = o["compare_designs"]
     click.echo(
         f"duet: calibrating {spec.name!r}: A/A, {spec.runs} runs x ({spec.warmup} warm-up + "
         f"{spec.iterations}) iterations"
-        + (", then the same sequentially" if o["compare_sequential"] else ""),
+        + (
+            ", with crossover at every iteration, sides swapped between runs and sequentially, "
+            "interleaved"
+            if compare
+            else ""
+        ),
         err=True,
     )
     install_signal_handlers()
-    doc = measure(benchmarks, options)
+    if compare:
+
+        def on_block(n: int, total: int) -> None:
+            if not o["quiet"]:
+                click.echo(f"duet: block {n + 1}/{total}", err=True)
+
+        doc = measure_interleaved(
+            design_specs(spec), replace(options, progress=False), on_block=on_block
+        )
+    else:
+        doc = measure([spec], options)
     raise_if_broken(doc, o["max_failures"])
     return doc
 

@@ -42,11 +42,11 @@ DEFAULT_PYTHON = ".venv/bin/python"
 
 
 #: The keys ``duet calibrate --write`` sets.
-RECOMMENDATION_KEYS = ("runs", "iterations", "warmup", "method", "metric")
+RECOMMENDATION_KEYS = ("runs", "iterations", "warmup", "method", "metric", "crossover")
 
 
 #: The recommended settings whose values are words; the others are integers.
-WORD_RECOMMENDATIONS = ("method", "metric")
+WORD_RECOMMENDATIONS = ("method", "metric", "crossover")
 
 
 Isolation: TypeAlias = Literal["auto", "cgroup", "affinity"]

@@ -1,11 +1,12 @@
 """Editing the configuration in place for ``duet calibrate --write``.
 
-:func:`write_recommendation` sets ``runs``/``iterations``/``warmup``/``method``/``metric`` in
-``duet.toml`` or in ``[tool.duet]`` of ``pyproject.toml`` and keeps everything else as the user
-wrote it: comments, key order, spacing, quoting, line endings. The TOML is read and written by
-tomlkit, a style-preserving parser (what poetry uses on pyproject.toml), rather than by a
-hand-written scanner: the TOML grammar (strings of four kinds, dotted and quoted keys, inline
-and nested tables) is its job. Two things stay ours:
+:func:`write_recommendation` sets ``runs``/``iterations``/``warmup``/``method``/``metric`` (and
+``crossover`` when the designs were compared) in ``duet.toml`` or in ``[tool.duet]`` of
+``pyproject.toml`` and keeps everything else as the user wrote it: comments, key order,
+spacing, quoting, line endings. The TOML is read and written by tomlkit, a style-preserving
+parser (what poetry uses on pyproject.toml), rather than by a hand-written scanner: the TOML
+grammar (strings of four kinds, dotted and quoted keys, inline and nested tables) is its job.
+Two things stay ours:
 
 - *where* a missing key goes: right after the table's last key with that key's indentation,
   not after the comments that introduce the next table, which is where tomlkit appends;

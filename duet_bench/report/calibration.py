@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from duet_bench.report.calibration_designs import contrast_text, design_lines
 from duet_bench.report.layout import wrap
 
 if TYPE_CHECKING:
@@ -37,6 +38,8 @@ def config_lines(rec: Recommendation, target: tuple[Path, str, str | None] | Non
         f'method = "{rec.method}"',
         f'metric = "{rec.metric}"',
     ]
+    if rec.crossover is not None:
+        lines.append(f'crossover = "{rec.crossover}"')
     return lines
 
 
@@ -75,6 +78,7 @@ def render_text(
     out += _interval_lines(cal)
     out += _noise_lines(cal)
     out += _machine_lines(cal)
+    out += design_lines(cal)
     if cal.warnings:
         out.append("")
         out.extend(wrap(f"warning: {warning}", 9) for warning in cal.warnings)
@@ -246,6 +250,9 @@ def _machine_lines(cal: Calibration) -> list[str]:
         else:
             cpu_text = f"{a.runs_a} vs {a.runs_b} runs per core: too few to tell"
         out.append(_line("side asymmetry", cpu_text))
+    contrast = contrast_text(cal)
+    if contrast is not None:
+        out.append(_line("core contrast", contrast))
     if cal.start_skew_ns is not None:
         k = cal.start_skew_ns
         out.append(

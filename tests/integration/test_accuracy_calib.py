@@ -74,8 +74,10 @@ def test_calib_cells_measure_store_and_summarize(accuracy: ModuleType, tmp_path:
         doc = json.loads(gzip.decompress(raw.read_bytes()))
         # The whole results document of the calibration's A/A is kept (nothing measured lost).
         names = [b["name"] for b in doc["results"]["benchmarks"]]
-        assert len(names) == 2, names
+        # --compare-sequential is the old spelling of --compare-designs: the three designs.
+        assert len(names) == 3, names
         assert any("sequential" in n for n in names), names
+        assert any("per-run" in n for n in names), names
         assert doc["calibration"]["method"]["pays"] in ("duet", "sequential")
         assert doc["accuracy_cell"]["argv"][:2] == ["duet", "calibrate"]
         assert doc["accuracy_cell"]["condition"] == cond

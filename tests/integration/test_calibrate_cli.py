@@ -1,5 +1,5 @@
 """``duet calibrate`` end to end: a real, short A/A on this machine (cgroups when root, else
-affinity), the plots, ``--compare-sequential``, ``--write`` into a configuration with comments,
+affinity), the plots, ``--compare-designs``, ``--write`` into a configuration with comments,
 and re-analysis of a results file. Nothing here depends on timing: the machine is shared, so
 only the shape of the answers is checked, never their values."""
 
@@ -56,10 +56,13 @@ def test_a_real_calibration_with_plots(tmp_path: Path) -> None:
     assert c["start_skew_ns"]["count"] > 0
     assert c["start_skew_ns"]["median"] <= c["start_skew_ns"]["p99"]
     assert c["startup_ns"] > 0
-    side = c["side_asymmetry"]
-    assert {side["cpu_a"], side["cpu_b"]} == set(json.loads(out.read_text())["environment"][
-        "pair"]["cpus"])  # fmt: skip
-    assert side["runs_a"] == side["runs_b"] == 3  # balanced alternation
+    # Crossover at every iteration (the default): the cores are compared inside the runs, all
+    # 6 of which ran under both assignments; the between-run side asymmetry has no groups.
+    assert c["side_asymmetry"] is None
+    contrast = c["core_contrast"]
+    assert contrast["runs"] == 6
+    assert contrast["ratio"] > 0
+    assert contrast["ci_low"] <= contrast["ratio"] <= contrast["ci_high"]
     rec = c["recommended"]
     assert rec["method"] in ("duet", "sequential")
     assert rec["runs"] >= 10
@@ -88,12 +91,13 @@ iterations = 30  # overwritten by calibrate --write
 """
 
 
-def test_compare_sequential_and_write_into_the_configuration(tmp_path: Path) -> None:
+def test_compare_designs_and_write_into_the_configuration(tmp_path: Path) -> None:
     (tmp_path / "duet.toml").write_text(CONFIG)
     (tmp_path / ".git").mkdir()  # the configuration search stops at the checkout's root
     out = tmp_path / "cal.json"
     done = duet(
-        "calibrate", "--benchmark", "noop", "--runs", "6", "--iterations", "6",
+        "calibrate", "--benchmark", "noop", "--runs", "5", "--iterations", "6",
+        # The old spelling of --compare-designs, documented before: it must keep working.
         "--compare-sequential", "--write", "--isolation", ISOLATION, "--out", str(out),
         "--reps", "1000", "--quiet", "--format", "json",
         cwd=tmp_path,
@@ -105,13 +109,35 @@ def test_compare_sequential_and_write_into_the_configuration(tmp_path: Path) -> 
     assert c["written"] == f"{tmp_path / 'duet.toml'} (benchmark 'noop')"
     rec = c["recommended"]
     doc = json.loads(out.read_text())
-    methods = sorted(b["method"] for b in doc["benchmarks"])
-    assert methods == ["duet", "sequential"]
     names = [b["name"] for b in doc["benchmarks"]]
-    assert names == ["noop", "noop [sequential]"]
+    assert names == ["noop", "noop [per-run]", "noop [sequential]"]
+    designs = {b["name"]: (b["method"], b["settings"].get("crossover")) for b in doc["benchmarks"]}
+    assert designs["noop"] == ("duet", "iteration")
+    assert designs["noop [per-run]"] == ("duet", "run")
+    assert designs["noop [sequential]"][0] == "sequential"
     for b in doc["benchmarks"]:
-        # An A/A: the same command on both sides.
+        # An A/A: the same command on both sides; every design got all its runs (5: blocks of
+        # 2 and 3), numbered in order.
         assert b["versions"]["baseline"] == b["versions"]["candidate"]
+        assert [r["index"] for r in b["runs"]] == list(range(5))
+        assert b["settings"]["runs"] == 5
+    # Crossover moved the sides inside every run; the per-run design kept them.
+    cpus = doc["benchmarks"][0]["runs"][0]["baseline"]["iteration_cpus"]
+    assert len(set(cpus)) == 2
+    # A figure per design, and the choice is the narrowest at equal machine time.
+    d = c["designs"]
+    assert set(d["figures"]) == {"iteration", "run", "sequential"}
+    for f in d["figures"].values():
+        assert f["width"] is not None
+        assert f["width"] > 0
+        assert f["runs_needed"] is not None
+        assert f["impact_factor"] is not None
+    eq = d["equal_time_width"]
+    assert d["chosen"] == min(eq, key=eq.get)
+    assert d["cost"]["iteration"] == d["cost"]["run"] == 1.0
+    assert d["cost"]["sequential"] > 1.0  # both sides in turn take longer than together
+    assert rec["method"] == d["method"] == ("sequential" if d["chosen"] == "sequential" else "duet")
+    assert rec.get("crossover") == d["crossover"]
     written = (tmp_path / "duet.toml").read_text()
     assert "# The suite's settings (this comment must survive --write)." in written
     assert 'name = "noop"   # does nothing, quickly' in written
@@ -122,9 +148,15 @@ def test_compare_sequential_and_write_into_the_configuration(tmp_path: Path) -> 
     )
     assert f"\nruns = {rec['runs']}\n" in benchmark_table
     assert f"\nwarmup = {rec['warmup']}\n" in benchmark_table
-    # The method that pays on this machine is part of the recommendation, written too.
-    assert rec["method"] in ("duet", "sequential")
+    # The design that won is written: method, and crossover unless sequential won.
     assert f'\nmethod = "{rec["method"]}"\n' in benchmark_table
+    assert ("crossover" in benchmark_table) == (d["chosen"] != "sequential")
+    from duet_bench.config import load_config
+
+    bench = load_config(tmp_path / "duet.toml").benchmark("noop")
+    assert bench.method == rec["method"]
+    if d["chosen"] != "sequential":
+        assert bench.crossover == d["chosen"]
     # And the metric: a command that does nothing is mostly process start-up, all on a CPU.
     assert rec["metric"] == c["metric"]["chosen"]
     assert rec["metric"] in ("wall", "cpu", "wall-runq")
@@ -132,6 +164,13 @@ def test_compare_sequential_and_write_into_the_configuration(tmp_path: Path) -> 
     # Every metric recorded is calibrated (run-queue delay needs schedstat in the kernel).
     assert {"wall", "cpu"} <= set(c["metric"]["widths"]) <= {"wall", "cpu", "wall-runq"}
     assert c["metric"]["reason"]
+    # Re-analysing the file compares the designs again, to the same choice.
+    again = duet("calibrate", "--results", str(out), "--reps", "1000", "--format", "json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["designs"]["chosen"] == d["chosen"]
+    text = duet("calibrate", "--results", str(out), "--reps", "1000")
+    assert "Designs compared on" in text.stdout
+    assert "crossover at every iteration" in text.stdout
 
 
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
