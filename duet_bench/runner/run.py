@@ -36,7 +36,7 @@ from duet_bench.results import SIDES, RunRecord, SideName, SideRecord
 from duet_bench.runner.context import RunnerContext, Side, remove_tree, safe_name
 from duet_bench.runner.harness import argv_and_env, worker_spec
 from duet_bench.runner.outcome import run_status, side_record
-from duet_bench.runner.paths import uses_host_tmp
+from duet_bench.runner.paths import uses_host_tmp, why_hidden
 from duet_bench.runner.supervise import abort_quietly, reap, supervise
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,6 @@ def _execute(
     inner_loops: int,
 ) -> dict[SideName, SideRecord]:
     """Run the sides in ``names`` together (one party each), wait, collect and clean up."""
-    limits = Limits(memory_bytes=bench.memory_limit_bytes, pids_max=bench.pids_max)
     # A sequential run has one side at a time: nothing to cross over.
     crossing = plan.crossover and len(names) == len(SIDES)
     path = duet_barrier.new_path(ctx.barrier_dir)
@@ -68,39 +67,9 @@ def _execute(
         sides: list[Side] = []
         stderr_files: dict[SideName, IO[bytes]] = {}
         for slot, name in enumerate(names):
-            d = run_dir / name
-            stderr_fd = _side_directory(d)
-            stderr_files[name] = stack.enter_context(open(stderr_fd, "wb"))
-            side_spec = bench.baseline if name == "baseline" else bench.candidate
-            sandbox = make_sandbox(str(d), "tmp", share_network=ctx.share_network)
-            if ctx.run_as is not None:
-                # Last: from here on the user may change what is in it, not what root holds.
-                os.chown(d, ctx.run_as.uid, ctx.run_as.gid)
-            if sandbox.mount_namespace and uses_host_tmp(side_spec, ctx.worker_python):
-                # A private /tmp would hide the benchmark itself: keep the host's /tmp and
-                # give the side its own directory through TMPDIR only.
-                sandbox = replace(sandbox, mount_namespace=False)
-            stack.callback(sandbox.remove)
-            cpus = plan.cpus_of(name) if crossing else (plan.cpus[name],)
-            container = ctx.backend.container(
-                # Crossing over, the cpuset holds both CPUs; the barrier pins each iteration.
-                f"r{plan.index:03d}-{name}",
-                cpus=list(cpus),
-                mems=None,
-                limits=limits,
+            side, stderr_files[name] = _new_side(
+                stack, bench, plan, ctx, run_dir / name, name, slot, crossing=crossing
             )
-            side = Side(
-                name=name,
-                cpu=plan.cpus[name],
-                slot=slot,
-                directory=d,
-                container=container,
-                sandbox=sandbox,
-                samples_path=d / "samples.jsonl",
-                stderr_path=d / "stderr.txt",
-            )
-            stack.callback(reap, side)  # after the kill below: no zombie is left
-            stack.callback(container.close)
             sides.append(side)
         stack.callback(abort_quietly, barrier)
         for s in sides:
@@ -148,6 +117,55 @@ def _execute(
         return {s.name: side_record(s, bench, s.container.usage()) for s in sides}
 
 
+def _new_side(
+    stack: contextlib.ExitStack[bool | None],
+    bench: BenchmarkSpec,
+    plan: RunPlan,
+    ctx: RunnerContext,
+    d: Path,
+    name: SideName,
+    slot: int,
+    *,
+    crossing: bool,
+) -> tuple[Side, IO[bytes]]:
+    """One side's directory, stderr file, sandbox and container, each registered on ``stack``
+    for clean-up; the side and the stderr file it writes to."""
+    limits = Limits(memory_bytes=bench.memory_limit_bytes, pids_max=bench.pids_max)
+    # Entered on the caller's stack: closed with the run, not here.
+    stderr = stack.enter_context(open(_side_directory(d), "wb"))  # noqa: SIM115
+    side_spec = bench.baseline if name == "baseline" else bench.candidate
+    sandbox = make_sandbox(str(d), "tmp", share_network=ctx.share_network)
+    if ctx.run_as is not None:
+        # Last: from here on the user may change what is in it, not what root holds.
+        os.chown(d, ctx.run_as.uid, ctx.run_as.gid)
+    if sandbox.mount_namespace and uses_host_tmp(side_spec, ctx.worker_python):
+        # A private /tmp would hide the benchmark itself: keep the host's /tmp and
+        # give the side its own directory through TMPDIR only.
+        sandbox = replace(sandbox, mount_namespace=False)
+    stack.callback(sandbox.remove)
+    cpus = plan.cpus_of(name) if crossing else (plan.cpus[name],)
+    container = ctx.backend.container(
+        # Crossing over, the cpuset holds both CPUs; the barrier pins each iteration.
+        f"r{plan.index:03d}-{name}",
+        cpus=list(cpus),
+        mems=None,
+        limits=limits,
+    )
+    side = Side(
+        name=name,
+        cpu=plan.cpus[name],
+        slot=slot,
+        directory=d,
+        container=container,
+        sandbox=sandbox,
+        samples_path=d / "samples.jsonl",
+        stderr_path=d / "stderr.txt",
+    )
+    stack.callback(reap, side)  # after the kill below: no zombie is left
+    stack.callback(container.close)
+    return side, stderr
+
+
 def _side_directory(d: Path) -> int:
     """Make a side's directory, 0700 (the directories above it root's, 0755 whatever the
     umask), and in it the side's ``stderr.txt``; the descriptor of that file.
@@ -181,6 +199,14 @@ def _not_started(side: str, program: str, error: OSError) -> EnvironmentNotReady
             fix = f"{culprit} must be usable by the side's user"
         return EnvironmentNotReady(
             f"cannot start the {side} side ({program}): {culprit}: {reason}", fix=fix
+        )
+    hidden = why_hidden(program) if error.errno == errno.ENOENT else None
+    if hidden is not None:
+        # The program is there for duet but not for the side: its private /tmp hides it.
+        return EnvironmentNotReady(
+            f"cannot start the {side} side ({program}): {reason}: {hidden}",
+            fix="keep what the side runs outside /tmp (e.g. the virtual environment in the "
+            "checkout itself, not a link into /tmp)",
         )
     return EnvironmentNotReady(
         f"cannot start the {side} side ({program}): {reason}",
