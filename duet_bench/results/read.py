@@ -342,6 +342,11 @@ def _gunzip(raw: bytes, p: Path) -> bytes:
     hold gigabytes)."""
     out = zlib.decompressobj(wbits=31)  # 31: the gzip container
     data = out.decompress(raw, MAX_RESULTS_BYTES + 1)
+    if not out.eof and len(data) <= MAX_RESULTS_BYTES:
+        raise ResultsError(
+            f"{p}: a gzip file that cannot be decompressed (it ends before its gzip trailer)",
+            fix="the file was cut short or damaged; restore it from the CI artifact",
+        )
     if len(data) > MAX_RESULTS_BYTES:
         raise ResultsError(
             f"{p}: decompresses to over the {MAX_RESULTS_BYTES // 2**20} MiB that duet reads in a "
