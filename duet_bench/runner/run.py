@@ -73,9 +73,10 @@ def _execute(
                 # give the side its own directory through TMPDIR only.
                 sandbox = replace(sandbox, mount_namespace=False)
             stack.callback(sandbox.remove)
+            # Crossing over, the cpuset holds both CPUs; the side's barrier wait pins each
+            # iteration to one of them.
             cpus = plan.cpus_of(name) if crossing else (plan.cpus[name],)
             container = ctx.backend.container(
-                # Crossing over, the cpuset holds both CPUs; the barrier pins each iteration.
                 f"r{plan.index:03d}-{name}",
                 cpus=list(cpus),
                 mems=None,
