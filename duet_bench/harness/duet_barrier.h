@@ -21,6 +21,11 @@
  *         }
  *         return duet_native_close(&ctx);
  *     }
+ *
+ * Crossover (docs/barrier-protocol.md, "Crossing over"): with DUET_CPUS set ("3,1"),
+ * duet_native_open calls duet_barrier_cross, and every wait moves every thread of the side
+ * (DUET_TASKS, the side's cgroup task list, else /proc/self/task) to the iteration's CPU between
+ * two rendezvous; each sample line records it as "cpu".
  */
 #ifndef DUET_BARRIER_H
 #define DUET_BARRIER_H

@@ -144,8 +144,9 @@ def _new_side(
         sandbox = replace(sandbox, mount_namespace=False)
     stack.callback(sandbox.remove)
     cpus = plan.cpus_of(name) if crossing else (plan.cpus[name],)
+    # Crossing over, the cpuset holds both CPUs; the side's barrier wait pins each iteration
+    # to one of them.
     container = ctx.backend.container(
-        # Crossing over, the cpuset holds both CPUs; the barrier pins each iteration.
         f"r{plan.index:03d}-{name}",
         cpus=list(cpus),
         mems=None,

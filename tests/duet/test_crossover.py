@@ -21,7 +21,7 @@ import pytest
 from duet_bench.harness import duet_barrier as db
 from tests.duet import test_barrier as shared
 from tests.duet.test_barrier import HARNESS, ROOT, Processes
-from tests.duet.test_worker import write_spec
+from tests.duet.test_worker import finish, read_samples, start_worker, write_spec
 
 shm_path = shared.shm_path
 processes = shared.processes
@@ -270,3 +270,36 @@ def test_c_refuses_a_crossover_it_cannot_make(
         _, err = p.communicate(timeout=60)
     assert p.returncode == code, err
     assert message in (tmp_path / "0.jsonl").read_text()
+
+
+@needs_two
+def test_a_suite_adapters_invocation_runs_on_the_iterations_cpu(
+    processes: Processes, shm_path: str, tmp_path: Path
+) -> None:
+    """The ``output`` variant of the command kind (suite adapters): the harness the worker
+    spawns reports its time per operation as 1000 + the CPU it ran on (field 39 of its own
+    stat), so the parsed sample says where the child ran."""
+    program = tmp_path / "harness.sh"
+    program.write_text(
+        "#!/bin/sh\nread -r stat < /proc/self/stat; set -- $stat; shift 38\n"
+        'echo "BenchmarkX-2   100   $((1000 + $1)) ns/op"\n'
+    )
+    program.chmod(0o755)
+    a, b = CPUS[0], CPUS[1]
+    with db.create(shm_path):
+        workers = [
+            start_worker(
+                processes,
+                write_spec(tmp_path, shm_path, slot, command=str(program), output="go", cpus=cpus),
+            )
+            for slot, cpus in ((0, [a, b]), (1, [b, a]))
+        ]
+        for worker in workers:
+            code, _, err = finish(worker)
+            assert code == 0, err
+    for slot, first in ((0, a), (1, b)):
+        samples = [s for s in read_samples(tmp_path / f"samples-{slot}.jsonl") if "phase" in s]
+        assert len(samples) == 6  # 2 warm-up + 4
+        expected = [(first, a + b - first)[k % 2] for k in range(6)]
+        assert [s["cpu"] for s in samples] == expected
+        assert [s["duration_ns"] - 1000 for s in samples] == expected
