@@ -385,7 +385,7 @@ def tables(summary: dict[str, Any]) -> str:
         )
     out += [
         "",
-        "#### Known ratios: measured ratio per repetition (CPU time; wall time in brackets)",
+        "#### Known ratios: measured ratio per repetition (CPU time), medians with their error",
         "",
         "| cell | design | CPU ratios | CPU median, error | wall median, error "
         "| CPU intervals containing the ratio |",
