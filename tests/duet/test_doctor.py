@@ -148,6 +148,7 @@ def test_this_machine_is_diagnosed_completely() -> None:
         assert len(data["pair"]["cpus"]) == 2
 
 
+@pytest.mark.measures  # a CPU share: beside the parallel tests it fell to 0.12 once
 def test_a_busy_process_on_the_measuring_cpus_is_named() -> None:
     busy = subprocess.Popen([sys.executable, "-c", "while 1: pass"])
     try:
