@@ -17,6 +17,7 @@ from typing import Any
 
 from duet_bench.errors import ResultsError
 from duet_bench.limits import MAX_COUNTER, MAX_RESULTS_BYTES, MAX_SAMPLE_NS, show
+from duet_bench.manual import cite
 from duet_bench.results.model import (
     METHODS,
     READABLE_VERSIONS,
@@ -350,7 +351,7 @@ def _gunzip(raw: bytes, p: Path) -> bytes:
     if len(data) > MAX_RESULTS_BYTES:
         raise ResultsError(
             f"{p}: decompresses to over the {MAX_RESULTS_BYTES // 2**20} MiB that duet reads in a "
-            "results file (docs/configuration.md, Limits)",
+            f"results file ({cite('configuration.md')}, Limits)",
             fix="split the suite with duet compare --shard i/N, or measure fewer runs "
             "or iterations",
         )
@@ -374,7 +375,7 @@ def load(path: str | os.PathLike[str]) -> ResultsDocument:
     if size > MAX_RESULTS_BYTES:
         raise ResultsError(
             f"{p}: {size / 2**20:,.0f} MiB, over the {MAX_RESULTS_BYTES // 2**20} MiB that duet "
-            "reads in a results file (docs/configuration.md, Limits)",
+            f"reads in a results file ({cite('configuration.md')}, Limits)",
             fix="a file that large was not written by duet within its limits (runs, iterations); "
             "split the suite with duet compare --shard i/N, or measure fewer runs or iterations",
         )

@@ -51,7 +51,10 @@ SIDE = textwrap.dedent(
         together = False
         until = time.monotonic() + work_ms / 1000
         while time.monotonic() < until:
-            together = together or bool(os.sched_getaffinity(peer_pid) & mine)
+            try:
+                together = together or bool(os.sched_getaffinity(peer_pid) & mine)
+            except ProcessLookupError:  # the peer finished its last iteration and exited
+                break
         out.append({"cpu": b.cpu, "affinity": sorted(mine), "together": together})
     b.close()
     print(json.dumps(out))
