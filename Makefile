@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 RUNTIME := $(VENV)/.installed-runtime
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test install install-runtime lint types pytest guest-tier bench-stats bench-barrier bench-overhead accuracy accuracy-quick metric-study metric-study-quick soak clean
+.PHONY: demo test install install-runtime lint types pytest guest-tier bench-stats bench-barrier bench-overhead demo-rate accuracy accuracy-quick metric-study metric-study-quick soak clean
 
 $(STAMP): pyproject.toml scripts/bootstrap.sh
 	PYTHON=$(PYTHON) VENV=$(VENV) sh scripts/bootstrap.sh dev
@@ -72,6 +72,10 @@ pytest: $(STAMP)
 # long each phase and the whole tier took.
 guest-tier: $(STAMP)
 	bash scripts/guest/run-tier.sh
+
+# How often `duet demo` finds its 5% in each condition (20 demos, about 15 minutes; root).
+demo-rate: $(STAMP)
+	$(BIN)/python benchmarks/demo_rate.py
 
 bench-stats: $(STAMP)
 	$(BIN)/python benchmarks/bench_stats.py
