@@ -99,8 +99,21 @@ import sys, tomllib
 with open(sys.argv[1], "rb") as f:
     project = tomllib.load(f)
 build = project["build-system"]["requires"]
+extras = project["project"]["optional-dependencies"]
+
+
+def expand(names):
+    # An extra may name duet's own other extras ("duet-bench[plots,stats]"): pip cannot fetch
+    # duet from an index, so list what those extras hold instead.
+    for req in names:
+        if req.startswith("duet-bench["):
+            yield from expand(x for e in req[len("duet-bench["):-1].split(",") for x in extras[e])
+        else:
+            yield req
+
+
 # duet's own dependencies and the test tools; duet itself is installed at each run.
-print("\n".join([*build, *project["project"]["dependencies"], *project["project"]["optional-dependencies"]["dev"]]))
+print("\n".join([*build, *project["project"]["dependencies"], *expand(extras["dev"])]))
 PY
 )
 key=$( {
