@@ -4,6 +4,8 @@ the names of the work directories of runs.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -72,4 +74,19 @@ def remove_tree(path: Path) -> None:
     """
     import shutil
 
+    if os.geteuid() == 0:
+        _take_back(path)
     shutil.rmtree(path, ignore_errors=True)
+
+
+def _take_back(path: Path) -> None:
+    """Make every directory under ``path`` root's and 0700 again before removing it, so that
+    nothing of the sides' user (a process left behind, a local user racing the clean-up) can add
+    an entry that makes the removal fail and leaves the work directory behind. ``os.fwalk``
+    walks with directory descriptors and never follows a link; ``fchown``/``fchmod`` act on the
+    directory opened, whatever its name points to meanwhile."""
+    with contextlib.suppress(OSError):
+        for _, _, _, fd in os.fwalk(path, follow_symlinks=False):
+            with contextlib.suppress(OSError):
+                os.fchown(fd, 0, 0)
+                os.fchmod(fd, 0o700)

@@ -37,8 +37,6 @@ def test_a_real_calibration_with_plots(tmp_path: Path) -> None:
         "calibrate", "--command", "true", "--runs", "6", "--iterations", "8",
         "--isolation", ISOLATION, "--out", str(out), "--plot", str(plots), "--reps", "1000",
         "--quiet", "--format", "json",
-        # The side asymmetry between runs needs sides that keep their CPUs for a run.
-        "--crossover", "run",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     c = json.loads(done.stdout)
