@@ -14,6 +14,7 @@ from duet_bench.isolation import RunAs
 from duet_bench.plan import BenchmarkSpec
 from duet_bench.runner.context import RunnerContext, remove_tree, safe_name
 from duet_bench.runner.harness import worker_spec
+from duet_bench.runner.paths import working_directory
 from duet_bench.runner.samples import STDERR_TAIL_BYTES
 
 
@@ -47,7 +48,7 @@ def calibrate_inner_loops(
         try:
             done = subprocess.run(
                 argv,
-                cwd=side.cwd or os.getcwd(),
+                cwd=side.cwd or working_directory(),
                 env={**os.environ, **side.env},
                 capture_output=True,
                 timeout=bench.timeout_s * 5,

@@ -28,8 +28,22 @@ def uses_host_tmp(spec: SideSpec, worker_python: str | None = None) -> bool:
         if os.path.lexists(word) or os.path.realpath(os.path.dirname(word)) != tmp:
             paths.append(word)
     if spec.cwd is None:
-        paths.append(os.getcwd())
+        paths.append(working_directory())
     return any(p and under_host_tmp(p) for p in paths)
+
+
+def working_directory() -> str:
+    """duet's working directory, where a side without ``cwd`` runs; a clear error when it was
+    removed from under duet (by a benchmark or its build) instead of a traceback."""
+    try:
+        return os.getcwd()
+    except FileNotFoundError:
+        raise EnvironmentNotReady(
+            "duet's working directory no longer exists: a benchmark (or its build) removed it, "
+            "and the sides that run there cannot start",
+            fix="a benchmark must not remove its own directory; cd to an existing directory "
+            "(or give the benchmark a cwd) and run again",
+        ) from None
 
 
 def accessible_by(path: str, run_as: RunAs | None, *, mode: int = os.X_OK) -> bool:

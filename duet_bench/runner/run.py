@@ -36,7 +36,7 @@ from duet_bench.results import SIDES, RunRecord, SideName, SideRecord
 from duet_bench.runner.context import RunnerContext, Side, remove_tree, safe_name
 from duet_bench.runner.harness import argv_and_env, worker_spec
 from duet_bench.runner.outcome import run_status, side_record
-from duet_bench.runner.paths import uses_host_tmp, why_hidden
+from duet_bench.runner.paths import uses_host_tmp, why_hidden, working_directory
 from duet_bench.runner.supervise import abort_quietly, reap, supervise
 
 log = logging.getLogger(__name__)
@@ -93,7 +93,7 @@ def _execute(
                 s.popen = s.container.spawn(
                     argv,
                     env=env,
-                    cwd=side_spec.cwd or os.getcwd(),
+                    cwd=side_spec.cwd or working_directory(),
                     stdout=subprocess.DEVNULL,
                     stderr=stderr,
                     sandbox=s.sandbox,

@@ -72,3 +72,18 @@ def test_a_venv_reached_through_a_symlink_into_tmp_keeps_the_host_tmp(tmp_path: 
     finally:
         link.unlink()
     assert why_hidden("/usr/bin") is None
+
+
+def test_a_removed_working_directory_is_an_error_that_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from duet_bench.errors import EnvironmentNotReady
+    from duet_bench.runner.paths import working_directory
+
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()  # what `rm -rf "$PWD"` in a benchmark leaves for the next run
+    with pytest.raises(EnvironmentNotReady, match="working directory no longer exists") as e:
+        working_directory()
+    assert "must not remove its own directory" in str(e.value.fix)
