@@ -181,6 +181,13 @@ class Repository:
 
     def rev_parse_commit(self, spec: str) -> str | None:
         """The full sha of the commit ``spec`` names, or None."""
+        if spec.startswith(":/"):
+            # A search of commit messages: git reads a suffix as part of the text searched
+            # for, so the commit is peeled in a second step.
+            found = self.run("rev-parse", "--verify", "--quiet", spec, ok=(0, 1, 128))
+            if found.returncode != 0:
+                return None
+            spec = found.stdout.strip()
         done = self.run("rev-parse", "--verify", "--quiet", f"{spec}^{{commit}}", ok=(0, 1, 128))
         sha = done.stdout.strip()
         return sha if done.returncode == 0 and FULL_SHA.fullmatch(sha) else None

@@ -126,6 +126,15 @@ def test_resolves_short_and_full_shas(project: GitRepo) -> None:
         assert versions.resolve(sha.upper()) == sha
 
 
+def test_resolves_a_search_of_commit_messages(project: GitRepo) -> None:
+    # `:/text` names the newest commit whose message matches; it used to be refused with
+    # "names a commit, not a commit".
+    with Versions(project.path) as versions:
+        assert versions.resolve(":/feature work") == project.rev_parse("feature")
+        with pytest.raises(VersionError, match="does not name a commit"):
+            versions.resolve(":/no message says this")
+
+
 def test_resolves_remote_tracking_refs_of_a_clone(
     project: GitRepo, tmp_path: Path, untouched: Watch
 ) -> None:
