@@ -20,13 +20,18 @@ for path in sys.argv[1:]:
     assert len(runs) == 5 and all(r["status"] == "ok" for r in runs), runs
     cores = {side: sorted({c for r in runs for c in r[side]["cores"]}) for side in ("baseline", "candidate")}
     print(path, "isolation cgroup-v2, cores", cores)
-    # Each run's two sides on two physical cores, by the kernel's thread_siblings_list.
+    # At every iteration the two sides on two physical cores, by the kernel's
+    # thread_siblings_list (crossover moves them at every iteration: iteration_cpus).
     for r in runs:
-        for b in r["baseline"]["cores"]:
-            with open(f"/sys/devices/system/cpu/cpu{b}/topology/thread_siblings_list") as f:
+        a, b = r["baseline"]["iteration_cpus"], r["candidate"]["iteration_cpus"]
+        assert len(a) == len(b) == 5, (r["index"], a, b)
+        for i, (ca, cb) in enumerate(zip(a, b)):
+            with open(f"/sys/devices/system/cpu/cpu{ca}/topology/thread_siblings_list") as f:
                 text = f.read().strip()
             shared = {int(x) for part in text.split(",") for x in range(int(part.split("-")[0]), int(part.split("-")[-1]) + 1)}
-            assert not shared & set(r["candidate"]["cores"]), (r["index"], b, text, r["candidate"]["cores"])
+            assert cb not in shared, (r["index"], i, ca, text, cb)
+        # Crossover: the baseline ran on both CPUs of the pair within the run.
+        assert len(set(a)) == 2, (r["index"], a)
 PY
 after=$(snapshot)
 if [ "$before" != "$after" ]; then
