@@ -67,8 +67,14 @@ class Finished:
     stderr: str
 
 
-def duet_env(tag: str) -> dict[str, str]:
-    return {**os.environ, TAG_VARIABLE: tag}
+def duet_env(tag: str, *, without_sudo: bool = False) -> dict[str, str]:
+    env = {**os.environ, TAG_VARIABLE: tag}
+    if without_sudo:
+        # duet runs git as the invoking user (SUDO_UID, docs/isolation.md): a repository in
+        # pytest's root-only tmp_path is not theirs to read. A test about something else runs
+        # duet as plain root.
+        env = {k: v for k, v in env.items() if not k.startswith("SUDO_")}
+    return env
 
 
 def start(
@@ -77,11 +83,12 @@ def start(
     cwd: Path | None = None,
     stderr: int | IO[Any] = subprocess.PIPE,
     new_session: bool = False,
+    without_sudo: bool = False,
 ) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "duet_bench", *args],
         cwd=cwd,
-        env=duet_env(tag),
+        env=duet_env(tag, without_sudo=without_sudo),
         stdout=subprocess.PIPE,
         stderr=stderr,
         text=True,
@@ -99,8 +106,8 @@ def finish(popen: subprocess.Popen[str]) -> Finished:
     return Finished(popen.pid, popen.returncode, out or "", err or "")
 
 
-def duet(*args: str, tag: str, cwd: Path | None = None) -> Finished:
-    return finish(start(*args, tag=tag, cwd=cwd))
+def duet(*args: str, tag: str, cwd: Path | None = None, without_sudo: bool = False) -> Finished:
+    return finish(start(*args, tag=tag, cwd=cwd, without_sudo=without_sudo))
 
 
 def wait_for(condition: Callable[[], bool], what: str) -> None:
@@ -682,8 +689,9 @@ def test_a_broken_configuration_is_a_precise_error(
 ) -> None:
     repo = make_repo(tmp_path / "project", [{"duet.toml": config}])
     done = duet(
-        "compare", "HEAD", "HEAD", "--quiet", "--out", str(tmp_path / "out"), tag=tag, cwd=repo.path
-    )
+        "compare", "HEAD", "HEAD", "--quiet", "--out", str(tmp_path / "out"),
+        tag=tag, cwd=repo.path, without_sudo=True,
+    )  # fmt: skip
     clean(done)
     assert done.returncode == 2, done.stderr
     assert message in done.stderr
