@@ -7,10 +7,10 @@ process shows in the run queue, and in both conditions the verdict is ``regressi
 How often this fails by chance (tests/README.md, "Statistical claims"): the demo's true ratio
 is 1.044-1.056 (the loop is not all of the program), and its point estimate's standard error
 is about a fifth of the 99% interval's width, which measured 1.5-4.1% on 2026-11-27 with
-crossover at every iteration under a load average of 8-11 (three demos): 1.02 lies at least three standard errors below the truth even then, about 1 in 1,000 per
-condition, and far less on a machine where only the demo runs (widths about 2%: six standard
-errors). A duet whose candidate measured the baseline's program would read about 1.00 and
-fail.
+crossover at every iteration under a load average of 8-11 (three demos): 1.02 lies at least
+three standard errors below the truth even then, about 1 in 1,000 per condition, and far less
+on a machine where only the demo runs (widths about 2%: six standard errors). A duet whose
+candidate measured the baseline's program would read about 1.00 and fail.
 
 Whether the demo FINDS its 5% (verdict ``regression``, interval holding 1.05) is a rate, not a
 property of one demo: ``benchmarks/demo_rate.py`` measures it over many demos and
