@@ -34,8 +34,17 @@ def repo_root(path: Path, run_as: RunAs | None = None) -> Path:
         **popen_user(run_as),
     )
     if done.returncode != 0:
+        said = done.stderr.strip().splitlines()[-1:] or ["no output"]
+        if run_as is not None and "not a git repository" not in said[0]:
+            # Most often the user cannot reach the directory (a root-only parent).
+            raise VersionError(
+                f"git, run as {run_as.name} (uid {run_as.uid}) as every git command on the "
+                f"user's repository is, cannot use {path.resolve()}: {said[0]}",
+                fix=f"run duet compare in a checkout that {run_as.name} can read and write "
+                "(or pass --user with its owner)",
+            )
         raise VersionError(
-            f"{path.resolve()} is not inside a git repository",
+            f"{path.resolve()} is not inside a git repository (git: {said[0]})",
             fix="run duet compare from your project's checkout (or pass --repo)",
         )
     return Path(done.stdout.strip())

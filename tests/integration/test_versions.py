@@ -424,6 +424,22 @@ def test_a_user_who_cannot_write_the_repository_is_refused(project: GitRepo) -> 
     assert "--user" in (raised.value.fix or "")
 
 
+def test_a_checkout_the_user_cannot_reach_is_named_as_such(project: GitRepo) -> None:
+    """Under sudo git runs as the invoking user: a checkout below a directory they cannot
+    enter is said to be that, not "not inside a git repository" (which left users guessing)."""
+    if os.geteuid() != 0:
+        pytest.skip("running git as another user needs root (CI runs this as root)")
+    from duet_bench.compare.configuration import repo_root
+
+    nobody = pwd.getpwnam("nobody")
+    run_as = RunAs("nobody", nobody.pw_uid, nobody.pw_gid)
+    # pytest's tmp_path is below root's 0700 /tmp/pytest-of-root
+    with pytest.raises(VersionError, match=r"run as nobody .* cannot use") as raised:
+        repo_root(project.path, run_as)
+    assert "Permission denied" in str(raised.value)
+    assert "nobody can read and write" in (raised.value.fix or "")
+
+
 def _has_user(uid: int) -> bool:
     try:
         pwd.getpwuid(uid)
