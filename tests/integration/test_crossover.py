@@ -24,28 +24,15 @@ from typing import Any
 import pytest
 
 from tests.conftest import is_root
+from tests.integration.test_run import ISOLATIONS, duet
 
 pytestmark = pytest.mark.usefixtures("no_leftovers")
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 HARNESS = ROOT / "duet_bench" / "harness"
-ISOLATIONS = [
-    pytest.param("cgroup", marks=[pytest.mark.root, pytest.mark.cgroup], id="cgroup"),
-    pytest.param("affinity", id="affinity"),
-]
 WARMUP = 1  # odd: the count of k runs over warm-up and measured iterations together
 ITERATIONS = 4
 RUNS = 2
-
-
-def duet(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "duet_bench", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
 
 
 def need(isolation: str) -> None:

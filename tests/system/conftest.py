@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Literal
 
 import pytest
@@ -94,6 +96,18 @@ def tagged_processes(tag: str) -> list[int]:
 @pytest.fixture
 def tag() -> str:
     return uuid.uuid4().hex
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[Path]:
+    """A directory both sides and the test can reach whatever the sandbox (not under /tmp)."""
+    path = Path("/var/tmp") / f"dsys-{uuid.uuid4().hex[:12]}"
+    path.mkdir(mode=0o777)
+    os.chmod(path, 0o777)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -162,11 +162,6 @@ def clean(done: Finished) -> None:
 
 
 @pytest.fixture
-def tag() -> str:
-    return uuid.uuid4().hex
-
-
-@pytest.fixture
 def cgroups() -> None:
     """Root with a usable cgroup hierarchy, else skip with the reason."""
     if not is_root():
@@ -174,20 +169,6 @@ def cgroups() -> None:
     v1, v2 = probe_v1(CGROUP_ROOT), probe_v2(CGROUP_ROOT)
     if not (v1.ok or v2.ok):
         skip_or_fail(f"no usable cgroups: v1: {v1.reason}; v2: {v2.reason}")
-
-
-@pytest.fixture
-def shared_dir() -> Iterator[Path]:
-    """A directory both sides and the test can reach whatever the sandbox (not under /tmp)."""
-    path = Path("/var/tmp") / f"dfaults-{uuid.uuid4().hex[:12]}"
-    path.mkdir(mode=0o777)
-    os.chmod(path, 0o777)
-    try:
-        yield path
-    finally:
-        import shutil
-
-        shutil.rmtree(path, ignore_errors=True)
 
 
 ISOLATION = "cgroup" if is_root() else "affinity"

@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,23 +28,6 @@ from tests.system.test_faults import (
 )
 
 pytestmark = pytest.mark.usefixtures("no_leftovers")
-
-
-@pytest.fixture
-def tag() -> str:
-    return uuid.uuid4().hex
-
-
-@pytest.fixture
-def shared_dir() -> Iterator[Path]:
-    """A directory both sides and the test can reach whatever the sandbox (not under /tmp)."""
-    path = Path("/var/tmp") / f"dstop-{uuid.uuid4().hex[:12]}"
-    path.mkdir(mode=0o777)
-    os.chmod(path, 0o777)
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.mark.parametrize("gap_ms", [0, 2, 8, 20, 50, 100])

@@ -8,19 +8,12 @@ import json
 import re
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
 
 from duet_bench.untrusted import for_terminal
 from tests.system.test_faults import ISOLATION, QUICK, clean, duet
-
-
-@pytest.fixture
-def tag() -> str:
-    return uuid.uuid4().hex
-
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "results-basic.json"
 
