@@ -190,13 +190,26 @@ def expected_against_measured(measured: list[tuple[Condition, ResultsDocument]])
                 [
                     condition.name if key == deciding else "",
                     METRIC_NAMES.get(key, key),
-                    f"{units.ratio(ratio)} {units.interval(lo, hi)}",
+                    _ratio_and_interval(ratio, lo, hi),
                     verdict,
                     outcome,
                 ]
             )
     lines = table(header, body, right=set())
     return "\n".join([*lines, *misses]) + "\n"
+
+
+def _ratio_and_interval(ratio: object, lo: object, hi: object) -> str:
+    """The ratio and its interval with the digits that tell them apart (``1.0500 [1.0483,
+    1.0518]``, not ``1.05 [1.05, 1.05]``), as every report prints them."""
+    if isinstance(ratio, float) and isinstance(lo, float) and isinstance(hi, float):
+        digits = units.telling_digits(ratio, lo, hi)
+        return f"{units.sig(ratio, digits)} {units.interval(lo, hi, digits)}"
+    return f"{units.ratio(_num(ratio))} {units.interval(_num(lo), _num(hi))}"
+
+
+def _num(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
 
 
 def holds_expected(lo: object, hi: object) -> bool:
