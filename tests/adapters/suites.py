@@ -16,6 +16,7 @@ from typing import Any
 from duet_bench.adapters.base import Suite
 from duet_bench.adapters.tools import find_tool
 from duet_bench.errors import ConfigError
+from tests.aa import assert_same_work
 from tests.conftest import is_root
 from tests.integration.gitrepo import GitRepo, make_repo
 
@@ -104,7 +105,7 @@ def check_regression_found(
     assert set(by_name) == {steady, slowed, added, removed}, sorted(by_name)
     assert by_name[slowed]["analysis"]["verdict"] == "regression", by_name[slowed]["analysis"]
     assert 1.1 < by_name[slowed]["analysis"]["ratio"] < 1.6
-    assert not regression_at_999(by_name[steady]), by_name[steady]["analysis"]
+    assert_same_work(by_name[steady])
     assert by_name[added]["runs"] == []
     assert by_name[added]["note"].startswith("new")
     assert by_name[removed]["runs"] == []
@@ -113,25 +114,6 @@ def check_regression_found(
     assert doc["config"]["missing_in_baseline"] == []
     assert "new: only in the candidate" in done.stdout
     assert "Traceback" not in done.stderr
-
-
-def regression_at_999(benchmark: Mapping[str, Any]) -> bool:
-    """Whether a steady benchmark (the same code on both sides) is a regression at 99.99%.
-
-    The suite tests check the machinery, that both sides measure the same work, not the
-    calibration of the interval (``docs/statistics.md`` measures that over hundreds of A/A
-    intervals). At the default 99% one A/A in a hundred is a regression by design, more where
-    the host slows one vCPU for minutes at a time (an in-process python benchmark's run ratios
-    spread 0.7-1.4 here on such a day), which would fail the suite that often for nothing; a
-    side that measured different work is decided far beyond 99.99%. Chance failure per call:
-    the nominal one-sided 0.005%, times the threefold excess of A/A misses over the nominal
-    measured at 99% (97% coverage, docs/accuracy.md): about 0.015%, 1 CI run in 6,700."""
-    from duet_bench.analysis import AnalysisSettings, analyze_benchmark
-    from duet_bench.results import from_dict
-
-    doc = from_dict({"schema": "duet-results/2", "benchmarks": [benchmark]})
-    settings = AnalysisSettings(confidence=0.9999, metric=benchmark["analysis"]["metric"])
-    return analyze_benchmark(doc.benchmarks[0], settings).verdict == "regression"
 
 
 #: For a comparison of a version with itself: its verdicts are not what the test is about.

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from duet_bench.analysis.verdict import VERDICTS
+from tests.aa import assert_neither_side_favoured
 from tests.conftest import is_root
 
 pytestmark = pytest.mark.usefixtures("no_leftovers")
@@ -95,22 +97,23 @@ def test_a_slower_command_is_a_regression(tmp_path: Path, isolation: str) -> Non
         assert "peak_memory_bytes" in runs[0]["baseline"]["missing"]
 
 
-def test_the_same_command_is_not_a_regression(tmp_path: Path) -> None:
-    """An A/A verdict, the claim of this test: at 99% the measured A/A coverage (97-98%,
-    docs/accuracy.md) would fail it in about 1 CI run of 70 (one side of the 2-3% misses). At
-    99.99% the nominal one-sided miss is 0.005%; with the same threefold excess of misses over
-    the nominal measured at 99%, about 0.015%: this test fails by chance in under 1 CI run of
-    5,000 (docs/reliability.md, "Tests", keeps the suite's sum)."""
+def test_the_same_command_favours_neither_side(tmp_path: Path) -> None:
+    """An A/A comparison: 20 runs of the same command, which duet must treat alike. The sign
+    test over runs (tests/aa.py) fails a fair duet in 1 CI run of 25,000 whatever the noise; a
+    verdict at 99.99% could not carry such a claim (a bootstrap interval over 5 runs excludes
+    1 in about 1 A/A of 30, tests/aa.py says why)."""
     out = tmp_path / "r.json"
     done = duet(
-        "run", "--baseline", "true", "--candidate", "true", "--runs", "5", "--iterations", "5",
+        "run", "--baseline", "true", "--candidate", "true", "--runs", "20", "--iterations", "5",
         "--isolation", "affinity", "--out", str(out), "--quiet", "--reps", "2000",
-        "--format", "json", "--confidence", "0.9999",
+        "--format", "json", "--fail-on", "never",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     printed = json.loads(done.stdout)
-    assert printed["benchmarks"][0]["analysis"]["verdict"] != "regression"
-    assert json.loads(out.read_text())["state"]["complete"] is True
+    assert printed["benchmarks"][0]["analysis"]["verdict"] in VERDICTS
+    doc = json.loads(out.read_text())
+    assert doc["state"]["complete"] is True
+    assert_neither_side_favoured(doc["benchmarks"][0])
 
 
 def test_a_failing_side_fails_its_runs_and_exits_3(tmp_path: Path) -> None:
