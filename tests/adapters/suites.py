@@ -16,7 +16,7 @@ from typing import Any
 from duet_bench.adapters.base import Suite
 from duet_bench.adapters.tools import find_tool
 from duet_bench.errors import ConfigError
-from tests.aa import assert_same_work
+from tests.aa import assert_not_slowed
 from tests.conftest import is_root
 from tests.integration.gitrepo import GitRepo, make_repo
 
@@ -105,7 +105,7 @@ def check_regression_found(
     assert set(by_name) == {steady, slowed, added, removed}, sorted(by_name)
     assert by_name[slowed]["analysis"]["verdict"] == "regression", by_name[slowed]["analysis"]
     assert 1.1 < by_name[slowed]["analysis"]["ratio"] < 1.6
-    assert_same_work(by_name[steady])
+    assert_not_slowed(by_name[steady])
     assert by_name[added]["runs"] == []
     assert by_name[added]["note"].startswith("new")
     assert by_name[removed]["runs"] == []
