@@ -105,7 +105,7 @@ def assert_not_slowed(benchmark: Mapping[str, Any]) -> None:
     it. It fails by chance only when the t bound misses (``AA_ALPHA``, about twice that measured:
     1 call in 5,000, see the module's docstring); it does not ask that the two builds be equally
     fast, which code layout can upset by a few %. A side that measured the slowed benchmark's
-    work (30%) fails it when its runs spread by less than about 3% (5 runs) or 8% (20 runs)."""
+    work (30%) fails it when its runs spread by less than 3% (5 runs), 10% (10) or 16% (20)."""
     logs = run_log_ratios(benchmark)
     low = math.exp(t_lower_bound(logs, AA_ALPHA))
     assert low <= SAME_WORK_BOUND, (
