@@ -188,10 +188,15 @@ def _repo(user: User, files: dict[str, str], git_config: dict[str, str] | None =
 
 
 def _duet(
-    user: User, repo: Path, *args: str, env: dict[str, str] | None = None
+    user: User,
+    repo: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    out: Path | None = None,
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
-    """``sudo duet compare HEAD~1 HEAD`` as ``user`` in ``repo``; the run and its results dir."""
-    out = user.home / "out"
+    """``sudo duet compare HEAD~1 HEAD`` as ``user`` in ``repo``; the run and its results dir
+    (``out``, by default ``~/out``)."""
+    out = out or user.home / "out"
     # PYTHONPATH: the suite run from another copy of the sources measures that copy. A
     # measuring lock of the test's own: another duet measuring on the machine must not turn
     # the exploit into a refusal that proves nothing.
@@ -297,6 +302,31 @@ def test_the_users_git_config_never_runs_as_root(user: User, target: Target) -> 
     ran_as = (user.home / "fsmonitor-uid").read_text().split()
     assert ran_as, "git status never ran the fsmonitor: the test tests nothing"
     assert set(ran_as) == {str(user.uid)}, f"the fsmonitor ran as uids {ran_as}"
+
+
+@pytest.mark.parametrize(
+    ("planted", "name"),
+    [("duet-results", "results.json"), ("duet-results/logs", "build-candidate.log")],
+)
+def test_the_results_directory_never_leads_root_through_a_link(
+    user: User, target: Target, planted: str, name: str
+) -> None:
+    """The results directory is in the user's checkout, which the pull request's tree fills: a
+    link there, in place of the directory or of its ``logs``, must not have root replace or
+    write a file where the link points (a file root writes there under its own name)."""
+    aimed = target.path.with_name(name)
+    target.path.rename(aimed)
+    target = Target(aimed, target.secret, target.content)
+    repo = _repo(user, {"duet.toml": _config("true", _bench("b", "true"))})
+    if "/" in planted:
+        assert user.run("mkdir", "-p", str(repo / Path(planted).parent)).returncode == 0
+    assert user.run("ln", "-s", str(target.path.parent), str(repo / planted)).returncode == 0
+    done, _ = _duet(user, repo, out=repo / "duet-results")
+    target.assert_untouched(_everything(done, user.home))
+    assert os.listdir(target.path.parent) == [name], "root wrote where the link points"
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert f"{repo / planted} is a symbolic link in a directory that uid {user.uid}" in done.stderr
+    assert "fix: give the path without that link" in done.stderr
 
 
 def test_the_barrier_file_is_closed_to_other_users(
