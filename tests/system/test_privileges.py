@@ -304,6 +304,50 @@ def test_the_users_git_config_never_runs_as_root(user: User, target: Target) -> 
     assert set(ran_as) == {str(user.uid)}, f"the fsmonitor ran as uids {ran_as}"
 
 
+def test_a_sides_tmp_cannot_be_swapped_for_a_link(user: User, tmp_path: Path) -> None:
+    """The sandbox's directory (the side's private /tmp) is bind-mounted by name: while duet
+    runs, the user swaps every one they find for a link to a directory of root's (it lay in
+    the side's directory, the user's once the side starts). The side's /tmp must still be the
+    directory duet made."""
+    decoy = tmp_path / "decoy"
+    decoy.mkdir(mode=0o755)
+    (decoy / "decoy-marker").write_text("root's\n")
+    name = "b" + secrets.token_hex(6)
+    swaps = user.home / "swaps"
+    runs = f"/var/tmp/duet-*/{name}-r*"
+    planter = textwrap.dedent(
+        f"""
+        import glob, os, time
+        end, found = time.monotonic() + 120, set()
+        while time.monotonic() < end:
+            for d in glob.glob("{runs}/*tmp-*") + glob.glob("{runs}/*/*tmp-*"):
+                if not os.path.islink(d) and not d.endswith(".x"):
+                    found.add(d)
+                    try:
+                        os.rename(d, d + ".x")
+                        os.symlink({str(decoy)!r}, d)
+                    except OSError:
+                        pass
+            with open("{swaps}.new", "w") as f:
+                f.write(str(len(found)))
+            os.replace("{swaps}.new", "{swaps}")
+        """
+    )
+    bench = _bench(name, f"ls -a /tmp >> {user.home}/seen-$DUET_SIDE")
+    repo = _repo(user, {"duet.toml": _config("true", bench, runs=8)})
+    plant = user.popen("python3", "-c", planter)
+    try:
+        done, _ = _duet(user, repo)
+    finally:
+        plant.kill()
+        plant.wait()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert int(swaps.read_text()) > 0, "the planter found no sandbox: the test tests nothing"
+    seen = "".join(p.read_text() for p in user.home.glob("seen-*"))
+    assert seen, "the benchmark never listed its /tmp"
+    assert "decoy-marker" not in seen, "a side's /tmp was the directory the user's link named"
+
+
 @pytest.mark.parametrize(
     ("planted", "name"),
     [("duet-results", "results.json"), ("duet-results/logs", "build-candidate.log")],
