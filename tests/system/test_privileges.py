@@ -11,6 +11,7 @@ standard output or error, in the results directory or anywhere the user can read
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pwd
@@ -346,6 +347,53 @@ def test_a_sides_tmp_cannot_be_swapped_for_a_link(user: User, tmp_path: Path) ->
     seen = "".join(p.read_text() for p in user.home.glob("seen-*"))
     assert seen, "the benchmark never listed its /tmp"
     assert "decoy-marker" not in seen, "a side's /tmp was the directory the user's link named"
+
+
+def test_the_worktree_caches_lock_files_never_lead_root_through_a_link(
+    user: User, target: Target
+) -> None:
+    """The lock files of the worktree cache are in the user's cache: while duet runs, the user
+    flips ``~/.cache/duet`` between the real directory and one whose cache directory is a link
+    to a directory of root's. Root must create, lock and remove nothing there (the cache's
+    owner check at the start does not see a swap made after it)."""
+    repo = _repo(user, {"duet.toml": _config("true", _bench("b", "true"))})
+    key = hashlib.sha256(str((repo / ".git").resolve()).encode()).hexdigest()[:16]
+    cache = user.home / ".cache" / "duet"
+    planter = textwrap.dedent(
+        f"""
+        import os, time
+        cache, evil = {str(cache)!r}, {str(cache) + ".evil"!r}
+        os.makedirs(evil + "/worktrees", exist_ok=True)
+        os.symlink({str(target.path.parent)!r}, evil + "/worktrees/{key}")
+        end = time.monotonic() + 120
+        # Once duet made (and checked) the cache directory and checks out a worktree.
+        def started():
+            try:
+                return any(n.endswith(".stamp") for n in os.listdir(cache + "/worktrees/{key}"))
+            except OSError:
+                return False
+        while not started() and time.monotonic() < end:
+            time.sleep(0.0005)
+        while time.monotonic() < end:
+            try:
+                os.rename(cache, cache + ".real")
+                os.rename(evil, cache)
+                time.sleep(0.0005)
+                os.rename(cache, evil)
+                os.rename(cache + ".real", cache)
+            except OSError:
+                time.sleep(0.0005)
+        """
+    )
+    user.run("mkdir", "-p", str(cache / "worktrees"))
+    plant = user.popen("python3", "-c", planter)
+    try:
+        done, out = _duet(user, repo)
+    finally:
+        plant.kill()
+        plant.wait()
+    target.assert_untouched(_everything(done, out))
+    assert os.listdir(target.path.parent) == [target.path.name], "root made files there"
 
 
 @pytest.mark.parametrize(
