@@ -130,6 +130,31 @@ def main(verbose: int) -> None:
     """
     level = logging.WARNING - 10 * verbose
     logging.basicConfig(level=max(level, logging.DEBUG), format="duet: %(levelname)s: %(message)s")
+    _check_working_directory()
+
+
+def _check_working_directory() -> None:
+    """Refuse to start in a directory that no longer exists (a shell still in a directory that
+    was removed): every command reads relative paths from it, and failed further on with a
+    traceback or a wrong reason. ``--help`` still works there."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        if {"-h", "--help"} & set(sys.argv[1:]):
+            return
+        from duet_bench.errors import EnvironmentNotReady
+
+        shell = os.environ.get("PWD")
+        where = f" ({shell})" if shell else ""
+        _die(
+            EnvironmentNotReady(
+                f"the current directory{where} no longer exists: it was removed after the shell "
+                "entered it, and duet reads relative paths from it (--out, the configuration, "
+                "the benchmarks' commands and directories, the git checkout)",
+                fix='cd to a directory that exists (cd "$PWD" if it was made again, else cd ..) '
+                "and run duet again",
+            )
+        )
 
 
 def install_signal_handlers() -> None:

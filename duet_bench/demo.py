@@ -16,6 +16,7 @@ import contextlib
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,22 +43,33 @@ def build(directory: Path) -> tuple[Path, Path]:
             "the demo compiles a small C program and no C compiler was found",
             fix="install one: sudo apt-get install gcc",
         )
-    directory.mkdir(parents=True, exist_ok=True)
     binaries = []
-    for version in (1, 2):
-        target = directory / f"work-v{version}"
-        done = subprocess.run(
-            [cc, "-O2", f"-DVERSION={version}", "-o", str(target), str(SOURCE)],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise EnvironmentNotReady(
-                f"compiling the demo program failed:\n{done.stderr.strip()[-2000:]}",
-                fix="check that the C compiler works: cc --version",
+    # The compiler writes into a directory of our own; the binaries are copied into
+    # ``directory`` without following a link planted there (as root under sudo, the results
+    # directory is the user's: docs/isolation.md, "What runs as root").
+    with tempfile.TemporaryDirectory(prefix="duet-demo-") as private:
+        for version in (1, 2):
+            built = Path(private) / f"work-v{version}"
+            done = subprocess.run(
+                [cc, "-O2", f"-DVERSION={version}", "-o", str(built), str(SOURCE)],
+                capture_output=True,
+                text=True,
+                check=False,
             )
-        binaries.append(target)
+            if done.returncode != 0:
+                raise EnvironmentNotReady(
+                    f"compiling the demo program failed:\n{done.stderr.strip()[-2000:]}",
+                    fix="check that the C compiler works: cc --version",
+                )
+            target = directory / built.name
+            try:
+                files.write_atomic(target, built.read_bytes(), mode=0o755)
+            except OSError as e:
+                raise EnvironmentNotReady(
+                    f"{target}: could not write the demo program ({e.strerror or e})",
+                    fix=files.fix_for(e, "choose another --out, or free disk space"),
+                ) from e
+            binaries.append(target)
     return binaries[0], binaries[1]
 
 
@@ -157,7 +169,9 @@ def _build_and_measure(
         except OSError as e:
             raise EnvironmentNotReady(
                 f"{where / 'report.md'}: could not write the demo's report ({e.strerror or e})",
-                fix="free disk space or make the directory writable, then run the demo again",
+                fix=files.fix_for(
+                    e, "free disk space or make the directory writable, then run the demo again"
+                ),
             ) from e
         measured.append((condition, doc))
     return measured, out_dir

@@ -4,73 +4,70 @@ files root opens in a directory another user may write (docs/isolation.md, "What
 One helper for every file duet writes in place (results, configuration, stamps, reports): a
 crash, a full disk or a killed CI job must not leave half a file that the next run reads as
 broken. Errors are plain :class:`OSError`; each caller words them for its own file (a results
-file says "choose another --out", a configuration "set the values by hand").
+file says "choose another --out", a configuration "set the values by hand"; :func:`fix_for`
+gives the fix of a link root refused to follow).
 
-:func:`create_new` and :func:`open_existing` are for a file whose *last* directory belongs to
-the user the sides run as (a side's directory), every directory above it being root's: only the
-last component of the path can be a link the user planted, and ``O_NOFOLLOW``/``O_EXCL`` refuse
-it.
+:func:`create_new` and :func:`open_existing` are for a file in a directory another user may
+write (a side's directory, the results directory): the directories on the way are walked without
+following a link another user could have planted (:func:`duet_bench.dirfd.open_directory`), and
+``O_NOFOLLOW``/``O_EXCL`` refuse a link at the last name.
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import stat
-import tempfile
 from pathlib import Path
 
+from duet_bench import dirfd
 
-def write_atomic(path: Path, data: str | bytes) -> None:
+
+def write_atomic(path: Path, data: str | bytes, mode: int | None = None) -> None:
     """Replace ``path`` by ``data`` (text is written as UTF-8, byte for byte: no newline
-    translation) through a temporary file in the same directory, ``fsync`` and
-    :func:`os.replace`.
+    translation) through a temporary file in the same directory, ``fsync`` and a rename
+    (:func:`duet_bench.dirfd.write_file`).
 
     The missing parent directories are created. An existing file keeps its permission bits; a
     new one gets those any new file would (``0666`` less the umask) rather than the ``0600``
-    of the temporary file. A symlink at ``path`` is replaced by the file: resolve the path first
-    to write through it.
+    of the temporary file; ``mode`` sets them. A symlink at ``path`` is replaced by the file:
+    resolve the path first to write through it. As root, no link another user could have
+    planted on the way is followed (:class:`duet_bench.dirfd.UnsafeLink`), and under sudo what
+    is created is the invoking user's.
 
     Raises
     ------
     OSError
-        The directory cannot be created or written, the disk is full, ...; the temporary file
-        is removed and ``path`` is unchanged.
+        The directory cannot be created or written, the disk is full, a link is on the way
+        (root), ...; the temporary file is removed and ``path`` is unchanged.
     """
-    payload = data.encode("utf-8") if isinstance(data, str) else data
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)
-    except FileNotFoundError:
-        mode = 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), mode)
-            f.write(payload)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    # The rename is only durable once the directory entry is on disk as well.
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    dirfd.write_file(path, data, mode)
 
 
-def _umask() -> int:
-    """The process umask, read without setting it (os.umask would, for every thread)."""
-    with contextlib.suppress(OSError, ValueError):
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    return 0o022
+def make_out_directory(path: Path) -> None:
+    """``mkdir -p path`` for a results directory (``--out``), through
+    :func:`duet_bench.dirfd.make_directories`; the error says what to do.
+
+    Raises
+    ------
+    ResultsError
+        It cannot be made: a file or a refused link on the way, no permission, a full disk.
+    """
+    from duet_bench.errors import ResultsError
+
+    try:
+        dirfd.make_directories(path)
+    except OSError as e:
+        raise ResultsError(
+            f"{path}: cannot make the results directory ({e.strerror or e})",
+            fix=fix_for(e, "choose another --out (a directory duet can create or write)"),
+        ) from e
+
+
+def fix_for(error: OSError, default: str) -> str:
+    """What to do about ``error`` writing a file: the link's own fix for
+    :class:`duet_bench.dirfd.UnsafeLink`, else ``default``."""
+    return error.fix if isinstance(error, dirfd.UnsafeLink) else default
 
 
 #: Flags of every open of a file another user may have replaced: never through a link, never
@@ -89,7 +86,13 @@ def create_new(path: Path, mode: int = 0o644) -> int:
     OSError
         ``FileExistsError`` when something is at ``path`` already.
     """
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | _UNTRUSTED, mode)
+    parent = dirfd.open_directory(path.parent)
+    try:
+        fd = os.open(
+            path.name, os.O_RDWR | os.O_CREAT | os.O_EXCL | _UNTRUSTED, mode, dir_fd=parent
+        )
+    finally:
+        os.close(parent)
     os.set_blocking(fd, True)
     return fd
 
@@ -103,13 +106,19 @@ def open_existing(path: Path) -> int | None:
     ``OSError``: what another user put there instead of their own file is not read by root.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | _UNTRUSTED)
+        parent = dirfd.open_directory(path.parent)
+    except FileNotFoundError:
+        return None
+    try:
+        fd = os.open(path.name, os.O_RDONLY | _UNTRUSTED, dir_fd=parent)
     except FileNotFoundError:
         return None
     except OSError as e:
         if e.errno == errno.ELOOP:
             raise OSError(errno.ELOOP, "it is a symbolic link", str(path)) from None
         raise
+    finally:
+        os.close(parent)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:

@@ -14,13 +14,12 @@ from __future__ import annotations
 import json
 import logging
 import math
-import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from duet_bench import results, units
+from duet_bench import files, results, units
 from duet_bench.analysis import AnalysisSettings, analyze_benchmark
 from duet_bench.bisect.history import Commit
 from duet_bench.compare import MachineOptions, session_options
@@ -258,9 +257,18 @@ class Comparer:
             return self._built[commit.sha].directory
         version = self.versions.checkout(side, commit.sha)
         version = self.versions.build(version, self.config.build, rebuild=self.rebuild)
-        if version.build_log is not None and version.build_log.exists():
-            # The Versions log is per side; keep one per commit.
-            shutil.copyfile(version.build_log, self.out_dir / "logs" / f"build-{commit.short}.log")
+        if version.build_log is not None:
+            # The Versions log is per side; keep one per commit. Read only if it is still
+            # duet's own file, written anew (docs/isolation.md, "What runs as root").
+            copy = self.out_dir / "logs" / f"build-{commit.short}.log"
+            try:
+                fd = files.open_existing(version.build_log)
+                if fd is not None:
+                    with open(fd, "rb") as log_file:
+                        body = log_file.read()
+                    files.write_atomic(copy, body)
+            except OSError as e:
+                log.warning("%s: the build log was not kept: %s", copy, e.strerror or e)
         self._built[commit.sha] = version
         return version.directory
 
@@ -281,7 +289,7 @@ class Comparer:
             )
             if s.spec.name == self.benchmark.name
         ]
-        path.parent.mkdir(parents=True, exist_ok=True)
+        files.make_out_directory(path.parent)
         session = session_options(
             path,
             self.machine,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from duet_bench import results
+from duet_bench import files, results
 from duet_bench.bisect.comparisons import Comparer
 from duet_bench.bisect.history import Commit, first_parent_line
 from duet_bench.bisect.search import (
@@ -203,7 +203,7 @@ def bisect(
             on_note(describe_step(step, commits))
             save(replace(state, steps=tuple(steps)), out)
 
-        (out / "logs").mkdir(parents=True, exist_ok=True)
+        files.make_out_directory(out / "logs")
         save(state, out)
         try:
             result = search(

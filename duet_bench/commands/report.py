@@ -87,7 +87,7 @@ def report(ctx: click.Context, /, **o: Any) -> None:
     except OSError as e:
         raise EnvironmentNotReady(
             f"{out}: could not write the report ({e.strerror or e})",
-            fix="choose another --output, or free disk space",
+            fix=files.fix_for(e, "choose another --output, or free disk space"),
         ) from e
     click.echo(f"report: {out}", err=True)
     raise_if_incomplete(doc, allow=o["allow_incomplete"])
@@ -97,7 +97,7 @@ def _plots(doc: Any, plot_dir: str | None, *, required: bool) -> dict[str, str] 
     """Write the plots (into ``plot_dir``, or a temporary directory just for the html page)
     and return them as caption -> SVG text. Without matplotlib: an error when the plots were
     asked for, a warning when only the html page would have shown them."""
-    from duet_bench import extras
+    from duet_bench import extras, files
     from duet_bench.errors import EnvironmentNotReady
     from duet_bench.report.plots import svg_plots, write_plots
 
@@ -117,7 +117,7 @@ def _plots(doc: Any, plot_dir: str | None, *, required: bool) -> dict[str, str] 
         except OSError as err:
             raise EnvironmentNotReady(
                 f"{directory}: could not write the plots ({err.strerror or err})",
-                fix="choose another --plot directory, or free disk space",
+                fix=files.fix_for(err, "choose another --plot directory, or free disk space"),
             ) from err
         return svg_plots(doc, written)
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from duet_bench import results, settings
+from duet_bench import files, results, settings
 from duet_bench.analysis import AnalysisSettings, analyze_benchmark
 from duet_bench.compare.configuration import (
     ConfigSource,
@@ -125,7 +125,7 @@ def compare(
 
     note = on_note or (lambda text: log.warning("%s", text))
     out_dir = options.out_dir
-    out_dir.mkdir(parents=True, exist_ok=True)
+    files.make_out_directory(out_dir)
     root = repo_root(options.repo, options.machine.run_as)
     with Versions(
         root,

@@ -36,7 +36,9 @@ def write_outputs(doc: ResultsDocument, out_dir: Path, *, plots: bool = True) ->
             raise ResultsError(
                 f"{out_dir / name}: could not write the report ({e.strerror or e}); the "
                 "measurements are in results.json beside it",
-                fix="choose another --out, or free disk space; `duet report` renders it again",
+                fix=files.fix_for(
+                    e, "choose another --out, or free disk space; `duet report` renders it again"
+                ),
             ) from e
         written.append(out_dir / name)
     if plots:
@@ -45,7 +47,14 @@ def write_outputs(doc: ResultsDocument, out_dir: Path, *, plots: bool = True) ->
         if extras.available("matplotlib"):
             from duet_bench.report.plots import write_plots
 
-            written += write_plots(doc, out_dir / "plots")
+            try:
+                written += write_plots(doc, out_dir / "plots")
+            except OSError as e:
+                raise ResultsError(
+                    f"{out_dir / 'plots'}: could not write the plots ({e.strerror or e}); the "
+                    "measurements are in results.json beside it",
+                    fix=files.fix_for(e, "choose another --out, free disk space, or --no-plots"),
+                ) from e
         else:
             # The core install (what a CI job needs) has no matplotlib: the reports are whole.
             log.warning(

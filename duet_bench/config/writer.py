@@ -21,6 +21,7 @@ import copy
 import json
 import logging
 import math
+import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -41,6 +42,8 @@ from duet_bench.config.model import (
 )
 from duet_bench.config.values import _DOCS
 from duet_bench.errors import ConfigError
+from duet_bench.isolation.model import RunAs
+from duet_bench.isolation.privileges import call_as
 
 log = logging.getLogger(__name__)
 
@@ -78,13 +81,20 @@ def write_recommendation(
         problem = _range_problem(key, value)
         if problem:
             raise ValueError(f"{key} {problem}")
-    real = path.resolve()  # write through a symlink instead of replacing it by a file
     text = _read(path)
     new = edit_text(text, form=_form_of(path), benchmark=benchmark, values=values, path=path)
     if new == text:
         return
+
+    def write() -> None:
+        # Through a symlink instead of replacing it by a file.
+        files.write_atomic(path.resolve(), new)
+
     try:
-        files.write_atomic(real, new)
+        # Under sudo, as the user who ran it: the file is in their checkout, where root would
+        # follow whatever links the pull request's tree holds (docs/isolation.md, "What runs
+        # as root"); the user writes what they could write anyway, as its owner.
+        call_as(RunAs.from_environment(None, os.environ), write)
     except OSError as e:
         raise ConfigError(
             f"{path}: could not write the recommendation ({e.strerror or e}); the file is "

@@ -8,6 +8,9 @@ touches a path the user or the pull request controls is done as that user
 - :func:`call_as` runs a Python function in a forked child that dropped to the user (file work
   in the user's worktree cache: making its directories, removing worktrees, the build stamps),
   with its result or ``OSError`` carried back as JSON;
+- :func:`open_as` is :func:`call_as` for a function that opens a file: its descriptor comes
+  back over a UNIX socket (the lock files of the worktree cache: the user opens them, root
+  holds the lock);
 - :func:`remove_tree` is ``rm -rf`` that never follows a link and never changes a mode through
   one.
 
@@ -21,6 +24,7 @@ import contextlib
 import json
 import os
 import shutil
+import socket
 import stat
 import sys
 from collections.abc import Callable, Collection, Mapping
@@ -32,6 +36,7 @@ from duet_bench.isolation.model import RunAs
 __all__ = [
     "SECRET_VARIABLES",
     "call_as",
+    "open_as",
     "popen_user",
     "remove_tree",
     "without_secrets",
@@ -133,6 +138,34 @@ def call_as(run_as: RunAs | None, fn: Callable[[], _T]) -> _T:
         errno_, text, name = answer["oserror"]
         raise OSError(errno_, text, name) if name else OSError(errno_, text)
     raise RuntimeError(answer.get("error") or f"the work as {run_as.name} died without an answer")
+
+
+def open_as(run_as: RunAs | None, fn: Callable[[], int]) -> int:
+    """The descriptor ``fn()`` opens, opened as ``run_as`` (by this process for None): in a
+    forked child that drops to that user first and sends the descriptor back (``SCM_RIGHTS``).
+    Root then holds a file the user could open, reached the way the user would reach it: a link
+    on the way leads only where the user may go. An ``OSError`` of ``fn`` is raised here as in
+    :func:`call_as`."""
+    if run_as is None:
+        return fn()
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+
+    def opened() -> None:
+        ours.close()
+        fd = fn()
+        socket.send_fds(theirs, [b"fd"], [fd])
+
+    with ours:
+        try:
+            call_as(run_as, opened)
+        finally:
+            theirs.close()
+        ours.settimeout(5.0)
+        _, fds, _, _ = socket.recv_fds(ours, 16, 1)
+    if len(fds) != 1:
+        raise RuntimeError(f"the work as {run_as.name} sent no descriptor back")
+    os.set_inheritable(fds[0], False)
+    return fds[0]
 
 
 def remove_tree(path: Path) -> None:

@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from duet_bench import dirfd
 from duet_bench.report.calibration import pct
 from duet_bench.report.plots import RC_PARAMS, SIDE_STYLE
 
@@ -165,7 +166,7 @@ def write_plots(data: AAData, cal: Calibration, directory: Path) -> list[Path]:
 
     import matplotlib
 
-    directory.mkdir(parents=True, exist_ok=True)
+    dirfd.make_directories(directory)
     written: list[Path] = []
     with matplotlib.rc_context(RC_PARAMS), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Glyph .* missing from", category=UserWarning)
@@ -179,6 +180,7 @@ def write_plots(data: AAData, cal: Calibration, directory: Path) -> list[Path]:
                 (".svg", {"metadata": {"Date": None}}),
             ):
                 path = directory / f"{stem}{suffix}"
-                fig.savefig(path, **options)
+                with dirfd.replacing(path) as f:  # never through a planted link
+                    fig.savefig(f, format=suffix[1:], **options)
                 written.append(path)
     return written

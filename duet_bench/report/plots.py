@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from duet_bench import dirfd
 from duet_bench.metrics import METRIC_NAMES
 from duet_bench.report.plot_benchmark import deciding_metric, iterations_figure, runs_figure
 from duet_bench.report.plot_style import (
@@ -113,7 +114,7 @@ def write_plots(doc: ResultsDocument, directory: str | Path) -> list[Path]:
     import matplotlib
 
     out_dir = Path(directory)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    dirfd.make_directories(out_dir)
     written: list[Path] = []
     with matplotlib.rc_context(RC_PARAMS), warnings.catch_warnings():
         # A name in a script DejaVu Sans lacks draws boxes; that is no reason to fail a report.
@@ -126,8 +127,10 @@ def write_plots(doc: ResultsDocument, directory: str | Path) -> list[Path]:
             ):
                 path = out_dir / f"{stem}{suffix}"
                 # The stem is a slug; the check guards the invariant, not the input.
-                assert path.resolve().parent == out_dir.resolve(), path
-                fig.savefig(path, **options)
+                assert path.parent == out_dir, path
+                # Through a file of duet's own (root never writes through a planted link).
+                with dirfd.replacing(path) as f:
+                    fig.savefig(f, format=suffix[1:], **options)
                 written.append(path)
                 # The layout is settled by the first save; keep it rather than solve it again.
                 fig.set_layout_engine("none")

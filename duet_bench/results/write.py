@@ -110,5 +110,5 @@ def write_atomic(path: Path, text: str) -> None:
         raise ResultsError(
             f"{path}: could not write the results ({e.strerror or e}); the previous file "
             "is unchanged",
-            fix="free disk space or choose another --out, then re-run",
+            fix=files.fix_for(e, "free disk space or choose another --out, then re-run"),
         ) from e

@@ -34,13 +34,15 @@ def uses_host_tmp(spec: SideSpec, worker_python: str | None = None) -> bool:
 
 def working_directory() -> str:
     """duet's working directory, where a side without ``cwd`` runs; a clear error when it was
-    removed from under duet (by a benchmark or its build) instead of a traceback."""
+    removed from under duet (by a benchmark or its build) instead of a traceback. (A directory
+    removed before duet started is refused at the start, ``duet_bench.cli``.)"""
     try:
         return os.getcwd()
     except FileNotFoundError:
         raise EnvironmentNotReady(
-            "duet's working directory no longer exists: a benchmark (or its build) removed it, "
-            "and the sides that run there cannot start",
+            "duet's working directory no longer exists: it was removed while duet ran (by a "
+            "benchmark, its build or another program), and the sides that run there cannot "
+            "start",
             fix="a benchmark must not remove its own directory; cd to an existing directory "
             "(or give the benchmark a cwd) and run again",
         ) from None
@@ -99,7 +101,8 @@ def _in_tmp(path: str) -> bool:
 def _resolution(path: str) -> list[str]:
     """Every path the kernel looks up to resolve ``path``, symlink by symlink: ``realpath``
     gives only the end, and a venv's ``bin/python`` ends outside the /tmp its link went through."""
-    seen = [os.path.normpath(os.path.abspath(path))]
+    absolute = path if os.path.isabs(path) else os.path.join(working_directory(), path)
+    seen = [os.path.normpath(absolute)]
     todo = seen[0].split("/")[1:]
     current, hops = "/", 0
     while todo:

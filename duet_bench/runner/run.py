@@ -134,7 +134,10 @@ def _new_side(
     # Entered on the caller's stack: closed with the run, not here.
     stderr = stack.enter_context(open(_side_directory(d), "wb"))  # noqa: SIM115
     side_spec = bench.baseline if name == "baseline" else bench.candidate
-    sandbox = make_sandbox(str(d), "tmp", share_network=ctx.share_network)
+    # Beside the side's directory, in the run's, which is root's: in the side's own, the user
+    # could swap it for a link before the child bind-mounts it onto /tmp by name
+    # (docs/isolation.md, "What runs as root").
+    sandbox = make_sandbox(str(d.parent), f"{name}-tmp", share_network=ctx.share_network)
     if ctx.run_as is not None:
         # Last: from here on the user may change what is in it, not what root holds.
         os.chown(d, ctx.run_as.uid, ctx.run_as.gid)

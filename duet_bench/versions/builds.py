@@ -21,7 +21,7 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import IO
 
-from duet_bench import files
+from duet_bench import dirfd, files
 from duet_bench.errors import VersionError
 from duet_bench.isolation import Container, Limits, RunAs
 from duet_bench.isolation.privileges import call_as, without_secrets
@@ -67,11 +67,11 @@ def log_path(side: SideName, slot: Slot, log_dir: Path | None) -> Path:
     stamp (and removed with the worktree)."""
     target = (log_dir / f"build-{side}.log") if log_dir else slot.stamp_dir / "build.log"
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        dirfd.make_directories(target.parent)
     except OSError as e:
         raise VersionError(
             f"cannot create the log directory {target.parent}: {e.strerror or e}",
-            fix="choose a writable results directory (--out)",
+            fix=files.fix_for(e, "choose a writable results directory (--out)"),
         ) from None
     return target
 
@@ -124,10 +124,9 @@ def reuse_log(version: Version, slot: Slot, log_path: Path, run_as: RunAs | None
 
 def new_log(path: Path) -> IO[bytes]:
     """``path`` made anew for writing: whatever is there (a link planted in a results directory
-    the user or the pull request can write) is unlinked, never written through."""
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
-    return open(files.create_new(path), "wb")
+    the user or the pull request can write) is replaced, never written through, and no link on
+    the way is followed (:func:`duet_bench.dirfd.create_in_place`)."""
+    return open(dirfd.create_in_place(path), "wb")
 
 
 def run_build(

@@ -33,6 +33,7 @@ from duet_bench.versions.refs import (
     check_ref,
     default_remote,
     strip_ancestry,
+    unmatched_search,
 )
 
 log = logging.getLogger(__name__)
@@ -277,6 +278,8 @@ class Repository:
 
     def unknown_ref(self, ref: str) -> UnknownRef:
         """The error for a ref that names no commit, with the fix that fits the case."""
+        if ref.startswith(":/"):
+            return unmatched_search(ref, self.where)
         remotes = self.remotes()
         remote = default_remote(remotes) or "origin"
         base, suffix, _ = strip_ancestry(ref)
@@ -284,9 +287,16 @@ class Repository:
         spec = f"{ref}^{{object}}" if FULL_SHA.fullmatch(ref) else ref
         some_object = self.run("rev-parse", "--verify", "--quiet", spec, ok=(0, 1, 128))
         if some_object.returncode == 0:
-            kind = self.run("cat-file", "-t", some_object.stdout.strip(), ok=(0, 128))
+            sha = some_object.stdout.strip()
+            kind = self.run("cat-file", "-t", sha, ok=(0, 128)).stdout.strip()
+            if kind == "commit":  # named, but not readable as one (a broken repository)
+                return UnknownRef(
+                    f"{ref!r} names commit {sha[:12]}, but git cannot read it as a commit in "
+                    f"{self.where} (git rev-parse --verify {ref}^{{commit}} fails)",
+                    fix="check the repository (git fsck), or give another commit",
+                )
             return UnknownRef(
-                f"{ref!r} names a {kind.stdout.strip() or 'git object'}, not a commit",
+                f"{ref!r} names a {kind or 'git object'}, not a commit",
                 fix="give a branch, tag or commit",
             )
         if base and suffix and self.rev_parse_commit(base) is not None:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+import shlex
 
-from duet_bench.errors import UsageError
+from duet_bench.errors import UnknownRef, UsageError
 
 FULL_SHA = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
 HEXISH = re.compile(r"[0-9a-fA-F]{4,64}")
@@ -49,3 +50,30 @@ def default_remote(remotes: list[str]) -> str | None:
     if "origin" in remotes:
         return "origin"
     return remotes[0] if len(remotes) == 1 else None
+
+
+def unmatched_search(ref: str, where: object) -> UnknownRef:
+    """The error for a ``:/text`` ref that matched no commit message. git reads everything
+    after ``:/`` as the text, so ``:/text~1`` searches for "text~1": it says so rather than
+    that the history is too short."""
+    text = ref[2:]
+    if not text:
+        return UnknownRef(
+            "':/' searches the commit messages for the text after it, and there is none",
+            fix="give the text (':/fix the parser'), or a branch, tag or commit",
+        )
+    base, suffix, _ = strip_ancestry(ref)
+    if suffix and base != ":/":
+        return UnknownRef(
+            f"no commit message in {where} matches {text!r}: git reads all of {ref!r} after "
+            f"':/' as the text to search for, so {suffix!r} is part of the text, not a step "
+            "back through the history",
+            fix=f"find the commit first (git rev-parse {shlex.quote(base)}), then give its sha "
+            f"followed by {suffix}",
+        )
+    return UnknownRef(
+        f"no commit message in {where} matches {text!r} ({ref!r} names the newest commit, "
+        "reachable from any ref, whose message matches that regular expression)",
+        fix=f"check the text: git log --all --oneline --grep={shlex.quote(text)} (case and "
+        "the characters .*[]^$\\ count); or give a branch, tag or commit",
+    )

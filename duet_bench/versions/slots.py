@@ -24,7 +24,7 @@ from typing import TypeVar
 
 from duet_bench.errors import UsageError, VersionError
 from duet_bench.isolation import RunAs
-from duet_bench.isolation.privileges import call_as, remove_tree
+from duet_bench.isolation.privileges import call_as, open_as, remove_tree
 from duet_bench.versions.git import GitFailed, Repository
 
 log = logging.getLogger(__name__)
@@ -117,7 +117,7 @@ class Slots:
         for slot in range(MAX_SLOTS):
             name = sha if slot == 0 else f"{sha}.{slot}"
             lock_path = self.cache_dir / f"{name}.lock"
-            fd = self._in_cache(_try_lock, lock_path)
+            fd = self._in_cache(lambda path: _try_lock(path, self.run_as), lock_path)
             if fd is None:
                 continue
             try:
@@ -126,7 +126,7 @@ class Slots:
                 with self._administration():
                     reused = self._prepare(directory, stamp_dir, sha)
             except BaseException:
-                _unlock(lock_path, fd)
+                _unlock(lock_path, fd, self.run_as)
                 raise
             return Slot(sha, directory, stamp_dir, lock_path, fd, reused)
         raise VersionError(
@@ -140,10 +140,9 @@ class Slots:
         with self._administration():
             return self._discard(slot.directory, slot.stamp_dir)
 
-    @staticmethod
-    def unlock(slot: Slot) -> None:
+    def unlock(self, slot: Slot) -> None:
         """Let other processes have the slot (its lock file goes)."""
-        _unlock(slot.lock_path, slot.lock_fd)
+        _unlock(slot.lock_path, slot.lock_fd, self.run_as)
 
     def tidy(self) -> None:
         """Remove the cache directory when it holds no worktree, stamp or lock of anyone (its
@@ -151,18 +150,25 @@ class Slots:
         that keeps nothing leaves nothing. Never raises: a directory that cannot go stays."""
         if not self._removable or self._removable[0] != self.cache_dir:
             return  # a cache directory the caller made: theirs to keep
+        cache, removable = self.cache_dir, self._removable
+
+        def remove(lock_path: Path) -> None:
+            if any(p.name != ADMIN_LOCK for p in cache.iterdir()):
+                return
+            # Unlinked while held: a process waiting for it finds its lock stale and opens
+            # a new one (the inode check in _administration), making the directory again.
+            lock_path.unlink()
+            for directory in removable:
+                # Fails when not empty (another repository's cache, another duet's lock
+                # file made just now): that directory and those above it stay.
+                directory.rmdir()
+
         try:
             with self._administration() as lock_path:
-                if any(p.name != ADMIN_LOCK for p in self.cache_dir.iterdir()):
-                    return
-                # Unlinked while held: a process waiting for it finds its lock stale and opens
-                # a new one (the inode check in _administration), making the directory again.
-                lock_path.unlink()
-                for directory in self._removable:
-                    # Fails when not empty (another repository's cache, another duet's lock
-                    # file made just now): that directory and those above it stay.
-                    directory.rmdir()
-        except (OSError, VersionError) as e:
+                # As the user whose cache it is: root removing by name would follow a link
+                # swapped in (docs/isolation.md, "What runs as root").
+                call_as(self.run_as, lambda: remove(lock_path))
+        except (OSError, VersionError, RuntimeError) as e:
             log.debug("tidying the worktree cache %s stopped: %s", self.cache_dir, e)
 
     def prune(self) -> None:
@@ -192,7 +198,7 @@ class Slots:
         measured with git 2.39.5: 3 failures in 15 rounds of 4 concurrent prune+add), or
         removes it. Not re-entrant: only the public methods take it."""
         path = self.cache_dir / ADMIN_LOCK
-        fd = self._in_cache(_lock_administration, path)
+        fd = self._in_cache(lambda p: _lock_administration(p, self.run_as), path)
         try:
             yield path
         finally:
@@ -328,31 +334,40 @@ def _make_dirs(path: Path, run_as: RunAs | None) -> list[Path]:
     return missing
 
 
-def _lock_administration(path: Path) -> int:
+def _open_lock(path: Path, run_as: RunAs | None) -> int:
+    """``path`` opened (made if missing) as ``run_as``, whose cache it is: root holds the lock,
+    the user opens the file, so a link swapped in anywhere on the path leads only where the
+    user may go (docs/isolation.md, "What runs as root"). Read-only is enough for flock, and
+    opens a lock file another user created (a run as root with --user beside the user's own
+    runs); never through a link at its name."""
+    flags = os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+    return open_as(run_as, lambda: os.open(path, flags, 0o644))
+
+
+def _lock_administration(path: Path, run_as: RunAs | None) -> int:
     """A blocking exclusive lock on ``path``, the file still at that path when it is granted."""
     while True:
-        # Read-only is enough for flock, and opens a lock file another user created (a run as
-        # root with --user beside the user's own runs).
-        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+        fd = _open_lock(path, run_as)
         fcntl.flock(fd, fcntl.LOCK_EX)
-        if _still_at(path, fd):
+        if _still_at(path, fd, run_as):
             return fd
         # Slots.tidy unlinked it while we waited (and maybe removed the directory).
         os.close(fd)
 
 
-def _still_at(path: Path, fd: int) -> bool:
+def _still_at(path: Path, fd: int, run_as: RunAs | None) -> bool:
+    st = os.fstat(fd)
     try:
-        return os.stat(path).st_ino == os.fstat(fd).st_ino
+        there = call_as(run_as, lambda: list(os.stat(path)[1:3]))  # inode, device
     except FileNotFoundError:
         return False
+    return there == [st.st_ino, st.st_dev]
 
 
-def _try_lock(path: Path) -> int | None:
+def _try_lock(path: Path, run_as: RunAs | None) -> int | None:
     """An exclusive lock on ``path``, or None when another process holds it."""
     while True:
-        # Never through a link the cache's owner planted.
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+        fd = _open_lock(path, run_as)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -360,14 +375,19 @@ def _try_lock(path: Path) -> int | None:
             return None
         # The holder before us may have unlinked the file after we opened it (see _unlock):
         # a lock on a file no longer at that path protects nothing, so start again.
-        if _still_at(path, fd):
+        if _still_at(path, fd, run_as):
             return fd
         os.close(fd)
 
 
-def _unlock(path: Path, fd: int) -> None:
+def _unlock(path: Path, fd: int, run_as: RunAs | None) -> None:
     # Unlinked while still locked, so lock files do not pile up; _try_lock's inode check makes
-    # that safe.
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
-    os.close(fd)
+    # that safe. As the user, as it was opened.
+    def unlink() -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+    try:
+        call_as(run_as, unlink)
+    finally:
+        os.close(fd)

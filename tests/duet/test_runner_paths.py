@@ -5,6 +5,8 @@ their private /tmp."""
 from __future__ import annotations
 
 import os
+import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -87,3 +89,40 @@ def test_a_removed_working_directory_is_an_error_that_says_so(
     with pytest.raises(EnvironmentNotReady, match="working directory no longer exists") as e:
         working_directory()
     assert "must not remove its own directory" in str(e.value.fix)
+
+
+def test_a_relative_path_in_a_removed_working_directory_is_that_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A side's directory given as ``.``: it was a FileNotFoundError from os.path.abspath."""
+    from duet_bench.errors import EnvironmentNotReady
+
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    with pytest.raises(EnvironmentNotReady, match="working directory no longer exists"):
+        under_host_tmp(".")
+
+
+def test_duet_started_in_a_removed_directory_says_so(tmp_path: Path) -> None:
+    """``duet run`` from a shell whose directory was removed: what, why and the fix, exit 3,
+    no traceback (it was one, from runner/paths.py); ``--help`` still answers."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    duet = f"{shlex.quote(sys.executable)} -m duet_bench"
+    script = (
+        f"cd {shlex.quote(str(gone))} && rmdir {shlex.quote(str(gone))} && "
+        f"{duet} run --help >/dev/null && echo help-ok && "
+        f"exec {duet} run --baseline true --candidate true --baseline-dir . --candidate-dir . "
+        "--runs 2 --out results.json"
+    )
+    env = {**os.environ, "PWD": str(gone)}
+    done = subprocess.run(
+        ["sh", "-c", script], capture_output=True, text=True, check=False, env=env, timeout=60
+    )
+    assert done.returncode == 3, done.stderr
+    assert done.stdout.strip() == "help-ok"
+    assert "Traceback" not in done.stderr
+    assert f"the current directory ({gone}) no longer exists" in done.stderr
+    assert "fix: cd to a directory that exists" in done.stderr

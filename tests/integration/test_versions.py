@@ -131,8 +131,17 @@ def test_resolves_a_search_of_commit_messages(project: GitRepo) -> None:
     # "names a commit, not a commit".
     with Versions(project.path) as versions:
         assert versions.resolve(":/feature work") == project.rev_parse("feature")
-        with pytest.raises(VersionError, match="does not name a commit"):
+        with pytest.raises(VersionError) as caught:
             versions.resolve(":/no message says this")
+        assert "no commit message in " in caught.value.message
+        assert "matches 'no message says this'" in caught.value.message
+        assert "git log --all --oneline --grep='no message says this'" in str(caught.value.fix)
+        # git searches for "feature work~1": not "the history is too short".
+        with pytest.raises(VersionError) as caught:
+            versions.resolve(":/feature work~1")
+        assert "'~1' is part of the text, not a step back" in caught.value.message
+        assert "git rev-parse ':/feature work'" in str(caught.value.fix)
+        assert caught.value.exit_code == EXIT_USAGE
 
 
 def test_resolves_remote_tracking_refs_of_a_clone(

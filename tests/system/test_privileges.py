@@ -11,6 +11,7 @@ standard output or error, in the results directory or anywhere the user can read
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pwd
@@ -188,10 +189,15 @@ def _repo(user: User, files: dict[str, str], git_config: dict[str, str] | None =
 
 
 def _duet(
-    user: User, repo: Path, *args: str, env: dict[str, str] | None = None
+    user: User,
+    repo: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    out: Path | None = None,
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
-    """``sudo duet compare HEAD~1 HEAD`` as ``user`` in ``repo``; the run and its results dir."""
-    out = user.home / "out"
+    """``sudo duet compare HEAD~1 HEAD`` as ``user`` in ``repo``; the run and its results dir
+    (``out``, by default ``~/out``)."""
+    out = out or user.home / "out"
     # PYTHONPATH: the suite run from another copy of the sources measures that copy. A
     # measuring lock of the test's own: another duet measuring on the machine must not turn
     # the exploit into a refusal that proves nothing.
@@ -297,6 +303,122 @@ def test_the_users_git_config_never_runs_as_root(user: User, target: Target) -> 
     ran_as = (user.home / "fsmonitor-uid").read_text().split()
     assert ran_as, "git status never ran the fsmonitor: the test tests nothing"
     assert set(ran_as) == {str(user.uid)}, f"the fsmonitor ran as uids {ran_as}"
+
+
+def test_a_sides_tmp_cannot_be_swapped_for_a_link(user: User, tmp_path: Path) -> None:
+    """The sandbox's directory (the side's private /tmp) is bind-mounted by name: while duet
+    runs, the user swaps every one they find for a link to a directory of root's (it lay in
+    the side's directory, the user's once the side starts). The side's /tmp must still be the
+    directory duet made."""
+    decoy = tmp_path / "decoy"
+    decoy.mkdir(mode=0o755)
+    (decoy / "decoy-marker").write_text("root's\n")
+    name = "b" + secrets.token_hex(6)
+    swaps = user.home / "swaps"
+    runs = f"/var/tmp/duet-*/{name}-r*"
+    planter = textwrap.dedent(
+        f"""
+        import glob, os, time
+        end, found = time.monotonic() + 120, set()
+        while time.monotonic() < end:
+            for d in glob.glob("{runs}/*tmp-*") + glob.glob("{runs}/*/*tmp-*"):
+                if not os.path.islink(d) and not d.endswith(".x"):
+                    found.add(d)
+                    try:
+                        os.rename(d, d + ".x")
+                        os.symlink({str(decoy)!r}, d)
+                    except OSError:
+                        pass
+            with open("{swaps}.new", "w") as f:
+                f.write(str(len(found)))
+            os.replace("{swaps}.new", "{swaps}")
+        """
+    )
+    bench = _bench(name, f"ls -a /tmp >> {user.home}/seen-$DUET_SIDE")
+    repo = _repo(user, {"duet.toml": _config("true", bench, runs=8)})
+    plant = user.popen("python3", "-c", planter)
+    try:
+        done, _ = _duet(user, repo)
+    finally:
+        plant.kill()
+        plant.wait()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert int(swaps.read_text()) > 0, "the planter found no sandbox: the test tests nothing"
+    seen = "".join(p.read_text() for p in user.home.glob("seen-*"))
+    assert seen, "the benchmark never listed its /tmp"
+    assert "decoy-marker" not in seen, "a side's /tmp was the directory the user's link named"
+
+
+def test_the_worktree_caches_lock_files_never_lead_root_through_a_link(
+    user: User, target: Target
+) -> None:
+    """The lock files of the worktree cache are in the user's cache: while duet runs, the user
+    flips ``~/.cache/duet`` between the real directory and one whose cache directory is a link
+    to a directory of root's. Root must create, lock and remove nothing there (the cache's
+    owner check at the start does not see a swap made after it)."""
+    repo = _repo(user, {"duet.toml": _config("true", _bench("b", "true"))})
+    key = hashlib.sha256(str((repo / ".git").resolve()).encode()).hexdigest()[:16]
+    cache = user.home / ".cache" / "duet"
+    planter = textwrap.dedent(
+        f"""
+        import os, time
+        cache, evil = {str(cache)!r}, {str(cache) + ".evil"!r}
+        os.makedirs(evil + "/worktrees", exist_ok=True)
+        os.symlink({str(target.path.parent)!r}, evil + "/worktrees/{key}")
+        end = time.monotonic() + 120
+        # Once duet made (and checked) the cache directory and checks out a worktree.
+        def started():
+            try:
+                return any(n.endswith(".stamp") for n in os.listdir(cache + "/worktrees/{key}"))
+            except OSError:
+                return False
+        while not started() and time.monotonic() < end:
+            time.sleep(0.0005)
+        while time.monotonic() < end:
+            try:
+                os.rename(cache, cache + ".real")
+                os.rename(evil, cache)
+                time.sleep(0.0005)
+                os.rename(cache, evil)
+                os.rename(cache + ".real", cache)
+            except OSError:
+                time.sleep(0.0005)
+        """
+    )
+    user.run("mkdir", "-p", str(cache / "worktrees"))
+    plant = user.popen("python3", "-c", planter)
+    try:
+        done, out = _duet(user, repo)
+    finally:
+        plant.kill()
+        plant.wait()
+    target.assert_untouched(_everything(done, out))
+    assert os.listdir(target.path.parent) == [target.path.name], "root made files there"
+
+
+@pytest.mark.parametrize(
+    ("planted", "name"),
+    [("duet-results", "results.json"), ("duet-results/logs", "build-candidate.log")],
+)
+def test_the_results_directory_never_leads_root_through_a_link(
+    user: User, target: Target, planted: str, name: str
+) -> None:
+    """The results directory is in the user's checkout, which the pull request's tree fills: a
+    link there, in place of the directory or of its ``logs``, must not have root replace or
+    write a file where the link points (a file root writes there under its own name)."""
+    aimed = target.path.with_name(name)
+    target.path.rename(aimed)
+    target = Target(aimed, target.secret, target.content)
+    repo = _repo(user, {"duet.toml": _config("true", _bench("b", "true"))})
+    if "/" in planted:
+        assert user.run("mkdir", "-p", str(repo / Path(planted).parent)).returncode == 0
+    assert user.run("ln", "-s", str(target.path.parent), str(repo / planted)).returncode == 0
+    done, _ = _duet(user, repo, out=repo / "duet-results")
+    target.assert_untouched(_everything(done, user.home))
+    assert os.listdir(target.path.parent) == [name], "root wrote where the link points"
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert f"{repo / planted} is a symbolic link in a directory that uid {user.uid}" in done.stderr
+    assert "fix: give the path without that link" in done.stderr
 
 
 def test_the_barrier_file_is_closed_to_other_users(
