@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from duet_bench.config import BenchmarkConfig
+    from duet_bench.isolation.model import RunAs
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,12 +41,17 @@ class Suite:
 @dataclass(frozen=True, slots=True)
 class Checkout:
     """The version a suite is discovered in: its directory after the build, the interpreter
-    of python suites (absolute, or None when the configuration has no python benchmark), and
-    the environment discovery runs with."""
+    of python suites (absolute, or None when the configuration has no python benchmark), the
+    environment discovery runs with, and the user it runs as: the version's own programs (a
+    cargo build script, the built harness listing its benchmarks) never run as root
+    (docs/isolation.md, "What runs as root"); ``keep_env`` names the CI secrets kept on purpose.
+    """
 
     directory: Path
     python: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    run_as: RunAs | None = None
+    keep_env: tuple[str, ...] = ()
 
 
 class Adapter(Protocol):

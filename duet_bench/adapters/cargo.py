@@ -123,10 +123,18 @@ class Cargo:
                 f"(built: {', '.join(sorted(executables)) or 'none'})",
                 fix="check the [[bench]] name in Cargo.toml",
             )
+        from duet_bench.isolation.privileges import call_as
+
         copy = checkout.directory / executable_path(suite)
-        copy.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(chosen, copy)
-        os.chmod(copy, 0o755)
+
+        def place() -> None:
+            # In the version's directory, which the version's code can write: as its user
+            # (root copying there would follow a link the build left in place of the copy).
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(chosen, copy)
+            os.chmod(copy, 0o755)
+
+        call_as(checkout.run_as, place)
         argv = [str(copy), "--bench", "--list"]
         if suite.filter:
             argv.append(suite.filter)

@@ -12,12 +12,16 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from duet_bench.adapters.base import Checkout, Suite
 from duet_bench.adapters.registry import get_adapter
 from duet_bench.config import DEFAULT_PYTHON, BenchmarkConfig, Config
 from duet_bench.errors import ConfigError
 from duet_bench.results import BenchmarkRecord
+
+if TYPE_CHECKING:
+    from duet_bench.isolation.model import RunAs
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,9 +34,16 @@ class Expansion:
     missing: tuple[str, ...] = ()
 
 
-def checkout(config: Config, directory: Path) -> Checkout:
+def checkout(
+    config: Config, directory: Path, run_as: RunAs | None = None, keep_env: tuple[str, ...] = ()
+) -> Checkout:
     python = config.python or DEFAULT_PYTHON
-    return Checkout(directory=directory.resolve(), python=str(directory.resolve() / python))
+    return Checkout(
+        directory=directory.resolve(),
+        python=str(directory.resolve() / python),
+        run_as=run_as,
+        keep_env=keep_env,
+    )
 
 
 def suite_benchmark(suite: Suite, name: str) -> BenchmarkConfig:
@@ -41,12 +52,19 @@ def suite_benchmark(suite: Suite, name: str) -> BenchmarkConfig:
     return replace(b, **dict(suite.settings), env={**suite.env, **b.env})
 
 
-def expand(config: Config, *, baseline_dir: Path, candidate_dir: Path) -> Expansion:
+def expand(
+    config: Config,
+    *,
+    baseline_dir: Path,
+    candidate_dir: Path,
+    run_as: RunAs | None = None,
+    keep_env: tuple[str, ...] = (),
+) -> Expansion:
     """Discover every suite of ``config`` in both versions (BASE first, then HEAD: an adapter
     may build at discovery and pins what it built in the version's directory before the next
-    version builds)."""
-    base = checkout(config, baseline_dir)
-    head = checkout(config, candidate_dir)
+    version builds). Discovery runs as ``run_as``, as the builds do."""
+    base = checkout(config, baseline_dir, run_as, keep_env)
+    head = checkout(config, candidate_dir, run_as, keep_env)
     configured = {b.name for b in config.benchmarks}
     benchmarks: list[BenchmarkConfig] = []
     new: list[str] = []
@@ -82,11 +100,22 @@ def expand(config: Config, *, baseline_dir: Path, candidate_dir: Path) -> Expans
 
 
 def expand_config(
-    config: Config, *, baseline_dir: Path, candidate_dir: Path
+    config: Config,
+    *,
+    baseline_dir: Path,
+    candidate_dir: Path,
+    run_as: RunAs | None = None,
+    keep_env: tuple[str, ...] = (),
 ) -> tuple[Config, Expansion]:
     """``config`` with the benchmarks its suites have in both versions added after its own,
-    and what discovery found."""
-    found = expand(config, baseline_dir=baseline_dir, candidate_dir=candidate_dir)
+    and what discovery found (discovered as ``run_as``)."""
+    found = expand(
+        config,
+        baseline_dir=baseline_dir,
+        candidate_dir=candidate_dir,
+        run_as=run_as,
+        keep_env=keep_env,
+    )
     return replace(config, benchmarks=config.benchmarks + found.benchmarks), found
 
 

@@ -47,10 +47,17 @@ class Go:
     options: Mapping[str, Callable[[str, Any], Any]] = {"benchtime": word, "go": word}
 
     def discover(self, suite: Suite, checkout: Checkout) -> tuple[str, ...]:
+        from duet_bench.isolation.privileges import call_as
+
         go = find_tool(suite, "go", "go", GO_FALLBACKS)
         binary = checkout.directory / binary_path(suite)
-        binary.parent.mkdir(parents=True, exist_ok=True)
-        binary.unlink(missing_ok=True)
+
+        def make_room() -> None:
+            # In the version's directory: as its user, as go builds there (docs/isolation.md).
+            binary.parent.mkdir(parents=True, exist_ok=True)
+            binary.unlink(missing_ok=True)
+
+        call_as(checkout.run_as, make_room)
         package = suite.path if suite.path.startswith((".", "/")) else "./" + suite.path
         run_tool(
             [go, "test", "-c", "-o", str(binary), package],

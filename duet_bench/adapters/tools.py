@@ -61,8 +61,16 @@ def run_tool(
 ) -> str:
     """Run one discovery step and return its stdout; a :class:`ConfigError` saying what the
     harness printed when it fails."""
+    from duet_bench.isolation.privileges import popen_user, without_secrets
+
     where = cwd or checkout.directory
-    environment = {**os.environ, **checkout.env, **suite.env, **(env or {})}
+    # As the builds: without the CI's secrets, as the invoking user (the harness and what it
+    # builds are the version's code).
+    environment = without_secrets(
+        {**os.environ, **checkout.env, **suite.env, **(env or {})}, checkout.keep_env
+    )
+    if checkout.run_as is not None:
+        environment = checkout.run_as.environment(environment)
     command = shlex.join(argv)
     try:
         done = subprocess.run(
@@ -74,6 +82,7 @@ def run_tool(
             errors="replace",
             timeout=DISCOVERY_TIMEOUT_S,
             check=False,
+            **popen_user(checkout.run_as),
         )
     except FileNotFoundError:
         raise ConfigError(
@@ -98,7 +107,7 @@ def run_tool(
             f"{command}\nit printed:\n{tail}",
             fix="run that command by hand in the version's directory and fix what it says",
         )
-    return done.stdout
+    return str(done.stdout)
 
 
 def command_in(path: str, argv: Sequence[str]) -> str:

@@ -186,7 +186,11 @@ def _discovered(
 
     with _stopped_by(ConfigError, "discovery failed", options, suite, commits, (base, head)):
         config, found = expand_config(
-            suite.config, baseline_dir=base.directory, candidate_dir=head.directory
+            suite.config,
+            baseline_dir=base.directory,
+            candidate_dir=head.directory,
+            run_as=options.machine.run_as,
+            keep_env=options.machine.keep_env,
         )
     names = select_shard(select_names(config, found, options.bench), options.shard)
     missing = _missing(names, suite.base_names, found=[b.name for b in found.benchmarks])

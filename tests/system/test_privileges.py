@@ -513,6 +513,54 @@ def test_keep_env_passes_a_token_on_purpose(user: User) -> None:
     assert seen == {"CI_JOB_TOKEN"}
 
 
+def test_suite_discovery_runs_as_the_user_without_secrets(user: User) -> None:
+    """A suite's discovery runs the version's own programs (a cargo build script, the built
+    harness listing its benchmarks): as the invoking user, as the builds, never as root, and
+    without the CI's secrets. Here the "harness" is the pull request's script, which records who
+    ran it when asked for its list."""
+    seen = user.home / "discovered"
+    script = (
+        "#!/bin/sh\n"
+        f'case "$1" in --benchmark_list_tests*) {{ id -u; env; }} > {seen}-$$; echo BM_x;; esac\n'
+    )
+    suite = '\n[[suite]]\nadapter = "google-benchmark"\npath = "bench.sh"\nname = "gb"\n'
+    repo = _repo(user, {"bench.sh": script, "duet.toml": _config("true") + suite})
+    done, _ = _duet(user, repo, env=TOKENS)
+    records = list(user.home.glob("discovered-*"))
+    assert len(records) == 2, f"discovery ran {len(records)} times: {done.stdout + done.stderr}"
+    for record in records:
+        uid, *env = record.read_text().splitlines()
+        assert int(uid) == user.uid, f"discovery ran as uid {uid}, not as {user.name}"
+        leaked = [name for name, value in TOKENS.items() if any(value in line for line in env)]
+        assert not leaked, f"these secrets reached the discovery: {leaked}"
+
+
+@pytest.mark.parametrize("command", ["report", "analyze"])
+def test_root_reads_a_results_file_as_the_user(user: User, tmp_path: Path, command: str) -> None:
+    """A results file given to ``sudo duet report`` (or analyze, comment, merge) is the user's
+    path: a link there to a root-only file must not have root read it. The root-only file here
+    is JSON whose schema field is the secret, so an error that quoted the field would leak it."""
+    vault = tmp_path / "vault"
+    vault.mkdir(mode=0o700)
+    os.chmod(tmp_path, 0o755)
+    secret = "duet-secret-" + secrets.token_hex(8)
+    root_only = vault / "results.json"
+    root_only.write_text(json.dumps({"schema": secret, "benchmarks": []}))
+    os.chmod(root_only, 0o600)
+    link = user.home / "results.json"
+    user.run("ln", "-s", str(root_only), str(link))
+    assert link.is_symlink()
+    passed = {k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}
+    extra = [f"{k}={v}" for k, v in passed.items()]
+    done = user.run(
+        "sudo", "-n", "env", *extra, sys.executable, "-m", "duet_bench", command, str(link),
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "Permission denied" in done.stderr, done.stderr
+    assert secret not in done.stdout + done.stderr, "the root-only file was read through the link"
+
+
 def test_build_daemons_are_gone_before_measuring(user: User) -> None:
     """Finding 7: a ``setsid`` child of the build must be killed before the measurement
     starts, and not outlive duet."""
