@@ -1,0 +1,436 @@
+#!/usr/bin/env python3
+"""The import graph of duet_bench and duet_stats, read from the source (issue 23's measure).
+
+Every ``import`` and ``from ... import`` of every module is read with the standard library's
+``ast`` and sorted by where it sits:
+
+- ``module``: at module level (also inside ``try``/``if`` at module level), run on import;
+- ``function``: inside a function (or lambda), run when the function is called;
+- ``typing``: under ``if TYPE_CHECKING:``, never run; kept out of the graph below.
+
+An import names the module it loads: ``from duet_bench.report import rows`` is an edge to
+``duet_bench.report.rows``, ``from duet_bench.report import Row`` one to ``duet_bench.report``.
+The strongly connected components of the graph of module-level and function-level edges are its
+import cycles (only components of two modules or more, or a module importing itself).
+
+A function-level import of a module of the packages, or of a third-party package, is classified:
+
+- ``startup``: it defers a heavy package (``--heavy``: numpy, scipy, matplotlib, arch, git by
+  default), itself or among what the target imports at module level, that the importing module
+  does not already load at module level: moved to the top, it would cost every importer the
+  heavy package's import time;
+- ``cycle``: the target reaches the importing module back through module-level imports: moved to
+  the top, it would make a module-level cycle;
+- ``startup+cycle``: both; ``none``: neither (it could move to the top at no cost);
+- ``stdlib``: a standard-library module (cheap; not counted as either).
+
+Sizes are physical lines. A module is *named* by a doc (``--doc``) when the doc holds its path
+(``duet_bench/report/rows.py``, with or without ``.py``; ``duet_bench/report/`` for a package)
+or its dotted name, or, inside one paragraph or table row together with the heading above it,
+its short name in backticks (``rows``, ``rows.py``, ``cgroup_v2/``) beside a name of its package
+(recursively: ``cgroup_v2/`` counts for ``duet_bench.isolation.cgroup_v2`` beside
+``duet_bench/isolation/``).
+
+    python scripts/import_graph.py                 # this checkout, text
+    python scripts/import_graph.py --json          # the same as one JSON document
+    python scripts/import_graph.py --root DIR pkg  # another tree and its packages
+
+Exit 0: printed; 2: wrong arguments (a package that is not a directory of the root).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+import statistics
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("duet_bench", "duet_stats")
+#: Directories of the packages that are not the packages' modules (mypy excludes them too).
+EXCLUDED = ("duet_bench/examples",)
+DOC = "docs/architecture.md"
+HEAVY = ("numpy", "scipy", "matplotlib", "arch", "git")
+KINDS = ("module", "function", "typing")
+
+
+@dataclass(frozen=True, slots=True)
+class Import:
+    """One imported name: which module imports what, where, and of which kind."""
+
+    importer: str
+    line: int
+    kind: str  # one of KINDS
+    target: str  # a module of the packages, else the top-level name imported
+    internal: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Module:
+    name: str
+    path: str
+    lines: int
+    is_package: bool
+
+
+@dataclass(slots=True)
+class Graph:
+    modules: dict[str, Module] = field(default_factory=dict)
+    imports: list[Import] = field(default_factory=list)
+
+    def edges(self, kinds: Iterable[str]) -> dict[str, set[str]]:
+        """Internal edges of the given kinds, self-loops included."""
+        wanted = set(kinds)
+        out: dict[str, set[str]] = {name: set() for name in self.modules}
+        for imp in self.imports:
+            if imp.internal and imp.kind in wanted:
+                out[imp.importer].add(imp.target)
+        return out
+
+
+def module_name(relative: Path) -> tuple[str, bool]:
+    parts = list(relative.with_suffix("").parts)
+    is_package = parts[-1] == "__init__"
+    if is_package:
+        parts.pop()
+    return ".".join(parts), is_package
+
+
+def find_modules(root: Path, packages: Sequence[str]) -> Iterator[tuple[Path, str, bool]]:
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            relative = path.relative_to(root)
+            if any(relative.is_relative_to(excluded) for excluded in EXCLUDED):
+                continue
+            name, is_package = module_name(relative)
+            yield path, name, is_package
+
+
+def is_type_checking(test: ast.expr) -> bool:
+    if isinstance(test, ast.Name):
+        return test.id == "TYPE_CHECKING"
+    return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+
+
+def raw_imports(tree: ast.Module) -> Iterator[tuple[ast.Import | ast.ImportFrom, str]]:
+    """Every import statement with its kind, walking the tree with the context it sits in."""
+    stack: list[tuple[ast.AST, str]] = [(tree, "module")]
+    while stack:
+        node, kind = stack.pop()
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node, kind
+            continue
+        if isinstance(node, ast.If) and is_type_checking(node.test):
+            inner = "function" if kind == "function" else "typing"
+            stack.extend((child, inner) for child in node.body)
+            stack.extend((child, kind) for child in node.orelse)
+            continue
+        inside = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+        child_kind = "function" if inside and kind != "typing" else kind
+        stack.extend((child, child_kind) for child in ast.iter_child_nodes(node))
+
+
+def resolve_base(importer: str, is_package: bool, node: ast.ImportFrom) -> str:
+    if node.level == 0:
+        return node.module or ""
+    parts = importer.split(".")
+    package = parts if is_package else parts[:-1]
+    base = package[: len(package) - (node.level - 1)]
+    return ".".join([*base, *([node.module] if node.module else [])])
+
+
+def targets(
+    node: ast.Import | ast.ImportFrom, importer: str, is_package: bool, known: set[str]
+) -> Iterator[str]:
+    """The modules a statement loads: the deepest module of the packages each name is."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            yield deepest(alias.name, known)
+        return
+    base = resolve_base(importer, is_package, node)
+    for alias in node.names:
+        child = f"{base}.{alias.name}"
+        yield child if child in known else deepest(base, known)
+
+
+def deepest(dotted: str, known: set[str]) -> str:
+    parts = dotted.split(".")
+    for end in range(len(parts), 0, -1):
+        candidate = ".".join(parts[:end])
+        if candidate in known:
+            return candidate
+    return parts[0]
+
+
+def build(root: Path, packages: Sequence[str]) -> Graph:
+    graph = Graph()
+    found = list(find_modules(root, packages))
+    for path, name, is_package in found:
+        text = path.read_text(encoding="utf-8")
+        relative = path.relative_to(root).as_posix()
+        graph.modules[name] = Module(name, relative, len(text.splitlines()), is_package)
+    known = set(graph.modules)
+    for path, name, is_package in found:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node, kind in raw_imports(tree):
+            seen: set[str] = set()
+            for target in targets(node, name, is_package, known):
+                if target in seen:
+                    continue
+                seen.add(target)
+                graph.imports.append(Import(name, node.lineno, kind, target, target in known))
+    graph.imports.sort(key=lambda imp: (imp.importer, imp.line, imp.target))
+    return graph
+
+
+def strongly_connected(edges: Mapping[str, set[str]]) -> list[list[str]]:
+    """Tarjan's algorithm, iterative: the components that are cycles, largest first."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    components: list[list[str]] = []
+    for start in sorted(edges):
+        if start in index:
+            continue
+        work: list[tuple[str, Iterator[str]]] = [(start, iter(sorted(edges[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component: list[str] = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1 or node in edges.get(node, ()):
+                    components.append(sorted(component))
+    return sorted(components, key=lambda c: (-len(c), c))
+
+
+def closure(start: str, edges: Mapping[str, set[str]]) -> set[str]:
+    """Every module reachable from ``start`` (``start`` included)."""
+    seen = {start}
+    todo = [start]
+    while todo:
+        for child in edges.get(todo.pop(), ()):
+            if child not in seen:
+                seen.add(child)
+                todo.append(child)
+    return seen
+
+
+def heavy_loaded(
+    start: str, graph: Graph, edges: Mapping[str, set[str]], heavy: set[str]
+) -> set[str]:
+    """The heavy packages loading ``start`` loads through module-level imports."""
+    reached = closure(start, edges)
+    loaded = {start} & heavy
+    for imp in graph.imports:
+        if imp.kind == "module" and not imp.internal and imp.importer in reached:
+            loaded |= {imp.target} & heavy
+    return loaded
+
+
+def classify(graph: Graph, heavy: set[str]) -> list[dict[str, object]]:
+    """Every function-level import, with why it may be inside a function."""
+    top = graph.edges(["module"])
+    component = {
+        name: i
+        for i, members in enumerate(strongly_connected(graph.edges(["module", "function"])))
+        for name in members
+    }
+    rows: list[dict[str, object]] = []
+    for imp in graph.imports:
+        if imp.kind != "function":
+            continue
+        if not imp.internal and imp.target in sys.stdlib_module_names:
+            label, defers = "stdlib", set[str]()
+        else:
+            defers = heavy_loaded(imp.target, graph, top, heavy) - heavy_loaded(
+                imp.importer, graph, top, heavy
+            )
+            cycle = imp.internal and imp.importer in closure(imp.target, top)
+            label = "+".join(
+                name for name, on in (("startup", bool(defers)), ("cycle", cycle)) if on
+            )
+            label = label or "none"
+        inside = imp.importer in component and component[imp.importer] == component.get(imp.target)
+        rows.append({**asdict(imp), "class": label, "defers": sorted(defers), "in_cycle": inside})
+    return rows
+
+
+def blocks(doc: str) -> list[str]:
+    """The doc's paragraphs and table rows, each with the heading above it."""
+    out: list[str] = []
+    heading = ""
+    paragraph: list[str] = []
+    for line in [*doc.splitlines(), ""]:
+        if line.startswith("#"):
+            heading = line
+        if line.lstrip().startswith("|") or line.startswith("#") or not line.strip():
+            if paragraph:
+                out.append(heading + "\n" + " ".join(paragraph))
+                paragraph = []
+            if line.lstrip().startswith("|"):
+                out.append(heading + "\n" + line)
+            continue
+        paragraph.append(line)
+    return out
+
+
+def named_in(block: str, module: str, modules: Mapping[str, Module], loose: bool = False) -> bool:
+    """Whether ``block`` names ``module`` (see the module docstring); ``loose``: the short name
+    may also stand as a plain word (``model, values, load`` beside ``duet_bench/config/``)."""
+    path = module.replace(".", "/")
+    dotted = re.escape(module) + r"(?![\w.])"
+    if module in modules and modules[module].is_package:
+        if re.search(re.escape(path) + r"/", block) or re.search(dotted, block):
+            return True
+    elif re.search(re.escape(path) + r"(\.py)?(?![\w/])", block) or re.search(dotted, block):
+        return True
+    if "." not in module:
+        return False
+    parts = module.split(".")
+    for start in range(1, len(parts) - 1):  # a partial path: `calibrate/designs`
+        suffix = re.escape("/".join(parts[start:]))
+        if re.search(r"(?<![\w/])" + suffix + r"(\.py|/)?(?![\w/])", block):
+            return True
+    parent, short = module.rsplit(".", 1)
+    quoted = r"`" + re.escape(short) + r"(\.py|/)?`"
+    word = loose and "." in parent and re.search(rf"\b{short}\b", block) is not None
+    if not word and not re.search(quoted, block):
+        return False
+    return named_in(block, parent, modules, loose)
+
+
+def undocumented(graph: Graph, doc: str, loose: bool = False) -> list[str]:
+    texts = blocks(doc)
+    return [
+        name
+        for name in sorted(graph.modules)
+        if not any(named_in(text, name, graph.modules, loose) for text in texts)
+    ]
+
+
+def report(graph: Graph, heavy: set[str], doc: str | None) -> dict[str, object]:
+    both = graph.edges(["module", "function"])
+    function_imports = classify(graph, heavy)
+    sizes = [module.lines for module in graph.modules.values()]
+    counts: dict[str, int] = {}
+    for row in function_imports:
+        counts[str(row["class"])] = counts.get(str(row["class"]), 0) + 1
+    sccs = strongly_connected(both)
+    return {
+        "modules": len(graph.modules),
+        "lines": {
+            "median": statistics.median(sizes) if sizes else 0,
+            "min": min(sizes, default=0),
+            "max": max(sizes, default=0),
+            "total": sum(sizes),
+            "under_60": sum(1 for size in sizes if size < 60),
+        },
+        "imports": {kind: sum(1 for i in graph.imports if i.kind == kind) for kind in KINDS},
+        "internal_imports": {
+            kind: sum(1 for i in graph.imports if i.kind == kind and i.internal) for kind in KINDS
+        },
+        "cycles": sccs,
+        "cycles_module_level": strongly_connected(graph.edges(["module"])),
+        "function_level": {
+            "total": len(function_imports),
+            "by_class": dict(sorted(counts.items())),
+            "in_cycle": sum(1 for row in function_imports if row["in_cycle"]),
+        },
+        "function_imports": function_imports,
+        "undocumented": None if doc is None else undocumented(graph, doc),
+        "undocumented_loose": None if doc is None else undocumented(graph, doc, loose=True),
+        "sizes": {m.name: m.lines for m in sorted(graph.modules.values(), key=lambda m: m.name)},
+    }
+
+
+def text(result: Mapping[str, object]) -> str:
+    lines_ = result["lines"]
+    assert isinstance(lines_, dict)
+    out = [
+        f"modules: {result['modules']}; lines: median {lines_['median']}, min {lines_['min']}, "
+        f"max {lines_['max']}, total {lines_['total']}, under 60 lines: {lines_['under_60']}",
+        f"imports (all, internal): {result['imports']}, {result['internal_imports']}",
+    ]
+    for title, key in (
+        ("cycles (module+function level)", "cycles"),
+        ("cycles (module level only)", "cycles_module_level"),
+    ):
+        cycles = result[key]
+        assert isinstance(cycles, list)
+        out.append(f"{title}: {len(cycles)} (sizes {[len(c) for c in cycles]})")
+        out.extend(f"  [{len(c)}] " + " ".join(c) for c in cycles)
+    level = result["function_level"]
+    assert isinstance(level, dict)
+    out.append(
+        f"function-level imports: {level['total']}, by class {level['by_class']};"
+        f" {level['in_cycle']} are edges inside a cycle above (@)"
+    )
+    rows = result["function_imports"]
+    assert isinstance(rows, list)
+    for row in rows:
+        if row["class"] != "stdlib":
+            defers = f" (defers {', '.join(row['defers'])})" if row["defers"] else ""
+            at = "@" if row["in_cycle"] else " "
+            where = f"{row['importer']}:{row['line']} -> {row['target']}"
+            out.append(f"  {at} {row['class']:<13} {where}{defers}")
+    missing = result["undocumented"]
+    if missing is not None:
+        assert isinstance(missing, list)
+        loose = result["undocumented_loose"]
+        assert isinstance(loose, list)
+        out.append(
+            f"modules the doc never names: {len(missing)} (path, dotted or `name` beside its"
+            f" package); {len(loose)} not even as a plain word beside its package (*)"
+        )
+        out.extend(f"  {name}{' *' if name in loose else ''}" for name in missing)
+    return "\n".join(out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("packages", nargs="*", default=list(PACKAGES))
+    parser.add_argument("--root", type=Path, default=ROOT)
+    parser.add_argument("--doc", default=DOC, help="relative to the root; '' for none")
+    parser.add_argument("--heavy", default=",".join(HEAVY), help="comma-separated top-level names")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    missing = [p for p in args.packages if not (args.root / p).is_dir()]
+    if missing:
+        parser.error(f"not a package directory under {args.root}: {', '.join(missing)}")
+    graph = build(args.root, args.packages)
+    doc_path = args.root / args.doc if args.doc else None
+    doc = doc_path.read_text(encoding="utf-8") if doc_path and doc_path.is_file() else None
+    result = report(graph, {name for name in args.heavy.split(",") if name}, doc)
+    print(json.dumps(result, indent=1) if args.json else text(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
