@@ -24,7 +24,8 @@ def render() -> str:
     for name in sorted(main.list_commands(root)):
         command = main.get_command(root, name)
         assert command is not None
-        ctx = click.Context(
+        # A command's own context class: cloup's commands format their help with cloup's.
+        ctx = command.context_class(
             command,
             info_name=name,
             parent=root,

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from duet_bench.cli import color_for, fails_on, reports_errors
+from duet_bench.commands.help import READS_RESULTS, Command
 from duet_bench.commands.options import (
     allow_incomplete_option,
     analysis_options,
@@ -18,7 +19,7 @@ from duet_bench.commands.options import (
 from duet_bench.errors import EXIT_REGRESSION
 
 
-@click.command()
+@click.command(cls=Command, exits=READS_RESULTS, interrupts=False)
 @click.argument("results", type=click.Path(path_type=str))
 @click.option(
     "--format",

@@ -9,9 +9,11 @@ from typing import Any
 import click
 
 from duet_bench.cli import install_signal_handlers, reports_errors
+from duet_bench.commands.help import Command
 from duet_bench.commands.options import (
     ANALYSIS_KEYS,
     analysis_options,
+    bench_option,
     bounded,
     explicit_settings,
     machine_given,
@@ -24,15 +26,21 @@ from duet_bench.commands.options import (
 EXIT_UNDECIDED = 3
 
 
-@click.command()
+@click.command(
+    cls=Command,
+    exits={
+        0: "BAD is not slower than GOOD",
+        1: "the slowdown was located (one commit or spread)",
+        2: "usage or configuration error (GOOD not an ancestor of BAD, no such benchmark or ref)",
+        EXIT_UNDECIDED: "a build or benchmark failed, the machine refused, or the search stopped "
+        "undecided (bisect.json says what would decide it; run again with the same --out)",
+    },
+)
 @click.argument("good")
 @click.argument("bad", default="HEAD")
-@click.option(
-    "--benchmark",
-    "--bench",
-    "benchmark",
-    metavar="NAME",
-    help="The benchmark to follow (needed when the suite has several).",
+@bench_option(
+    "The benchmark to follow: its name, or a glob that matches one name (needed when the "
+    "suite has several)."
 )
 @click.option(
     "--config",
@@ -43,6 +51,7 @@ EXIT_UNDECIDED = 3
 @click.option(
     "--out",
     type=click.Path(file_okay=False),
+    metavar="DIR",
     default="duet-bisect",
     show_default=True,
     help="Directory for bisect.json, report.md, steps/ (every comparison's results files) and "
@@ -51,6 +60,7 @@ EXIT_UNDECIDED = 3
 @click.option(
     "--max-runs",
     type=bounded("runs"),
+    metavar="N",
     help="Runs in all one comparison may take when it is inconclusive (more runs as the "
     "planning asks, up to this). Default: 4 x --runs.",
 )
@@ -59,6 +69,7 @@ EXIT_UNDECIDED = 3
     type=click.FloatRange(0, 1, min_open=True),
     default=0.75,
     show_default=True,
+    metavar="SHARE",
     help="A commit is named alone when it carries at least this share of GOOD..BAD's change "
     "(log ratio); below it the search goes on for the commits that carry the rest.",
 )
@@ -78,10 +89,6 @@ def bisect(ctx: click.Context, /, **o: Any) -> None:
     GOOD is the older commit where the benchmark was fast, BAD (default HEAD) a later one
     where it is slow; GOOD must be on BAD's first-parent line (a merge is one step).
     A slowdown carried by several commits is reported as spread, naming them.
-    Exit codes: 0 BAD is not slower than GOOD, 1 the slowdown was located (one commit or
-    spread), 2 usage or configuration error (GOOD not an ancestor of BAD, no such benchmark
-    or ref), 3 a build or benchmark failed, the machine refused, or the search stopped
-    undecided (bisect.json says what would decide it; run again with the same --out).
     """
     from duet_bench.bisect import BisectOptions
     from duet_bench.bisect import bisect as run_bisect
@@ -96,7 +103,7 @@ def bisect(ctx: click.Context, /, **o: Any) -> None:
         out_dir=Path(o["out"]),
         repo=Path(o["repo"]),
         config=o["config"],
-        benchmark=o["benchmark"],
+        benchmark=o["bench"],
         max_runs=o["max_runs"],
         spread_share=o["spread_share"],
         rebuild=o["rebuild"],

@@ -9,8 +9,10 @@ from typing import Any
 import click
 
 from duet_bench.cli import finish, install_signal_handlers, reports_errors
+from duet_bench.commands.help import Command
 from duet_bench.commands.options import (
     analysis_options,
+    bench_option,
     explicit_settings,
     fail_on_option,
     machine_given,
@@ -18,9 +20,17 @@ from duet_bench.commands.options import (
     run_options,
     versions_options,
 )
+from duet_bench.errors import EXIT_INFRASTRUCTURE, EXIT_USAGE
 
 
-@click.command()
+@click.command(
+    cls=Command,
+    exits={
+        EXIT_USAGE: "usage or configuration error (a ref that names no commit included)",
+        EXIT_INFRASTRUCTURE: "a build failed, a benchmark failed or is missing in BASE (see "
+        "--allow-missing), or the machine refused",
+    },
+)
 @click.argument("base")
 @click.argument("head", default="HEAD")
 @click.option(
@@ -32,12 +42,13 @@ from duet_bench.commands.options import (
 @click.option(
     "--out",
     type=click.Path(file_okay=False),
+    metavar="DIR",
     default="duet-results",
     show_default=True,
     help="Directory for results.json, report.md, junit.xml, metrics.txt and plots/.",
 )
-@click.option(
-    "--bench", metavar="PATTERN", help="Only the benchmarks whose name matches this glob."
+@bench_option(
+    "Only the benchmarks whose name is PATTERN or matches it as a glob (quote it: 'parse*')."
 )
 @click.option("--shard", metavar="I/N", help="Measure shard I of N of the suite (see duet merge).")
 @versions_options
@@ -61,9 +72,6 @@ def compare(ctx: click.Context, /, **o: Any) -> None:
 
     \b
     BASE and HEAD are any git refs: branches, tags, shas, HEAD~1, origin/main.
-    Exit codes: 0 no regression, 1 regression (see --fail-on), 2 usage or configuration
-    error (a ref that names no commit included), 3 a build failed, a benchmark failed or is
-    missing in BASE (see --allow-missing), or the machine refused.
     """
     from duet_bench.compare import CompareOptions
     from duet_bench.compare import compare as run_compare

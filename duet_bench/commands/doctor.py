@@ -9,6 +9,7 @@ from typing import Any, cast
 import click
 
 from duet_bench.cli import color_for, reports_errors
+from duet_bench.commands.help import Command
 from duet_bench.report.layout import wrap
 
 #: Seconds between the two /proc/stat readings that measure steal and busy time *now*.
@@ -16,7 +17,15 @@ SAMPLE_S = 0.5
 _LABEL = 13
 
 
-@click.command()
+@click.command(
+    cls=Command,
+    exits={
+        0: "the machine gives what --require asks (always without --require)",
+        1: "",
+        3: "--require names a level that is not available",
+    },
+    interrupts=False,
+)
 @click.option(
     "--format",
     "fmt",
@@ -42,8 +51,6 @@ def doctor(fmt: str, require: str) -> None:
     siblings, VM), frequency governor, turbo/boost, intel_pstate/amd_pstate, clocksource, swap,
     load, steal time, temperatures and other duets running, and prints for each problem what
     it does to a measurement and the exact command that fixes it.
-
-    Exit codes: 0, or 3 when --require names a level that is not available.
     """
     from duet_bench.doctor import Requirement, diagnose
     from duet_bench.errors import EXIT_INFRASTRUCTURE

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from duet_bench.cli import fails_on, reports_errors
+from duet_bench.commands.help import READS_RESULTS, Command
 from duet_bench.commands.options import (
     allow_incomplete_option,
     fail_on_option,
@@ -16,7 +17,7 @@ from duet_bench.commands.options import (
 from duet_bench.errors import EXIT_REGRESSION
 
 
-@click.command()
+@click.command(cls=Command, exits=READS_RESULTS, interrupts=False)
 @click.argument("shards", nargs=-1, required=True, type=click.Path())
 @click.option(
     "--out", type=click.Path(dir_okay=False), required=True, help="The merged results file."

@@ -11,6 +11,7 @@ import click
 
 from duet_bench.cli import color_for, reports_errors
 from duet_bench.commands import reanalyze
+from duet_bench.commands.help import READS_RESULTS, Command
 from duet_bench.commands.options import (
     allow_incomplete_option,
     analysis_options,
@@ -20,7 +21,15 @@ from duet_bench.commands.options import (
 _FORMATS = ("text", "markdown", "json", "junit", "openmetrics", "html")
 
 
-@click.command()
+@click.command(
+    cls=Command,
+    exits={
+        0: "report written (whatever the verdicts; see duet analyze --fail-on)",
+        1: "",
+        **READS_RESULTS,
+    },
+    interrupts=False,
+)
 @click.argument("results", type=click.Path(path_type=str))
 @click.option(
     "--format",
@@ -34,8 +43,8 @@ _FORMATS = ("text", "markdown", "json", "junit", "openmetrics", "html")
 @click.option(
     "--plot",
     "plot_dir",
-    metavar="DIR",
     type=click.Path(file_okay=False, path_type=str),
+    metavar="DIR",
     help="Also write the plots (PNG and SVG) into DIR.",
 )
 @click.option(
@@ -57,9 +66,6 @@ def report(ctx: click.Context, /, **o: Any) -> None:
     samples. Giving any analysis option (--confidence, --threshold, ...) re-analyses every
     benchmark with it, and with the other settings it was measured with. The html format
     inlines the plots.
-    Exit codes: 0 report written (whatever the verdicts; see duet analyze --fail-on),
-    2 usage error, 3 unreadable results, an output that cannot be written, or incomplete
-    results (an interrupted run: the report is written and says so; see --allow-incomplete).
     """
     from duet_bench import files
     from duet_bench.commands import load_results, raise_if_incomplete

@@ -10,6 +10,7 @@ import click
 
 from duet_bench import settings
 from duet_bench.cli import finish, install_signal_handlers, reports_errors
+from duet_bench.commands.help import Command
 from duet_bench.commands.options import (
     ANALYSIS_KEYS,
     analysis_options,
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from duet_bench.plan import SideSpec
 
 
-@click.command()
+@click.command(cls=Command)
 @click.option("--baseline", metavar="CMD", help="Command of the baseline (old) version.")
 @click.option("--candidate", metavar="CMD", help="Command of the candidate (new) version.")
 @click.option(
@@ -46,11 +47,13 @@ if TYPE_CHECKING:
 @click.option(
     "--baseline-dir",
     type=click.Path(file_okay=False, exists=True),
+    metavar="DIR",
     help="Working directory (and python path) of the baseline.",
 )
 @click.option(
     "--candidate-dir",
     type=click.Path(file_okay=False, exists=True),
+    metavar="DIR",
     help="Working directory (and python path) of the candidate.",
 )
 @click.option("--name", default=None, help="Benchmark name in reports (default: from the command).")
