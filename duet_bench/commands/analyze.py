@@ -16,19 +16,13 @@ from duet_bench.commands.options import (
     explicit_analysis_options,
     fail_on_option,
 )
+from duet_bench.commands.output import RESULTS_FORMATS, format_option
 from duet_bench.errors import EXIT_REGRESSION
 
 
 @click.command(cls=Command, exits=READS_RESULTS, interrupts=False)
 @click.argument("results", type=click.Path(path_type=str))
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json", "markdown"]),
-    default="text",
-    show_default=True,
-    help="Output format; json prints the whole document with every analysis filled.",
-)
+@format_option(*RESULTS_FORMATS, what="json: the whole document with every analysis filled.")
 @analysis_options
 @fail_on_option
 @allow_incomplete_option

@@ -17,10 +17,10 @@ from duet_bench.commands.options import (
     bounded,
     explicit_settings,
     machine_given,
-    report_format_option,
     run_options,
     versions_options,
 )
+from duet_bench.commands.output import format_option, out_option
 
 #: Exit code of a search that stopped undecided (the machine could not tell; see the advice).
 EXIT_UNDECIDED = 3
@@ -48,14 +48,10 @@ EXIT_UNDECIDED = 3
     help="Configuration file (default duet.toml, then pyproject.toml, at BAD). A path inside "
     "the repository is read at BAD's commit; one outside it is read from disk.",
 )
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False),
-    metavar="DIR",
-    default="duet-bisect",
-    show_default=True,
-    help="Directory for bisect.json, report.md, steps/ (every comparison's results files) and "
-    "logs/. Run again with the same --out to resume: what was measured is read back.",
+@out_option(
+    "duet-bisect",
+    "bisect.json, report.md, steps/ (every comparison's results files) and logs/. Run again "
+    "with the same --out to resume: what was measured is read back",
 )
 @click.option(
     "--max-runs",
@@ -76,7 +72,12 @@ EXIT_UNDECIDED = 3
 @versions_options
 @run_options
 @analysis_options
-@report_format_option
+@format_option(
+    "text",
+    "markdown",
+    "json",
+    elsewhere="duet report on a step's results under --out's steps/",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar (the step lines stay).")
 @click.pass_context
 @reports_errors

@@ -31,6 +31,7 @@ from duet_bench.commands.options import (
     machine_options,
     session_options,
 )
+from duet_bench.commands.output import format_option, out_option
 from duet_bench.errors import EXIT_REGRESSION
 
 if TYPE_CHECKING:
@@ -111,19 +112,11 @@ if TYPE_CHECKING:
 @crossover_option
 @machine_options
 @analysis_options
-@click.option(
-    "--out",
-    type=click.Path(dir_okay=False),
-    default="duet-results/calibration.json",
-    show_default=True,
-    help="Results file of the A/A measurement (raw samples).",
-)
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
+@out_option("duet-results/calibration", "results.json, the A/A measurement (raw samples)")
+@format_option(
+    "text",
+    "json",
+    elsewhere="duet report --format FORMAT on the A/A's results under --out",
 )
 @click.option(
     "--plot",
@@ -164,9 +157,10 @@ def calibrate(**o: Any) -> None:
         doc = load_results(o["from_results"])
         out = Path(o["from_results"])
     else:
-        spec = _spec(o)
-        doc = _measure(spec, o, settings)
-        out = Path(o["out"])
+        from duet_bench.commands.output import results_path
+
+        out = results_path(o["out"])
+        doc = _measure(_spec(o), o, settings, out)
     main_record, seq_record = _records(doc)
     from duet_bench.analysis import analyze_benchmark
     from duet_bench.commands.calibrate_designs import design_records, with_designs
@@ -312,12 +306,11 @@ def _given(name: str) -> bool:
     return ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
 
 
-def _measure(spec: BenchmarkSpec, o: dict[str, Any], settings: Any) -> ResultsDocument:
-
+def _measure(spec: BenchmarkSpec, o: dict[str, Any], settings: Any, out: Path) -> ResultsDocument:
     from duet_bench.commands.calibrate_designs import design_specs, measure_interleaved
     from duet_bench.session import measure, raise_if_broken
 
-    options = session_options(o, settings, "calibrate")
+    options = session_options(o, settings, "calibrate", out)
     compare = o["compare_designs"]
     click.echo(
         f"duet: calibrating {spec.name!r}: A/A, {spec.runs} runs x ({spec.warmup} warm-up + "

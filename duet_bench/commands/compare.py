@@ -16,10 +16,10 @@ from duet_bench.commands.options import (
     explicit_settings,
     fail_on_option,
     machine_given,
-    report_format_option,
     run_options,
     versions_options,
 )
+from duet_bench.commands.output import RESULTS_FORMATS, format_option, out_option
 from duet_bench.errors import EXIT_INFRASTRUCTURE, EXIT_USAGE
 
 
@@ -39,14 +39,7 @@ from duet_bench.errors import EXIT_INFRASTRUCTURE, EXIT_USAGE
     help="Configuration file (default duet.toml, then pyproject.toml, at HEAD). A path "
     "inside the repository is read at HEAD's commit; one outside it is read from disk.",
 )
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False),
-    metavar="DIR",
-    default="duet-results",
-    show_default=True,
-    help="Directory for results.json, report.md, junit.xml, metrics.txt and plots/.",
-)
+@out_option("duet-results", "results.json, report.md, junit.xml, metrics.txt and plots/")
 @bench_option(
     "Only the benchmarks whose name is PATTERN or matches it as a glob (quote it: 'parse*')."
 )
@@ -62,7 +55,7 @@ from duet_bench.errors import EXIT_INFRASTRUCTURE, EXIT_USAGE
 @run_options
 @analysis_options
 @fail_on_option
-@report_format_option
+@format_option(*RESULTS_FORMATS)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.pass_context
 @reports_errors

@@ -11,6 +11,7 @@ from duet_bench import settings
 from duet_bench.cli import color_for, install_signal_handlers, reports_errors
 from duet_bench.commands.help import Command
 from duet_bench.commands.options import bounded, crossover_option
+from duet_bench.commands.output import out_option
 
 
 @click.command(
@@ -21,14 +22,7 @@ from duet_bench.commands.options import bounded, crossover_option
         3: "a benchmark failed, or the machine refused (no gcc, no cores)",
     },
 )
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False),
-    metavar="DIR",
-    default="duet-results/demo",
-    show_default=True,
-    help="Directory for the demo's results and report.",
-)
+@out_option("duet-results/demo", "the results and report of each condition (quiet/, busy/)")
 @click.option(
     "--runs",
     type=bounded("runs", low=5),

@@ -10,6 +10,7 @@ import click
 
 from duet_bench.cli import color_for, reports_errors
 from duet_bench.commands.help import Command
+from duet_bench.commands.output import format_option
 from duet_bench.report.layout import wrap
 
 #: Seconds between the two /proc/stat readings that measure steal and busy time *now*.
@@ -26,14 +27,12 @@ _LABEL = 13
     },
     interrupts=False,
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="json: every fact, the isolation level, the pair and the findings "
+@format_option(
+    "text",
+    "json",
+    what="json: every fact, the isolation level, the pair and the findings "
     "({severity, what, why, fix}).",
+    elsewhere="reports of measurements (duet report), not of the machine",
 )
 @click.option(
     "--require",

@@ -21,6 +21,8 @@ from duet_bench.limits import LIMITS
 from duet_bench.metrics import DEFAULT_METRIC, METRIC_CHOICES
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from duet_bench.analysis import AnalysisSettings
     from duet_bench.compare import MachineOptions
     from duet_bench.session import SessionOptions
@@ -142,18 +144,6 @@ def allow_incomplete_option(fn: F) -> F:
         is_flag=True,
         help="Exit by the verdicts even when the results are incomplete (an interrupted run); "
         "by default an incomplete results file exits 3 after its report.",
-    )(fn)
-
-
-def report_format_option(fn: F) -> F:
-    """``--format`` of the commands that print a summary of results (``compare``, ``bisect``,
-    ``merge``)."""
-    return click.option(
-        "--format",
-        "fmt",
-        type=click.Choice(["text", "markdown", "json"]),
-        default="text",
-        show_default=True,
     )(fn)
 
 
@@ -466,16 +456,15 @@ def machine_given(o: Mapping[str, Any]) -> MachineOptions:
 
 
 def session_options(
-    o: Mapping[str, Any], analysis: AnalysisSettings, command: str
+    o: Mapping[str, Any], analysis: AnalysisSettings, command: str, out: Path
 ) -> SessionOptions:
     """The :class:`duet_bench.session.SessionOptions` of the :func:`run_options` in ``o``, for
-    a command without a configuration (``run``, ``calibrate``): every value is an option's."""
-    from pathlib import Path
-
+    a command without a configuration (``run``, ``calibrate``) that writes the results file
+    ``out``: every value is an option's."""
     from duet_bench import compare
 
     return compare.session_options(
-        Path(o["out"]),
+        out,
         machine_given(o),
         isolation=o["isolation"],
         max_failures=o["max_failures"],

@@ -4,6 +4,7 @@ messages of the options that a newcomer gets wrong (--confidence 99)."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import click
 import pytest
@@ -15,6 +16,7 @@ from duet_bench.errors import EXIT_CODES
 
 ROOT_CTX = click.Context(main, info_name="duet")
 COMMANDS = main.list_commands(ROOT_CTX)
+BASIC = Path(__file__).parents[1] / "fixtures" / "results-basic.json"
 
 
 def _help(name: str) -> str:
@@ -74,3 +76,27 @@ def test_a_confidence_that_is_no_percentage_gets_the_range_only() -> None:
     done = CliRunner().invoke(main, ["analyze", "--confidence", "1000", "x"])
     assert done.exit_code == 2
     assert "did you mean" not in done.output
+
+
+@pytest.mark.parametrize("name", ["run", "compare", "bisect", "calibrate", "merge", "analyze"])
+def test_every_format_name_is_known_and_a_missing_one_says_where_it_is(name: str) -> None:
+    from duet_bench.commands.output import FORMATS
+
+    assert f"--format [{'|'.join(FORMATS)}]" in _help(name)
+    done = CliRunner().invoke(main, [name, "--format", "html", "x"])
+    assert done.exit_code == 2
+    assert f"duet {name} writes text" in done.output
+    assert "not html; for html: duet report" in done.output
+
+
+def test_report_out_is_a_directory_and_output_a_deprecated_file(tmp_path: Path) -> None:
+    runner = CliRunner()
+    done = runner.invoke(main, ["report", str(BASIC), "--format", "junit", "--out", str(tmp_path)])
+    assert done.exit_code == 0, done.output
+    assert (tmp_path / "junit.xml").read_text().startswith("<?xml")
+    old = tmp_path / "old.md"
+    done = runner.invoke(main, ["report", str(BASIC), "--format", "markdown", "-o", str(old)])
+    assert done.exit_code == 0, done.output
+    assert old.is_file()
+    assert f"use --out {tmp_path} (it writes report.md there)" in done.output
+    assert "--output" not in _help("report")
