@@ -37,7 +37,8 @@ def analyze(
     allow_incomplete: bool,
     **_analysis_options: Any,
 ) -> None:
-    """Recompute every benchmark's statistics and verdict from the raw samples in RESULTS.
+    """Recompute every benchmark's statistics and verdict from the raw samples in RESULTS (a
+    results.json, or the --out DIR that holds one).
 
     Each benchmark is analysed with the settings it was measured with (duet.toml's
     `threshold`, `confidence` and `metric`, or the options of the run), except those given

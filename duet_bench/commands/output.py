@@ -84,7 +84,9 @@ def format_option(*produces: str, what: str = "", elsewhere: str = _ELSEWHERE) -
         default="text",
         show_default=True,
         callback=check,
-        help=(f"{what} " if what else "")
+        help=what
+        if what and not cannot
+        else (f"{what} " if what else "")
         + f"Writes {_words(produces)}"
         + (f"; {_words(cannot)}: {_for(elsewhere, cannot)}." if cannot else "."),
     )

@@ -63,7 +63,8 @@ from duet_bench.commands.output import FORMATS, format_option
 @click.pass_context
 @reports_errors
 def report(ctx: click.Context, /, **o: Any) -> None:
-    """Report on RESULTS in another format, without measuring again.
+    """Report on RESULTS (a results.json, or the --out DIR that holds one) in another format,
+    without measuring again.
 
     \b
     Uses the analysis stored in RESULTS; a benchmark without one is analysed from its raw
