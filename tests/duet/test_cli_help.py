@@ -100,3 +100,13 @@ def test_report_out_is_a_directory_and_output_a_deprecated_file(tmp_path: Path) 
     assert old.is_file()
     assert f"use --out {tmp_path} (it writes report.md there)" in done.output
     assert "--output" not in _help("report")
+
+
+def test_bench_is_the_one_name_and_benchmark_a_hidden_alias() -> None:
+    for name in ("compare", "bisect", "calibrate"):
+        text = _help(name)
+        assert "--bench PATTERN" in text
+        assert "--benchmark" not in text
+    done = CliRunner().invoke(main, ["calibrate", "--benchmark", "x", "--command", "true"])
+    assert done.exit_code == 2
+    assert "(got --bench, --command)" in done.output
