@@ -56,8 +56,7 @@ def render() -> str:
     for name in sorted(main.list_commands(root)):
         command = main.get_command(root, name)
         assert command is not None
-        # A command's own context class: cloup's commands format their help with cloup's.
-        ctx = command.context_class(
+        ctx = click.Context(
             command,
             info_name=name,
             parent=root,

@@ -6,17 +6,23 @@ A command declares itself with ``@click.command(cls=Command, exits={...})``: the
 their group by parameter name (:data:`GROUPS`), so the shared option decorators of
 :mod:`duet_bench.commands.options` need not know which command stacks them, and ``exits`` says
 what a code means for this command where it says more than the shared table.
+
+cloup is imported only to format a help page: at import it reads click's version through
+``importlib.metadata`` (30 to 100 ms on a busy 2-vCPU machine), which neither ``duet --help``
+(the commands' one-line summaries) nor a command that runs needs to pay.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import cloup
 
 from duet_bench.errors import EXIT_CODES, EXIT_INFRASTRUCTURE, EXIT_INTERRUPTED
+
+if TYPE_CHECKING:
+    import cloup
 
 #: The option groups of ``--help``, in the order shown, each with the parameter names it holds.
 #: An option of no group lands in "Other options" (a test keeps that to ``--help``).
@@ -125,6 +131,8 @@ def exit_codes_epilog(exits: Mapping[int, str], *, interrupts: bool = True) -> s
 def _group(params: Sequence[click.Parameter]) -> None:
     """Put every option of ``params`` in its group of :data:`GROUPS` (new groups for each
     command: a cloup group holds the options of one command)."""
+    import cloup
+
     groups: dict[str, cloup.OptionGroup] = {}
     for param in params:
         title = _GROUP_OF.get(param.name or "")
@@ -132,7 +140,7 @@ def _group(params: Sequence[click.Parameter]) -> None:
             param.group = groups.setdefault(title, cloup.OptionGroup(title))  # type: ignore[attr-defined]
 
 
-class Command(cloup.Command):
+class Command(click.Command):
     """A duet command: options grouped in ``--help`` (:data:`GROUPS`), and the exit codes as
     the epilog (:func:`exit_codes_epilog`)."""
 
@@ -143,13 +151,44 @@ class Command(cloup.Command):
         interrupts: bool = True,
         **kwargs: Any,
     ) -> None:
-        _group(kwargs.get("params") or [])
         if not kwargs.get("epilog"):
             kwargs["epilog"] = exit_codes_epilog(exits or {}, interrupts=interrupts)
         super().__init__(*args, **kwargs)
-        self.option_groups.sort(key=lambda g: _ORDER.index(g.title))
-        for group in self.option_groups:
+
+    def get_help(self, ctx: click.Context) -> str:
+        """The help page, formatted by cloup: the same command as a :class:`cloup.Command`
+        with its options grouped, in a cloup context beside ``ctx``."""
+        import cloup
+
+        grouped = self._grouped()
+        sub = cloup.Context(
+            grouped,
+            info_name=ctx.info_name,
+            parent=ctx.parent,
+            terminal_width=ctx.terminal_width,
+            max_content_width=ctx.max_content_width,
+            help_option_names=ctx.help_option_names,
+        )
+        return grouped.get_help(sub)
+
+    def _grouped(self) -> cloup.Command:
+        import cloup
+
+        _group(self.params)
+        grouped = cloup.Command(
+            name=self.name,
+            params=list(self.params),
+            help=self.help,
+            epilog=self.epilog,
+            short_help=self.short_help,
+            options_metavar=self.options_metavar,
+            add_help_option=self.add_help_option,
+            context_settings=self.context_settings,
+        )
+        grouped.option_groups.sort(key=lambda g: _ORDER.index(g.title))
+        for group in grouped.option_groups:
             group.options = sorted(group.options, key=lambda o: _RANK[o.name or ""])
+        return grouped
 
 
 #: ``exits`` of the commands that only read results (no measuring: never a build or a machine
