@@ -19,6 +19,7 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from duet_bench import __version__
+from duet_bench.commands.help import exit_codes_epilog
 from duet_bench.errors import EXIT_REGRESSION, DuetError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -114,6 +115,7 @@ LAZY_COMMANDS: dict[str, str] = {
 
 @click.group(
     cls=LazyGroup,
+    epilog=exit_codes_epilog({}),
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 @click.version_option(__version__, prog_name="duet")
@@ -123,10 +125,8 @@ def main(verbose: int) -> None:
 
     Runs two versions of a program at the same time, each on its own core in its own cgroup,
     synchronised by a shared-memory barrier, and reports the ratio with a bootstrap confidence
-    interval and a verdict: regression, improvement, no change or inconclusive.
-
-    Exit codes: 0 no regression, 1 regression found (see --fail-on), 2 usage error,
-    3 environment or infrastructure failure.
+    interval and a verdict: regression, improvement, no change or inconclusive. Each command's
+    --help says what its exit codes mean for it.
     """
     level = logging.WARNING - 10 * verbose
     logging.basicConfig(level=max(level, logging.DEBUG), format="duet: %(levelname)s: %(message)s")

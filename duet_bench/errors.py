@@ -9,6 +9,18 @@ EXIT_REGRESSION = 1
 EXIT_USAGE = 2
 EXIT_INFRASTRUCTURE = 3
 
+#: What each exit code means, for every command's ``--help`` (a command says more where its
+#: meaning is narrower: :func:`duet_bench.commands.help.exit_codes_epilog`).
+EXIT_CODES: dict[int, str] = {
+    EXIT_OK: "no regression",
+    EXIT_REGRESSION: "a regression was found (see --fail-on)",
+    EXIT_USAGE: "usage or configuration error",
+    EXIT_INFRASTRUCTURE: "environment or infrastructure failure: the machine refused, a build "
+    "or a benchmark failed, results unreadable or incomplete",
+}
+#: The exit codes of an interrupted command (:class:`Interrupted`).
+EXIT_INTERRUPTED = ("128+N", "interrupted by signal N: 130 SIGINT, 143 SIGTERM, 129 SIGHUP")
+
 
 class DuetError(Exception):
     """Base of every error duet reports to a user.

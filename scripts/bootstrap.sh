@@ -2,7 +2,7 @@
 # Creates the virtual environment and installs duet-bench into it, in one of two sizes:
 #
 #   sh scripts/bootstrap.sh runtime   duet's core install only (what `make demo` needs:
-#                                     numpy, click, GitPython, tomlkit; no plots, no scipy)
+#                                     numpy, click, cloup, GitPython, tomlkit; no plots, no scipy)
 #   sh scripts/bootstrap.sh dev       the core, the plots, stats, test and arch extras, and the tools the
 #                                     CI-template, install and accuracy tests use (`make test`)
 #

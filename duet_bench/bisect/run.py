@@ -115,15 +115,14 @@ def _config_at(versions: Any, root: Path, sha: str, explicit: str | None) -> tup
 
 
 def _one_benchmark(config: Config, name: str | None) -> BenchmarkConfig:
-    """The benchmark bisect follows: ``--benchmark``, or the suite's only one."""
+    """The benchmark bisect follows: the one ``--bench`` selects, or the suite's only one."""
     if name is not None:
-        return config.benchmark(name)
+        return config.select_one(name)
     if len(config.benchmarks) == 1:
         return config.benchmarks[0]
     raise UsageError(
         f"the suite has {len(config.benchmarks)} benchmarks; bisect follows one",
-        fix="name it with --benchmark NAME, one of: "
-        + ", ".join(b.name for b in config.benchmarks),
+        fix="name it with --bench NAME, one of: " + ", ".join(b.name for b in config.benchmarks),
     )
 
 
@@ -134,7 +133,7 @@ def bisect(
 
     Raises what ``duet compare`` raises (UnknownRef, ConfigError, VersionError, BenchmarkFailed)
     and UsageError for a GOOD that is not an ancestor of BAD or a suite of several benchmarks
-    without ``--benchmark``. ``bisect.json`` says where a stopped search stopped.
+    without ``--bench``. ``bisect.json`` says where a stopped search stopped.
     """
     from duet_bench.compare import repo_root
     from duet_bench.config import load_config

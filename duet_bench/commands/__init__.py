@@ -18,22 +18,22 @@ if TYPE_CHECKING:
 def load_results(path: str | os.PathLike[str]) -> ResultsDocument:
     """The results document at ``path``, given on the command line.
 
-    A path that names no results file, a directory as much as a missing file, is the same
-    failure for every command that reads results (exit 3: the input is unreadable, which in CI
-    means that the step that should have written it did not); a directory that holds a
-    results.json is named in the fix.
+    A directory is the ``--out DIR`` of the command that wrote it: its results.json is read.
+    A path that names no results file, a directory without one as much as a missing file, is
+    the same failure for every command that reads results (exit 3: the input is unreadable,
+    which in CI means that the step that should have written it did not).
     """
     from duet_bench import results
     from duet_bench.errors import ResultsError
 
     if os.path.isdir(path):
         inside = os.path.join(path, "results.json")
-        raise ResultsError(
-            f"{os.fspath(path)} is a directory, not a results file",
-            fix=f"give {inside}"
-            if os.path.isfile(inside)
-            else "give the results.json that duet run --out or duet compare --out DIR wrote",
-        )
+        if not os.path.isfile(inside):
+            raise ResultsError(
+                f"{os.fspath(path)} is a directory without a results.json",
+                fix="give the --out DIR that duet run, compare or merge wrote, or its results.json",
+            )
+        path = inside
     return results.load(path)
 
 

@@ -9,25 +9,20 @@ from typing import Any
 import click
 
 from duet_bench.cli import color_for, fails_on, reports_errors
+from duet_bench.commands.help import READS_RESULTS, Command
 from duet_bench.commands.options import (
     allow_incomplete_option,
     analysis_options,
     explicit_analysis_options,
     fail_on_option,
 )
+from duet_bench.commands.output import RESULTS_FORMATS, format_option
 from duet_bench.errors import EXIT_REGRESSION
 
 
-@click.command()
+@click.command(cls=Command, exits=READS_RESULTS, interrupts=False)
 @click.argument("results", type=click.Path(path_type=str))
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json", "markdown"]),
-    default="text",
-    show_default=True,
-    help="Output format; json prints the whole document with every analysis filled.",
-)
+@format_option(*RESULTS_FORMATS, what="json: the whole document with every analysis filled.")
 @analysis_options
 @fail_on_option
 @allow_incomplete_option
@@ -42,7 +37,8 @@ def analyze(
     allow_incomplete: bool,
     **_analysis_options: Any,
 ) -> None:
-    """Recompute every benchmark's statistics and verdict from the raw samples in RESULTS.
+    """Recompute every benchmark's statistics and verdict from the raw samples in RESULTS (a
+    results.json, or the --out DIR that holds one).
 
     Each benchmark is analysed with the settings it was measured with (duet.toml's
     `threshold`, `confidence` and `metric`, or the options of the run), except those given

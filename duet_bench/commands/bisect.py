@@ -9,30 +9,38 @@ from typing import Any
 import click
 
 from duet_bench.cli import install_signal_handlers, reports_errors
+from duet_bench.commands.help import Command
 from duet_bench.commands.options import (
     ANALYSIS_KEYS,
     analysis_options,
+    bench_option,
     bounded,
     explicit_settings,
     machine_given,
-    report_format_option,
     run_options,
     versions_options,
 )
+from duet_bench.commands.output import format_option, out_option
 
 #: Exit code of a search that stopped undecided (the machine could not tell; see the advice).
 EXIT_UNDECIDED = 3
 
 
-@click.command()
+@click.command(
+    cls=Command,
+    exits={
+        0: "BAD is not slower than GOOD",
+        1: "the slowdown was located (one commit or spread)",
+        2: "usage or configuration error (GOOD not an ancestor of BAD, no such benchmark or ref)",
+        EXIT_UNDECIDED: "a build or benchmark failed, the machine refused, or the search stopped "
+        "undecided (bisect.json says what would decide it; run again with the same --out)",
+    },
+)
 @click.argument("good")
 @click.argument("bad", default="HEAD")
-@click.option(
-    "--benchmark",
-    "--bench",
-    "benchmark",
-    metavar="NAME",
-    help="The benchmark to follow (needed when the suite has several).",
+@bench_option(
+    "The benchmark to follow: its name, or a glob that matches one name (needed when the "
+    "suite has several)."
 )
 @click.option(
     "--config",
@@ -40,17 +48,15 @@ EXIT_UNDECIDED = 3
     help="Configuration file (default duet.toml, then pyproject.toml, at BAD). A path inside "
     "the repository is read at BAD's commit; one outside it is read from disk.",
 )
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False),
-    default="duet-bisect",
-    show_default=True,
-    help="Directory for bisect.json, report.md, steps/ (every comparison's results files) and "
-    "logs/. Run again with the same --out to resume: what was measured is read back.",
+@out_option(
+    "duet-bisect",
+    "bisect.json, report.md, steps/ (every comparison's results files) and logs/. Run again "
+    "with the same --out to resume: what was measured is read back",
 )
 @click.option(
     "--max-runs",
     type=bounded("runs"),
+    metavar="N",
     help="Runs in all one comparison may take when it is inconclusive (more runs as the "
     "planning asks, up to this). Default: 4 x --runs.",
 )
@@ -59,13 +65,19 @@ EXIT_UNDECIDED = 3
     type=click.FloatRange(0, 1, min_open=True),
     default=0.75,
     show_default=True,
+    metavar="SHARE",
     help="A commit is named alone when it carries at least this share of GOOD..BAD's change "
     "(log ratio); below it the search goes on for the commits that carry the rest.",
 )
 @versions_options
 @run_options
 @analysis_options
-@report_format_option
+@format_option(
+    "text",
+    "markdown",
+    "json",
+    elsewhere="duet report on a step's results under --out's steps/",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar (the step lines stay).")
 @click.pass_context
 @reports_errors
@@ -78,10 +90,6 @@ def bisect(ctx: click.Context, /, **o: Any) -> None:
     GOOD is the older commit where the benchmark was fast, BAD (default HEAD) a later one
     where it is slow; GOOD must be on BAD's first-parent line (a merge is one step).
     A slowdown carried by several commits is reported as spread, naming them.
-    Exit codes: 0 BAD is not slower than GOOD, 1 the slowdown was located (one commit or
-    spread), 2 usage or configuration error (GOOD not an ancestor of BAD, no such benchmark
-    or ref), 3 a build or benchmark failed, the machine refused, or the search stopped
-    undecided (bisect.json says what would decide it; run again with the same --out).
     """
     from duet_bench.bisect import BisectOptions
     from duet_bench.bisect import bisect as run_bisect
@@ -96,7 +104,7 @@ def bisect(ctx: click.Context, /, **o: Any) -> None:
         out_dir=Path(o["out"]),
         repo=Path(o["repo"]),
         config=o["config"],
-        benchmark=o["benchmark"],
+        benchmark=o["bench"],
         max_runs=o["max_runs"],
         spread_share=o["spread_share"],
         rebuild=o["rebuild"],

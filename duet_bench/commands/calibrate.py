@@ -21,14 +21,18 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from duet_bench.cli import install_signal_handlers, reports_errors
+from duet_bench.commands.help import Command
 from duet_bench.commands.options import (
     analysis_options,
     analysis_settings,
+    bench_option,
     bounded,
     crossover_option,
     machine_options,
     session_options,
 )
+from duet_bench.commands.output import format_option, out_option
+from duet_bench.errors import EXIT_REGRESSION
 
 if TYPE_CHECKING:
     from duet_bench.analysis import AnalysisSettings
@@ -37,12 +41,14 @@ if TYPE_CHECKING:
     from duet_bench.results import ResultsDocument
 
 
-@click.command()
-@click.option(
-    "--benchmark",
-    metavar="NAME",
-    help="A benchmark of the configuration file, measured in the working tree as it is (build "
-    "it first). With --results: the table --write sets.",
+@click.command(
+    cls=Command,
+    exits={0: "calibrated (an A/A has no regression to find)", EXIT_REGRESSION: ""},
+)
+@bench_option(
+    "The benchmark of the configuration file to measure, in the working tree as it is (build "
+    "it first): its name, or a glob that matches one name. With --results: the table --write "
+    "sets."
 )
 @click.option("--command", metavar="CMD", help="A shell command, run every iteration.")
 @click.option(
@@ -57,6 +63,7 @@ if TYPE_CHECKING:
     "--dir",
     "directory",
     type=click.Path(file_okay=False, exists=True),
+    metavar="DIR",
     help="Working directory (and, with --python, python path) of both sides.",
 )
 @click.option(
@@ -65,22 +72,29 @@ if TYPE_CHECKING:
     type=click.Path(),
     help="Calibrate from an A/A results file written earlier (no measuring).",
 )
-@click.option("--config", "config_path", metavar="PATH", help="Configuration file (--benchmark).")
+@click.option("--config", "config_path", metavar="PATH", help="Configuration file (--bench).")
 @click.option(
     "--runs",
     type=bounded("runs"),
     default=20,
     show_default=True,
+    metavar="N",
     help="Runs of the A/A (a calibration needs more than a comparison).",
 )
 @click.option(
-    "--iterations", type=bounded("iterations"), default=30, show_default=True, help="Per run."
+    "--iterations",
+    type=bounded("iterations"),
+    default=30,
+    show_default=True,
+    metavar="N",
+    help="Per run.",
 )
 @click.option(
     "--warmup",
     type=bounded("warmup"),
     default=0,
     show_default=True,
+    metavar="N",
     help="Warm-up iterations per run; the calibration finds where the series stops trending "
     "itself and leaves those iterations out.",
 )
@@ -98,31 +112,24 @@ if TYPE_CHECKING:
 @crossover_option
 @machine_options
 @analysis_options
-@click.option(
-    "--out",
-    type=click.Path(dir_okay=False),
-    default="duet-results/calibration.json",
-    show_default=True,
-    help="Results file of the A/A measurement (raw samples).",
-)
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
+@out_option("duet-results/calibration", "results.json, the A/A measurement (raw samples)")
+@format_option(
+    "text",
+    "json",
+    elsewhere="duet report --format FORMAT on the A/A's results under --out",
 )
 @click.option(
     "--plot",
     "plot_dir",
     type=click.Path(file_okay=False),
+    metavar="DIR",
     help="Write the plots (samples by run, interval width against runs) as PNG and SVG here.",
 )
 @click.option(
     "--write",
     is_flag=True,
     help="Put the recommended runs, iterations and warmup into the configuration file "
-    "(comments kept): the benchmark's table with --benchmark, else the suite defaults.",
+    "(comments kept): the benchmark's table with --bench, else the suite defaults.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @reports_errors
@@ -138,7 +145,7 @@ def calibrate(**o: Any) -> None:
     \b
     Examples:
       duet calibrate --command 'python -c "sum(range(10**6))"'
-      duet calibrate --benchmark parse --compare-designs --write
+      duet calibrate --bench parse --compare-designs --write
       duet calibrate --python .venv/bin/python --callable mypkg.bench:parse --plot plots/
     """
     from duet_bench.calibrate import aa_data, calibrate_metrics
@@ -150,9 +157,10 @@ def calibrate(**o: Any) -> None:
         doc = load_results(o["from_results"])
         out = Path(o["from_results"])
     else:
-        spec = _spec(o)
-        doc = _measure(spec, o, settings)
-        out = Path(o["out"])
+        from duet_bench.commands.output import results_path
+
+        out = results_path(o["out"])
+        doc = _measure(_spec(o), o, settings, out)
     main_record, seq_record = _records(doc)
     from duet_bench.analysis import analyze_benchmark
     from duet_bench.commands.calibrate_designs import design_records, with_designs
@@ -179,7 +187,7 @@ def calibrate(**o: Any) -> None:
         "command": main_record.versions.get("baseline"),
         "interference": interference_line(analysis.to_dict()),
     }
-    config_target = _config_target(o) if (o["write"] or o["benchmark"]) else None
+    config_target = _config_target(o) if (o["write"] or o["bench"]) else None
     written: str | None = None
     if o["write"]:
         written = _write(cal, config_target, o)
@@ -206,9 +214,9 @@ def _check_options(o: dict[str, Any]) -> AnalysisSettings:
     """The analysis settings, after refusing combinations of options that cannot work."""
     from duet_bench.errors import UsageError
 
-    sources = [k for k in ("benchmark", "command", "python") if o[k]]
+    sources = [k for k in ("bench", "command", "python") if o[k]]
     if o["from_results"]:
-        # No measuring: --benchmark then only names the configuration table for --write.
+        # No measuring: --bench then only names the configuration table for --write.
         if o["command"] or o["python"]:
             raise UsageError(
                 "--results calibrates from a file: it cannot be combined with --command or "
@@ -217,7 +225,7 @@ def _check_options(o: dict[str, Any]) -> AnalysisSettings:
             )
     elif len(sources) != 1:
         raise UsageError(
-            "give exactly one of --benchmark NAME, --command CMD, --python INTERP --callable "
+            "give exactly one of --bench NAME, --command CMD, --python INTERP --callable "
             "MODULE:FUNCTION (or --results FILE to calibrate from an earlier A/A)"
             + (f" (got {', '.join('--' + s for s in sources)})" if sources else ""),
             fix="e.g. duet calibrate --command 'sleep 0.01'",
@@ -251,11 +259,11 @@ def _spec(o: dict[str, Any]) -> BenchmarkSpec:
         **({"timeout_s": o["timeout"]} if _given("timeout") else {}),
         **({"crossover": o["crossover"]} if _given("crossover") else {}),
     }
-    if o["benchmark"]:
+    if o["bench"]:
         from duet_bench.config import load_config
 
         config = load_config(Path(o["config_path"]) if o["config_path"] else None)
-        b = config.benchmark(o["benchmark"])  # a ConfigError naming the closest name
+        b = config.select_one(o["bench"])  # a ConfigError naming the closest name
         root = config.path.resolve().parent
         # A/A: the baseline's side on both sides (the same directory, so the same version).
         (planned,) = [
@@ -298,12 +306,11 @@ def _given(name: str) -> bool:
     return ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
 
 
-def _measure(spec: BenchmarkSpec, o: dict[str, Any], settings: Any) -> ResultsDocument:
-
+def _measure(spec: BenchmarkSpec, o: dict[str, Any], settings: Any, out: Path) -> ResultsDocument:
     from duet_bench.commands.calibrate_designs import design_specs, measure_interleaved
     from duet_bench.session import measure, raise_if_broken
 
-    options = session_options(o, settings, "calibrate")
+    options = session_options(o, settings, "calibrate", out)
     compare = o["compare_designs"]
     click.echo(
         f"duet: calibrating {spec.name!r}: A/A, {spec.runs} runs x ({spec.warmup} warm-up + "
@@ -372,7 +379,11 @@ def _config_target(o: dict[str, Any]) -> tuple[Path, str, str | None] | None:
     if path is None:
         return None
     form = "pyproject" if path.name == "pyproject.toml" else "duet"
-    return path, form, o["benchmark"] or None
+    if not o["bench"]:
+        return path, form, None
+    from duet_bench.config import load_config
+
+    return path, form, load_config(path).select_one(o["bench"]).name
 
 
 def _write(

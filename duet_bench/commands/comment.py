@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from duet_bench.cli import color_for, reports_errors
+from duet_bench.commands.help import Command
 from duet_bench.commands.options import allow_incomplete_option
 
 if TYPE_CHECKING:
@@ -44,7 +45,16 @@ def _detect(provider: str | None) -> str | None:
     return None
 
 
-@click.command()
+@click.command(
+    cls=Command,
+    exits={
+        0: "posted, or nothing to post (a warning says why; see --require-comment)",
+        1: "",
+        3: "nothing posted with --require-comment, or the results are unreadable or "
+        "incomplete (see --allow-incomplete)",
+    },
+    interrupts=False,
+)
 @click.argument("results", type=click.Path(path_type=str))
 @click.option(
     "--provider",

@@ -9,18 +9,28 @@ from typing import Any
 import click
 
 from duet_bench.cli import finish, install_signal_handlers, reports_errors
+from duet_bench.commands.help import Command
 from duet_bench.commands.options import (
     analysis_options,
+    bench_option,
     explicit_settings,
     fail_on_option,
     machine_given,
-    report_format_option,
     run_options,
     versions_options,
 )
+from duet_bench.commands.output import RESULTS_FORMATS, format_option, out_option
+from duet_bench.errors import EXIT_INFRASTRUCTURE, EXIT_USAGE
 
 
-@click.command()
+@click.command(
+    cls=Command,
+    exits={
+        EXIT_USAGE: "usage or configuration error (a ref that names no commit included)",
+        EXIT_INFRASTRUCTURE: "a build failed, a benchmark failed or is missing in BASE (see "
+        "--allow-missing), or the machine refused",
+    },
+)
 @click.argument("base")
 @click.argument("head", default="HEAD")
 @click.option(
@@ -29,15 +39,9 @@ from duet_bench.commands.options import (
     help="Configuration file (default duet.toml, then pyproject.toml, at HEAD). A path "
     "inside the repository is read at HEAD's commit; one outside it is read from disk.",
 )
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False),
-    default="duet-results",
-    show_default=True,
-    help="Directory for results.json, report.md, junit.xml, metrics.txt and plots/.",
-)
-@click.option(
-    "--bench", metavar="PATTERN", help="Only the benchmarks whose name matches this glob."
+@out_option("duet-results", "results.json, report.md, junit.xml, metrics.txt and plots/")
+@bench_option(
+    "Only the benchmarks whose name is PATTERN or matches it as a glob (quote it: 'parse*')."
 )
 @click.option("--shard", metavar="I/N", help="Measure shard I of N of the suite (see duet merge).")
 @versions_options
@@ -51,7 +55,7 @@ from duet_bench.commands.options import (
 @run_options
 @analysis_options
 @fail_on_option
-@report_format_option
+@format_option(*RESULTS_FORMATS)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.pass_context
 @reports_errors
@@ -61,9 +65,6 @@ def compare(ctx: click.Context, /, **o: Any) -> None:
 
     \b
     BASE and HEAD are any git refs: branches, tags, shas, HEAD~1, origin/main.
-    Exit codes: 0 no regression, 1 regression (see --fail-on), 2 usage or configuration
-    error (a ref that names no commit included), 3 a build failed, a benchmark failed or is
-    missing in BASE (see --allow-missing), or the machine refused.
     """
     from duet_bench.compare import CompareOptions
     from duet_bench.compare import compare as run_compare

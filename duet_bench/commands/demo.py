@@ -9,22 +9,26 @@ import click
 
 from duet_bench import settings
 from duet_bench.cli import color_for, install_signal_handlers, reports_errors
+from duet_bench.commands.help import Command
 from duet_bench.commands.options import bounded, crossover_option
+from duet_bench.commands.output import out_option
 
 
-@click.command()
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False),
-    default="duet-results/demo",
-    show_default=True,
-    help="Directory for the demo's results and report.",
+@click.command(
+    cls=Command,
+    exits={
+        0: "the demo ran (whatever it found)",
+        1: "",
+        3: "a benchmark failed, or the machine refused (no gcc, no cores)",
+    },
 )
+@out_option("duet-results/demo", "the results and report of each condition (quiet/, busy/)")
 @click.option(
     "--runs",
     type=bounded("runs", low=5),
     default=settings.DEMO_RUNS,
     show_default=True,
+    metavar="N",
     help="Runs per condition; fewer are quicker and may leave the 5% inconclusive.",
 )
 @click.option(

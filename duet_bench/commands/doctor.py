@@ -9,6 +9,8 @@ from typing import Any, cast
 import click
 
 from duet_bench.cli import color_for, reports_errors
+from duet_bench.commands.help import Command
+from duet_bench.commands.output import format_option
 from duet_bench.report.layout import wrap
 
 #: Seconds between the two /proc/stat readings that measure steal and busy time *now*.
@@ -16,15 +18,21 @@ SAMPLE_S = 0.5
 _LABEL = 13
 
 
-@click.command()
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="json: every fact, the isolation level, the pair and the findings "
+@click.command(
+    cls=Command,
+    exits={
+        0: "the machine gives what --require asks (always without --require)",
+        1: "",
+        3: "--require names a level that is not available",
+    },
+    interrupts=False,
+)
+@format_option(
+    "text",
+    "json",
+    what="json: every fact, the isolation level, the pair and the findings "
     "({severity, what, why, fix}).",
+    elsewhere="reports of measurements (duet report), not of the machine",
 )
 @click.option(
     "--require",
@@ -42,8 +50,6 @@ def doctor(fmt: str, require: str) -> None:
     siblings, VM), frequency governor, turbo/boost, intel_pstate/amd_pstate, clocksource, swap,
     load, steal time, temperatures and other duets running, and prints for each problem what
     it does to a measurement and the exact command that fixes it.
-
-    Exit codes: 0, or 3 when --require names a level that is not available.
     """
     from duet_bench.doctor import Requirement, diagnose
     from duet_bench.errors import EXIT_INFRASTRUCTURE

@@ -1,4 +1,4 @@
-"""``duet merge SHARD.json... --out M.json``."""
+"""``duet merge SHARD... --out DIR``."""
 
 from __future__ import annotations
 
@@ -8,20 +8,19 @@ from pathlib import Path
 import click
 
 from duet_bench.cli import fails_on, reports_errors
+from duet_bench.commands.help import READS_RESULTS, Command
 from duet_bench.commands.options import (
     allow_incomplete_option,
     fail_on_option,
-    report_format_option,
 )
+from duet_bench.commands.output import RESULTS_FORMATS, format_option, out_option
 from duet_bench.errors import EXIT_REGRESSION
 
 
-@click.command()
+@click.command(cls=Command, exits=READS_RESULTS, interrupts=False)
 @click.argument("shards", nargs=-1, required=True, type=click.Path())
-@click.option(
-    "--out", type=click.Path(dir_okay=False), required=True, help="The merged results file."
-)
-@report_format_option
+@out_option(None, "the merged results.json and its report.md, junit.xml and metrics.txt")
+@format_option(*RESULTS_FORMATS)
 @fail_on_option
 @allow_incomplete_option
 @reports_errors
@@ -39,12 +38,18 @@ def merge(
     document is incomplete (exit 3 after writing it, unless --allow-incomplete).
     """
     from duet_bench.commands import raise_if_incomplete
+    from duet_bench.commands.output import is_file_form, results_path
     from duet_bench.merge import merge_files
     from duet_bench.report import render
 
-    doc = merge_files([Path(s) for s in shards], Path(out))
+    path = results_path(out)
+    doc = merge_files([Path(s) for s in shards], path)
+    if not is_file_form(out):
+        from duet_bench.compare.outputs import write_outputs
+
+        write_outputs(doc, path.parent, plots=False)
     click.echo(render(doc, fmt), nl=False)  # type: ignore[arg-type]
-    click.echo(f"merged {len(shards)} shards into {out}", err=True)
+    click.echo(f"merged {len(shards)} shards into {path}", err=True)
     raise_if_incomplete(doc, allow=allow_incomplete)
     if fails_on(doc, fail_on):
         sys.exit(EXIT_REGRESSION)

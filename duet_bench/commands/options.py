@@ -21,6 +21,8 @@ from duet_bench.limits import LIMITS
 from duet_bench.metrics import DEFAULT_METRIC, METRIC_CHOICES
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from duet_bench.analysis import AnalysisSettings
     from duet_bench.compare import MachineOptions
     from duet_bench.session import SessionOptions
@@ -48,6 +50,37 @@ class FiniteRange(click.FloatRange):
         return rv
 
 
+class ConfidenceLevel(FiniteRange):
+    """The confidence level, a fraction: ``99`` (or ``95``, ``99.9``) is refused with "did you
+    mean 0.99"."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter:
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                raise
+            if 1 < number < 100:
+                self.fail(
+                    f"{value!r} is not a fraction between 0 and 1; did you mean {number / 100:g}?",
+                    param,
+                    ctx,
+                )
+            raise
+
+
+#: ``--runs``: what a number of runs gives, from the bound (:data:`duet_bench.limits.LIMITS`)
+#: to the runs a 99% interval needs (docs/statistics.md, "Five runs cannot give a 99% bootstrap
+#: interval").
+RUNS_HELP = (
+    f"Runs: fresh pairs of processes. {settings.MIN_RUNS} to {settings.INTERVAL_RUNS - 1} give "
+    f"a ratio without an interval (inconclusive); {settings.INTERVAL_RUNS} or more give an "
+    "interval; a 99% interval can reach its coverage from 8 runs."
+)
+
+
 def bounded(name: str, low: int | None = None) -> click.ParamType:  # type: ignore[type-arg]
     """The click type of the setting ``name`` (a field name), within its bounds in
     :data:`duet_bench.limits.LIMITS` (the same as the configuration's); ``low`` raises the lower
@@ -63,6 +96,38 @@ def _apply(options: Sequence[Callable[[Any], Any]], fn: F) -> F:
     for option in reversed(options):
         fn = option(fn)
     return fn
+
+
+class AliasedOption(click.Option):
+    """An option with old spellings that still work but are not shown in ``--help``
+    (``hidden_aliases``)."""
+
+    def __init__(self, *args: Any, hidden_aliases: Sequence[str] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.hidden_aliases = tuple(hidden_aliases)
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        shown = self.opts
+        self.opts = [o for o in shown if o not in self.hidden_aliases]
+        try:
+            return super().get_help_record(ctx)
+        finally:
+            self.opts = shown
+
+
+def bench_option(what: str) -> Callable[[F], F]:
+    """``--bench PATTERN``, the one way every command selects benchmarks of the configuration:
+    a name, or a glob on the names (a name equal to the pattern always matches).
+    ``--benchmark`` is its old spelling (bisect, calibrate), still accepted, not shown."""
+    return click.option(
+        "--bench",
+        "--benchmark",
+        "bench",
+        cls=AliasedOption,
+        hidden_aliases=("--benchmark",),
+        metavar="PATTERN",
+        help=what,
+    )
 
 
 def fail_on_option(fn: F) -> F:
@@ -82,18 +147,6 @@ def allow_incomplete_option(fn: F) -> F:
     )(fn)
 
 
-def report_format_option(fn: F) -> F:
-    """``--format`` of the commands that print a summary of results (``compare``, ``bisect``,
-    ``merge``)."""
-    return click.option(
-        "--format",
-        "fmt",
-        type=click.Choice(["text", "markdown", "json"]),
-        default="text",
-        show_default=True,
-    )(fn)
-
-
 def versions_options(fn: F) -> F:
     """``--rebuild``, ``--keep-worktrees``, ``--repo``: how the commands that build versions of
     the user's repository (``compare``, ``bisect``) find and keep them."""
@@ -109,6 +162,7 @@ def versions_options(fn: F) -> F:
         click.option(
             "--repo",
             type=click.Path(file_okay=False, exists=True),
+            metavar="DIR",
             default=".",
             show_default=True,
             help="A path inside the git checkout.",
@@ -122,16 +176,18 @@ def analysis_options(fn: F) -> F:
     options = [
         click.option(
             "--confidence",
-            type=FiniteRange(0, 1, min_open=True, max_open=True),
+            type=ConfidenceLevel(0, 1, min_open=True, max_open=True),
             default=settings.DEFAULT_CONFIDENCE,
             show_default=True,
-            help="Confidence level of the bootstrap interval.",
+            metavar="LEVEL",
+            help="Confidence level of the bootstrap interval, a fraction (0.99, not 99).",
         ),
         click.option(
             "--threshold",
             type=bounded("threshold"),
             default=settings.DEFAULT_THRESHOLD,
             show_default=True,
+            metavar="FRACTION",
             help="Practical-significance threshold: changes smaller than this are 'no change' "
             "when the whole interval lies inside the band.",
         ),
@@ -140,6 +196,7 @@ def analysis_options(fn: F) -> F:
             type=bounded("reps"),
             default=settings.DEFAULT_REPS,
             show_default=True,
+            metavar="N",
             help="Bootstrap replicates.",
         ),
         click.option(
@@ -147,6 +204,7 @@ def analysis_options(fn: F) -> F:
             type=int,
             default=settings.DEFAULT_SEED,
             show_default=True,
+            metavar="N",
             help="Seed of the bootstrap: the same data and seed give the same interval.",
         ),
         click.option(
@@ -221,6 +279,7 @@ def machine_options(fn: F) -> F:
             type=bounded("timeout_s"),
             default=settings.DEFAULT_TIMEOUT_S,
             show_default=True,
+            metavar="SECONDS",
             help="Seconds one iteration or one barrier wait may take before the run fails.",
         ),
         click.option(
@@ -233,6 +292,7 @@ def machine_options(fn: F) -> F:
             type=bounded("max_failures"),
             default=settings.DEFAULT_MAX_FAILURES,
             show_default=True,
+            metavar="N",
             help="Stop a benchmark, and exit 3, when more runs than this failed.",
         ),
         click.option(
@@ -254,6 +314,7 @@ def machine_options(fn: F) -> F:
             type=int,
             default=0,
             show_default=True,
+            metavar="N",
             help="Seed of the side-to-core assignment and the sequential order.",
         ),
         click.option(
@@ -298,14 +359,15 @@ def run_options(fn: F) -> F:
             type=bounded("runs"),
             default=settings.DEFAULT_RUNS,
             show_default=True,
-            help=f"Runs: fresh pairs of processes; {settings.INTERVAL_RUNS} or more give an "
-            "interval.",
+            metavar="N",
+            help=RUNS_HELP,
         ),
         click.option(
             "--iterations",
             type=bounded("iterations"),
             default=settings.DEFAULT_ITERATIONS,
             show_default=True,
+            metavar="N",
             help="Measured iterations per run.",
         ),
         click.option(
@@ -313,6 +375,7 @@ def run_options(fn: F) -> F:
             type=bounded("warmup"),
             default=settings.DEFAULT_WARMUP,
             show_default=True,
+            metavar="N",
             help="Warm-up iterations per run (recorded, not analysed).",
         ),
         click.option(
@@ -393,16 +456,15 @@ def machine_given(o: Mapping[str, Any]) -> MachineOptions:
 
 
 def session_options(
-    o: Mapping[str, Any], analysis: AnalysisSettings, command: str
+    o: Mapping[str, Any], analysis: AnalysisSettings, command: str, out: Path
 ) -> SessionOptions:
     """The :class:`duet_bench.session.SessionOptions` of the :func:`run_options` in ``o``, for
-    a command without a configuration (``run``, ``calibrate``): every value is an option's."""
-    from pathlib import Path
-
+    a command without a configuration (``run``, ``calibrate``) that writes the results file
+    ``out``: every value is an option's."""
     from duet_bench import compare
 
     return compare.session_options(
-        Path(o["out"]),
+        out,
         machine_given(o),
         isolation=o["isolation"],
         max_failures=o["max_failures"],

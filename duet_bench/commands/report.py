@@ -1,4 +1,4 @@
-"""``duet report RESULTS.json --format ... [--plot DIR] [--output FILE]``."""
+"""``duet report RESULTS --format ... [--plot DIR] [--out DIR]``."""
 
 from __future__ import annotations
 
@@ -11,55 +11,66 @@ import click
 
 from duet_bench.cli import color_for, reports_errors
 from duet_bench.commands import reanalyze
+from duet_bench.commands.help import READS_RESULTS, Command
 from duet_bench.commands.options import (
     allow_incomplete_option,
     analysis_options,
     explicit_analysis_options,
 )
+from duet_bench.commands.output import FORMATS, format_option
 
-_FORMATS = ("text", "markdown", "json", "junit", "openmetrics", "html")
 
-
-@click.command()
+@click.command(
+    cls=Command,
+    exits={
+        0: "report written (whatever the verdicts; see duet analyze --fail-on)",
+        1: "",
+        **READS_RESULTS,
+    },
+    interrupts=False,
+)
 @click.argument("results", type=click.Path(path_type=str))
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(_FORMATS),
-    default="text",
-    show_default=True,
-    help="text for a terminal, markdown for a PR comment, junit and openmetrics for CI "
+@format_option(
+    *FORMATS,
+    what="text for a terminal, markdown for a PR comment, junit and openmetrics for CI "
     "widgets, html for a standalone page with the plots, json for the whole document.",
 )
 @click.option(
     "--plot",
     "plot_dir",
+    type=click.Path(file_okay=False, path_type=str),
+    metavar="DIR",
+    help="Also write the plots (PNG and SVG) into DIR.",
+)
+@click.option(
+    "--out",
     metavar="DIR",
     type=click.Path(file_okay=False, path_type=str),
-    help="Also write the plots (PNG and SVG) into DIR.",
+    help="Write the report into DIR (made if missing) instead of standard output, named as "
+    "duet compare names its reports: report.md, junit.xml, metrics.txt, report.html, "
+    "report.txt, report.json.",
 )
 @click.option(
     "--output",
     "-o",
     metavar="FILE",
     type=click.Path(dir_okay=False, path_type=str),
-    help="Write the report to FILE instead of standard output.",
+    hidden=True,
+    help="Deprecated: the report into FILE; use --out DIR.",
 )
 @analysis_options
 @allow_incomplete_option
 @click.pass_context
 @reports_errors
 def report(ctx: click.Context, /, **o: Any) -> None:
-    """Report on RESULTS in another format, without measuring again.
+    """Report on RESULTS (a results.json, or the --out DIR that holds one) in another format,
+    without measuring again.
 
     \b
     Uses the analysis stored in RESULTS; a benchmark without one is analysed from its raw
     samples. Giving any analysis option (--confidence, --threshold, ...) re-analyses every
     benchmark with it, and with the other settings it was measured with. The html format
     inlines the plots.
-    Exit codes: 0 report written (whatever the verdicts; see duet analyze --fail-on),
-    2 usage error, 3 unreadable results, an output that cannot be written, or incomplete
-    results (an interrupted run: the report is written and says so; see --allow-incomplete).
     """
     from duet_bench import files
     from duet_bench.commands import load_results, raise_if_incomplete
@@ -74,23 +85,47 @@ def report(ctx: click.Context, /, **o: Any) -> None:
     plots: dict[str, str] | None = None
     if o["plot_dir"] or fmt == "html":
         plots = _plots(doc, o["plot_dir"], required=bool(o["plot_dir"]))
-    to_terminal = o["output"] is None and color_for(sys.stdout)
-    width = terminal_width(sys.stdout) if o["output"] is None else None
+    out = _report_file(o["out"], o["output"], fmt)
+    to_terminal = out is None and color_for(sys.stdout)
+    width = terminal_width(sys.stdout) if out is None else None
     text = render(doc, fmt, color=fmt == "text" and to_terminal, plots=plots, width=width)  # type: ignore[arg-type]
-    if o["output"] is None:
+    if out is None:
         click.echo(text, nl=False)
         raise_if_incomplete(doc, allow=o["allow_incomplete"])
         return
-    out = Path(o["output"])
     try:
         files.write_atomic(out, text)
     except OSError as e:
         raise EnvironmentNotReady(
             f"{out}: could not write the report ({e.strerror or e})",
-            fix=files.fix_for(e, "choose another --output, or free disk space"),
+            fix=files.fix_for(e, "choose another --out, or free disk space"),
         ) from e
     click.echo(f"report: {out}", err=True)
     raise_if_incomplete(doc, allow=o["allow_incomplete"])
+
+
+def _report_file(out: str | None, output: str | None, fmt: str) -> Path | None:
+    """Where the report goes: ``--out DIR``'s file for ``fmt``, the deprecated ``--output
+    FILE`` (with a warning naming ``--out``), or None for standard output."""
+    from duet_bench.commands.output import REPORT_FILES
+    from duet_bench.errors import UsageError
+
+    if out is not None and output is not None:
+        raise UsageError(
+            "give --out DIR or the deprecated --output FILE, not both",
+            fix=f"--out {out}",
+        )
+    if out is not None:
+        return Path(out) / REPORT_FILES[fmt]
+    if output is not None:
+        directory = str(Path(output).parent)
+        click.echo(
+            f"duet: warning: --output {output} is deprecated and will be refused in a later "
+            f"version; use --out {directory} (it writes {REPORT_FILES[fmt]} there)",
+            err=True,
+        )
+        return Path(output)
+    return None
 
 
 def _plots(doc: Any, plot_dir: str | None, *, required: bool) -> dict[str, str] | None:

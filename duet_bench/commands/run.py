@@ -10,6 +10,7 @@ import click
 
 from duet_bench import settings
 from duet_bench.cli import finish, install_signal_handlers, reports_errors
+from duet_bench.commands.help import Command
 from duet_bench.commands.options import (
     ANALYSIS_KEYS,
     analysis_options,
@@ -17,12 +18,13 @@ from duet_bench.commands.options import (
     run_options,
     session_options,
 )
+from duet_bench.commands.output import RESULTS_FORMATS, format_option, out_option
 
 if TYPE_CHECKING:
     from duet_bench.plan import SideSpec
 
 
-@click.command()
+@click.command(cls=Command)
 @click.option("--baseline", metavar="CMD", help="Command of the baseline (old) version.")
 @click.option("--candidate", metavar="CMD", help="Command of the candidate (new) version.")
 @click.option(
@@ -46,29 +48,22 @@ if TYPE_CHECKING:
 @click.option(
     "--baseline-dir",
     type=click.Path(file_okay=False, exists=True),
+    metavar="DIR",
     help="Working directory (and python path) of the baseline.",
 )
 @click.option(
     "--candidate-dir",
     type=click.Path(file_okay=False, exists=True),
+    metavar="DIR",
     help="Working directory (and python path) of the candidate.",
 )
 @click.option("--name", default=None, help="Benchmark name in reports (default: from the command).")
 @run_options
-@click.option(
-    "--out",
-    type=click.Path(dir_okay=False),
-    default="duet-results/results.json",
-    show_default=True,
-    help="Results file, rewritten after every run.",
+@out_option(
+    "duet-results",
+    "results.json (rewritten after every run), report.md, junit.xml and metrics.txt",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json", "markdown"]),
-    default="text",
-    show_default=True,
-)
+@format_option(*RESULTS_FORMATS)
 @analysis_options
 @fail_on_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
@@ -102,7 +97,10 @@ def run(**o: Any) -> None:
     sides = (_side(o, "baseline", python), _side(o, "candidate", python))
     planned = settings.build(name, *sides, resolved)
     bench = planned.spec
-    options = session_options(o, planned.analysis, "run")
+    from duet_bench.commands.output import is_file_form, results_path
+
+    out = results_path(o["out"])
+    options = session_options(o, planned.analysis, "run", out)
     click.echo(
         f"duet: {bench.name}: {bench.runs} runs x ({bench.warmup} warm-up + {bench.iterations}) "
         f"iterations, timeout {bench.timeout_s:g} s per iteration, method {bench.method}"
@@ -111,7 +109,11 @@ def run(**o: Any) -> None:
     )
     install_signal_handlers()
     doc = measure([bench], options)
-    finish(doc, o["out"], o["fmt"], o["fail_on"], o["max_failures"])
+    if not is_file_form(o["out"]):
+        from duet_bench.compare.outputs import write_outputs
+
+        write_outputs(doc, out.parent, plots=False)
+    finish(doc, str(out), o["fmt"], o["fail_on"], o["max_failures"])
 
 
 def _is_python(o: Mapping[str, Any]) -> bool:

@@ -191,6 +191,22 @@ class Config:
             fix=f"did you mean {close[0]!r}?" if close else "use one of those names",
         )
 
+    def select_one(self, pattern: str) -> BenchmarkConfig:
+        """The one benchmark ``pattern`` selects, for the commands that follow one (bisect,
+        calibrate): its exact name, else the only name the glob matches. A plain name that is
+        no benchmark's gets the closest name (:meth:`benchmark`); a glob of several names is
+        refused, naming them."""
+        if any(b.name == pattern for b in self.benchmarks) or not any(c in pattern for c in "*?["):
+            return self.benchmark(pattern)
+        chosen = self.select(pattern)
+        if len(chosen) > 1:
+            raise ConfigError(
+                f"{self.path}: {pattern!r} matches {len(chosen)} benchmarks "
+                f"({', '.join(b.name for b in chosen)}); this command follows one",
+                fix="give one name, or a glob that matches one",
+            )
+        return chosen[0]
+
     def select(self, pattern: str | None) -> tuple[BenchmarkConfig, ...]:
         """The benchmarks whose name matches the glob ``pattern`` (all of them for None), in
         the order of the file. A name equal to the pattern always matches, so a name holding

@@ -253,16 +253,34 @@ def test_action_reads_every_line_of_a_multi_line_args(tmp_path: Path) -> None:
 # What the GitLab templates do
 
 
+_INPUT = r"\$\[\[\s*inputs\.([\w-]+)\s*\]\]"
+
+
 def _interpolate(node: Any, inputs: dict[str, Any], component: dict[str, str]) -> Any:
-    """GitLab's ``$[[ inputs.X ]]`` and ``$[[ component.X ]]`` (spec:component)."""
+    """GitLab's ``$[[ inputs.X ]]`` and ``$[[ component.X ]]`` (spec:component), in keys too;
+    a value that is one array input alone becomes that array (``rules: $[[ inputs.rules ]]``)."""
     if isinstance(node, str):
-        node = re.sub(r"\$\[\[\s*inputs\.([\w-]+)\s*\]\]", lambda m: str(inputs[m.group(1)]), node)
+        whole = re.fullmatch(_INPUT, node)
+        if whole and isinstance(inputs[whole.group(1)], list):
+            return inputs[whole.group(1)]
+        node = re.sub(_INPUT, lambda m: str(inputs[m.group(1)]), node)
         return re.sub(r"\$\[\[\s*component\.([\w-]+)\s*\]\]", lambda m: component[m.group(1)], node)
     if isinstance(node, list):
         return [_interpolate(x, inputs, component) for x in node]
     if isinstance(node, dict):
-        return {k: _interpolate(v, inputs, component) for k, v in node.items()}
+        return {
+            _interpolate(k, inputs, component): _interpolate(v, inputs, component)
+            for k, v in node.items()
+        }
     return node
+
+
+def _component(inputs: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The component's jobs as GitLab makes them from ``inputs`` (the defaults for the rest),
+    outside any component context (as the template)."""
+    spec, body = load_all(COMPONENT)
+    values = {k: v.get("default", "") for k, v in spec["spec"]["inputs"].items()}
+    return _interpolate(body, values | (inputs or {}), {"name": "", "sha": "", "reference": ""})
 
 
 def test_gitlab_job_is_what_the_issue_asks() -> None:
@@ -307,8 +325,9 @@ def test_component_is_the_same_job() -> None:
     assert spec["spec"]["component"] == ["name", "sha", "reference"]
     assert spec["spec"]["inputs"]["duet-git-url"]["default"] == ""
     assert spec["spec"]["inputs"]["duet-git-ref"]["default"] == ""
-    assert body["duet"]["variables"]["DUET_COMPONENT_REFERENCE"] == "$[[ component.reference ]]"
-    assert body["duet"]["variables"]["DUET_COMPONENT_SHA"] == "$[[ component.sha ]]"
+    job = body["$[[ inputs.job-name ]]"]
+    assert job["variables"]["DUET_COMPONENT_REFERENCE"] == "$[[ component.reference ]]"
+    assert job["variables"]["DUET_COMPONENT_SHA"] == "$[[ component.sha ]]"
     # The template has no component context: those two are empty there.
     component = _interpolate(body, defaults, {"name": "", "sha": "", "reference": ""})["duet"]
     ci = load(GITLAB)
@@ -319,7 +338,7 @@ def test_component_is_the_same_job() -> None:
 def _gitlab_jobs() -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
     """(where, measuring job, note job) of the template and of the component."""
     ci = load(GITLAB)
-    _spec, body = load_all(COMPONENT)
+    body = _component()
     template = (
         "template",
         {**ci[".duet"], **{k: v for k, v in ci["duet"].items() if k != "extends"}},
@@ -354,11 +373,25 @@ def test_gitlab_note_is_posted_by_a_job_that_runs_no_merge_request_code() -> Non
 
 
 def test_component_note_job_is_the_templates() -> None:
-    spec, body = load_all(COMPONENT)
-    defaults = {k: v.get("default", "") for k, v in spec["spec"]["inputs"].items()}
-    component = _interpolate(body, defaults, {"name": "", "sha": "", "reference": ""})
     [(_w, _m, template_note), _] = _gitlab_jobs()
-    assert component["duet-comment"] == template_note
+    assert _component()["duet-comment"] == template_note
+
+
+def test_component_job_name_and_rules_are_inputs() -> None:
+    rules = [{"if": '$CI_COMMIT_BRANCH == "main"'}, {"if": "$CI_MERGE_REQUEST_IID"}]
+    note_rules = [{"if": "$CI_MERGE_REQUEST_IID", "when": "always"}]
+    jobs = _component({"job-name": "perf-parser", "rules": rules, "comment-rules": note_rules})
+    assert set(jobs) == {"perf-parser", "perf-parser-comment"}
+    assert jobs["perf-parser"]["rules"] == rules
+    note = jobs["perf-parser-comment"]
+    assert note["needs"] == [{"job": "perf-parser", "artifacts": True}]
+    assert note["rules"] == note_rules
+    # Two inclusions with two names are two pairs of jobs (GitLab merges jobs by name).
+    assert not set(jobs) & set(_component())
+    # The defaults are the template's: in merge request pipelines, the note whatever happened.
+    spec, _body = load_all(COMPONENT)
+    assert spec["spec"]["inputs"]["rules"]["type"] == "array"
+    assert _component()["duet"]["rules"] == load(GITLAB)["duet"]["rules"]
 
 
 def test_gitlab_note_script_passes_shellcheck(tmp_path: Path) -> None:
@@ -448,11 +481,14 @@ def test_check_jsonschema(schema: str, paths: tuple[Path, ...]) -> None:
 
 
 def test_check_jsonschema_component(tmp_path: Path) -> None:
-    # A component is two YAML documents (spec, then the jobs); the schema takes one at a time.
+    # A component is two YAML documents (spec, then the jobs); the schema takes one at a time,
+    # the jobs as GitLab validates them: with the inputs interpolated (rules is an array input).
+    import json
+
     checker = tool("check-jsonschema")
-    header, body = COMPONENT.read_text().split("\n---\n", 1)
+    header, _body = COMPONENT.read_text().split("\n---\n", 1)
     (tmp_path / "spec.yml").write_text(header + "\n")
-    (tmp_path / "jobs.yml").write_text(body)
+    (tmp_path / "jobs.yml").write_text(json.dumps(_component()))
     done = subprocess.run(
         [
             checker,
@@ -501,7 +537,7 @@ def test_component_installs_from_its_own_project(
         "sha": "c0ffee",
         "reference": "gitlab.example.com/tools/duet/duet@0.1.0",
     }
-    job = _interpolate(body, values, context)["duet"]
+    job = _interpolate(body, values, context)["duet"]  # the default job-name
     log = tmp_path / "pip.log"
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()

@@ -675,6 +675,25 @@ def test_select_patterns() -> None:
     assert "glob" in info.value.fix
 
 
+def test_select_one_is_a_name_or_a_glob_of_one_name() -> None:
+    """``--bench`` of bisect and calibrate, which follow one benchmark."""
+    text = "".join(
+        f'[[benchmark]]\nname = "{n}"\ncommand = "x"\n'
+        for n in ("parse-small", "parse-large", "render", "io[fast]")
+    )
+    c = load(text)
+    assert c.select_one("render").name == "render"
+    assert c.select_one("?ender").name == "render"
+    assert c.select_one("*small").name == "parse-small"
+    assert c.select_one("io[fast]").name == "io[fast]"  # the exact name, not a glob
+    with pytest.raises(ConfigError) as info:
+        c.select_one("parse-*")
+    assert "'parse-*' matches 2 benchmarks (parse-small, parse-large)" in info.value.message
+    with pytest.raises(ConfigError) as info:
+        c.select_one("rendr")  # a plain name: the closest one
+    assert info.value.fix == "did you mean 'render'?"
+
+
 def test_benchmark_by_name() -> None:
     c = load(SUITE + BENCHMARKS)
     assert c.benchmark("parse").kind == "python"

@@ -147,7 +147,7 @@ def test_merge_cli(tmp_path: Path) -> None:
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     results.save(shard(["parse-json"]), a)
     results.save(shard(["render-page"]), b)
-    out = tmp_path / "m.json"
+    out = tmp_path / "merged"
     done = subprocess.run(
         [sys.executable, "-m", "duet_bench", "merge", str(a), str(b), "--out", str(out)],
         capture_output=True,
@@ -155,7 +155,31 @@ def test_merge_cli(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert [b.name for b in results.load(out).benchmarks] == ["parse-json", "render-page"]
+    assert "warning" not in done.stderr
+    merged = results.load(out / "results.json")
+    assert [b.name for b in merged.benchmarks] == ["parse-json", "render-page"]
+    assert {p.name for p in out.iterdir()} >= {"results.json", "report.md", "junit.xml"}
+    # The file form of --out (before --out was a directory everywhere) still writes that file,
+    # and says what to write instead.
+    legacy = tmp_path / "old" / "m.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "duet_bench", "merge", str(a), str(b), "--out", str(legacy)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"--out {legacy}: a results file for --out is deprecated" in done.stderr
+    assert f"--out {legacy.parent} (it writes results.json there)" in done.stderr
+    assert sorted(p.name for p in legacy.parent.iterdir()) == ["m.json"]
+    # A directory of --out is read as its results.json.
+    again = subprocess.run(
+        [sys.executable, "-m", "duet_bench", "report", str(out), "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert again.returncode == 0, again.stderr
     one = subprocess.run(
         [sys.executable, "-m", "duet_bench", "merge", str(a), "--out", str(out)],
         capture_output=True,

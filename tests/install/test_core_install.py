@@ -71,7 +71,7 @@ def test_the_core_install_merges_and_comments_without_scipy_or_matplotlib(
     duet = str(venv / "bin/duet")
     run_env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
 
-    merged = tmp_path / "merged.json"
+    merged = tmp_path / "merged"  # --out DIR: results.json and the reports, without plots
     done = subprocess.run(
         [duet, "merge", *map(str, _shards(tmp_path)), "--out", str(merged)],
         env=run_env,
@@ -81,7 +81,8 @@ def test_the_core_install_merges_and_comments_without_scipy_or_matplotlib(
     )
     # Exit 1 is the fixture's regression under the default --fail-on; the file is the point.
     assert done.returncode in (0, 1), done.stderr
-    assert len(json.loads(merged.read_text())["benchmarks"]) == 6
+    assert len(json.loads((merged / "results.json").read_text())["benchmarks"]) == 6
+    assert (merged / "report.md").is_file()
 
     done = subprocess.run(
         [duet, "comment", str(merged), "--dry-run", "--provider", "github", "--pr", "1"],
@@ -96,7 +97,7 @@ def test_the_core_install_merges_and_comments_without_scipy_or_matplotlib(
 
     # Text, markdown and html need no plots; the html page says how to get them.
     done = subprocess.run(
-        [duet, "report", str(merged), "--format", "html", "--output", str(tmp_path / "r.html")],
+        [duet, "report", str(merged), "--format", "html", "--out", str(tmp_path / "r")],
         env=run_env,
         capture_output=True,
         text=True,
@@ -104,6 +105,7 @@ def test_the_core_install_merges_and_comments_without_scipy_or_matplotlib(
     )
     assert done.returncode in (0, 1), done.stderr
     assert "duet-bench[plots]" in done.stderr
+    assert (tmp_path / "r" / "report.html").is_file()
 
     # Plots asked for: the error names the extra, no traceback.
     done = subprocess.run(

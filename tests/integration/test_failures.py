@@ -154,11 +154,11 @@ def test_a_results_path_that_is_a_directory_or_missing_exits_3(tmp_path: Path) -
     cases = [
         ("analyze",),
         ("report",),
-        ("merge", "--out", str(tmp_path / "m.json"), str(tmp_path / "other.json")),
+        ("merge", "--out", str(tmp_path / "m"), str(tmp_path / "other.json")),
     ]
     for command in cases:
         for path, says in (
-            (tmp_path / "duet-results", "is a directory"),
+            (tmp_path / "duet-results", "is a directory without a results.json"),
             (tmp_path / "nothing.json", "no such file"),
         ):
             done = duet(command[0], str(path), *command[1:])
@@ -167,11 +167,12 @@ def test_a_results_path_that_is_a_directory_or_missing_exits_3(tmp_path: Path) -
             assert "Traceback" not in done.stderr
     done = duet("calibrate", "--results", str(tmp_path / "duet-results"))
     assert done.returncode == 3, done.stderr
-    # The directory a compare writes: the fix names the file inside it.
+    # The --out DIR of a compare: its results.json is read (here not a results document).
     (tmp_path / "duet-results" / "results.json").write_text("{}")
     done = duet("analyze", str(tmp_path / "duet-results"))
     assert done.returncode == 3
-    assert f"give {tmp_path / 'duet-results' / 'results.json'}" in done.stderr
+    assert "results.json" in done.stderr
+    assert "directory" not in done.stderr
 
 
 def test_fail_on_inconclusive(tmp_path: Path) -> None:

@@ -32,6 +32,25 @@ def duet(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
     )
 
 
+def test_out_is_a_directory_and_the_results_file_form_still_works(tmp_path: Path) -> None:
+    common = ["run", "--baseline", "true", "--candidate", "true", "--runs", "2",
+              "--iterations", "2", "--warmup", "0", "--isolation", "affinity", "--quiet",
+              "--reps", "200", "--fail-on", "never"]  # fmt: skip
+    out = tmp_path / "out"
+    done = duet(*common, "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "warning" not in done.stderr
+    assert {"results.json", "report.md", "junit.xml", "metrics.txt"} <= {
+        p.name for p in out.iterdir()
+    }
+    assert f"results: {out / 'results.json'}" in done.stderr
+    legacy = tmp_path / "old" / "r.json"
+    done = duet(*common, "--out", str(legacy))
+    assert done.returncode == 0, done.stderr
+    assert f"--out {legacy.parent} (it writes results.json there)" in done.stderr
+    assert sorted(p.name for p in legacy.parent.iterdir()) == ["r.json"]
+
+
 def need_root_for(isolation: str) -> None:
     if isolation == "cgroup" and not is_root():
         pytest.skip("cgroup isolation needs root (CI runs these as root)")

@@ -1,0 +1,120 @@
+"""``--out DIR`` and ``--format``: where every command writes, always a directory, and the one
+set of format names (docs/cli.md, "--out" and "--format").
+
+``run``, ``compare``, ``merge`` and ``calibrate`` write ``results.json`` inside it (``run``,
+``compare`` and ``merge`` their reports beside it), ``bisect`` its ``bisect.json`` and steps,
+``demo`` one directory per condition, ``report`` the report under its usual name. Until this
+vocabulary, ``run``, ``calibrate`` and ``merge`` took a results file: a value ending in ``.json``
+or ``.json.gz`` is still that file, with a warning that names the directory form, so that scripts
+and CI jobs do not break in one step.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: The file each command that writes results writes inside ``--out``.
+RESULTS = "results.json"
+#: What ends a results file's name (the deprecated file form of ``--out``).
+FILE_SUFFIXES = (".json", ".json.gz")
+
+
+def out_option(default: str | None, what: str) -> Callable[[F], F]:
+    """``--out DIR`` of a command that writes ``what`` into the directory (``default`` None:
+    required)."""
+    return click.option(
+        "--out",
+        type=click.Path(path_type=str),
+        metavar="DIR",
+        default=default,
+        required=default is None,
+        show_default=default is not None,
+        help=f"Directory (made if missing) for {what}.",
+    )
+
+
+#: The file ``duet report --out DIR`` writes, by format: the names ``duet compare`` gives its
+#: reports where it writes the format.
+REPORT_FILES = {
+    "text": "report.txt",
+    "markdown": "report.md",
+    "json": "report.json",
+    "junit": "junit.xml",
+    "openmetrics": "metrics.txt",
+    "html": "report.html",
+}
+
+
+#: Every format name of every command's ``--format``; a command refuses those it cannot
+#: write, saying which command can (:func:`format_option`).
+FORMATS = ("text", "markdown", "json", "junit", "openmetrics", "html")
+#: What the commands that print a results document write: every format but html, whose plots
+#: are drawn by ``duet report``.
+RESULTS_FORMATS = ("text", "markdown", "json", "junit", "openmetrics")
+_ELSEWHERE = "duet report RESULTS --format FORMAT"
+
+
+def format_option(*produces: str, what: str = "", elsewhere: str = _ELSEWHERE) -> Callable[[F], F]:
+    """``--format FORMAT`` with the names of :data:`FORMATS`, of a command that writes only
+    ``produces``: the others are refused, saying what writes them (``elsewhere``, FORMAT standing
+    for the name given)."""
+    cannot = [f for f in FORMATS if f not in produces]
+
+    def check(ctx: click.Context, param: click.Parameter, value: str) -> str:
+        if value not in produces:
+            raise click.BadParameter(
+                f"duet {ctx.info_name} writes {_words(produces)}, not {value}; for {value}: "
+                + elsewhere.replace("FORMAT", value),
+                ctx,
+                param,
+            )
+        return value
+
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(FORMATS),
+        default="text",
+        show_default=True,
+        callback=check,
+        help=what
+        if what and not cannot
+        else (f"{what} " if what else "")
+        + f"Writes {_words(produces)}"
+        + (f"; {_words(cannot)}: {_for(elsewhere, cannot)}." if cannot else "."),
+    )
+
+
+def _for(elsewhere: str, cannot: Sequence[str]) -> str:
+    return elsewhere.replace("FORMAT", cannot[0]) if len(cannot) == 1 else elsewhere
+
+
+def _words(names: Sequence[str], last: str = "or") -> str:
+    return ", ".join(names[:-1]) + f" {last} {names[-1]}" if len(names) > 1 else names[0]
+
+
+def is_file_form(out: str) -> bool:
+    """Whether ``out`` is the deprecated file form (a name ending in .json or .json.gz)."""
+    return out.endswith(FILE_SUFFIXES)
+
+
+def results_path(out: str, *, name: str = RESULTS) -> Path:
+    """The results file the command writes for ``--out out``: ``out/results.json``, or ``out``
+    itself in the deprecated file form, after a warning on stderr naming the directory form."""
+    if not is_file_form(out):
+        return Path(out) / name
+    directory = os.path.dirname(out) or "."
+    instead = f"--out {directory}" + (f" (it writes {name} there)")
+    click.echo(
+        f"duet: warning: --out {out}: a results file for --out is deprecated and will be "
+        f"refused in a later version; --out names a directory: {instead}",
+        err=True,
+    )
+    return Path(out)
