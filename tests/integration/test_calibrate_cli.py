@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from duet_bench.calibrate.designs import NOMINAL_COST
 from tests.conftest import is_root
 
 pytestmark = pytest.mark.usefixtures("no_leftovers")
@@ -133,7 +134,11 @@ def test_compare_designs_and_write_into_the_configuration(tmp_path: Path) -> Non
     eq = d["equal_time_width"]
     assert d["chosen"] == min(eq, key=eq.get)
     assert d["cost"]["iteration"] == d["cost"]["run"] == 1.0
-    assert d["cost"]["sequential"] > 1.0  # both sides in turn take longer than together
+    # The sequential run's cost is measured (its wall time over the duet runs'), not the
+    # nominal 2: how much longer it takes is a timing, which load on the machine moves (0.59
+    # and 0.84 were seen for this no-op at load 9-10), so only that it was measured is checked.
+    assert d["cost"]["sequential"] > 0
+    assert d["cost"]["sequential"] != NOMINAL_COST["sequential"]
     assert rec["method"] == d["method"] == ("sequential" if d["chosen"] == "sequential" else "duet")
     assert rec.get("crossover") == d["crossover"]
     written = (tmp_path / "duet.toml").read_text()
