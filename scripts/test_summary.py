@@ -23,6 +23,7 @@ from tests.allowed_skips import why_allowed
 def main(paths: list[str]) -> int:
     reasons: Counter[tuple[str, str]] = Counter()
     totals: Counter[str] = Counter()
+    xfails: list[str] = []
     for name in paths:
         path = Path(name)
         if not path.is_file():
@@ -31,15 +32,21 @@ def main(paths: list[str]) -> int:
         for case in ET.parse(path).getroot().iter("testcase"):
             totals["tests"] += 1
             skipped = case.find("skipped")
-            if skipped is not None:
+            if skipped is not None and skipped.get("type") == "pytest.xfail":
+                # An expected failure (strict: an unexpected pass fails the run), not a skip.
+                totals["xfailed"] += 1
+                xfails.append(f"{path.name}: {case.get('name')}: {skipped.get('message', '')}")
+            elif skipped is not None:
                 totals["skipped"] += 1
                 reasons[(path.name, skipped.get("message", "").removeprefix("Skipped: "))] += 1
             elif case.find("failure") is not None or case.find("error") is not None:
                 totals["failed"] += 1
     print(
         f"tests: {totals['tests']} run in {len(paths)} invocation(s), {totals['failed']} failed, "
-        f"{totals['skipped']} skipped"
+        f"{totals['skipped']} skipped, {totals['xfailed']} expected to fail"
     )
+    for line in xfails:
+        print(f"  expected to fail (strict xfail): {line}")
     for (where, reason), count in sorted(reasons.items()):
         why = why_allowed(reason)
         verdict = f"allowed: {why}" if why else "NOT ALLOWED in CI"
