@@ -7,7 +7,6 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -60,12 +59,16 @@ def run_tool(
     env: Mapping[str, str] | None = None,
 ) -> str:
     """Run one discovery step and return its stdout; a :class:`ConfigError` saying what the
-    harness printed when it fails."""
-    from duet_bench.isolation.privileges import popen_user, without_secrets
+    harness printed when it fails.
+
+    As the builds: as the invoking user, without the CI's secrets (the harness and what it
+    builds are the version's code), and in a container of its own, killed with whatever the
+    step left running (a daemon, a ``setsid`` child) before anything is measured
+    (:func:`duet_bench.isolation.jobs.run_job_captured`)."""
+    from duet_bench.isolation.jobs import run_job_captured
+    from duet_bench.isolation.privileges import without_secrets
 
     where = cwd or checkout.directory
-    # As the builds: without the CI's secrets, as the invoking user (the harness and what it
-    # builds are the version's code).
     environment = without_secrets(
         {**os.environ, **checkout.env, **suite.env, **(env or {})}, checkout.keep_env
     )
@@ -73,16 +76,14 @@ def run_tool(
         environment = checkout.run_as.environment(environment)
     command = shlex.join(argv)
     try:
-        done = subprocess.run(
-            list(argv),
-            cwd=where,
+        done = run_job_captured(
+            argv,
+            name="discovery",
+            what=f"suite {suite.name!r}: {what} ({command})",
+            cwd=str(where),
             env=environment,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=DISCOVERY_TIMEOUT_S,
-            check=False,
-            **popen_user(checkout.run_as),
+            timeout_s=DISCOVERY_TIMEOUT_S,
+            run_as=checkout.run_as,
         )
     except FileNotFoundError:
         raise ConfigError(
@@ -94,11 +95,11 @@ def run_tool(
             f"suite {suite.name!r}: cannot {what}: {argv[0]} is not executable",
             fix="check the suite's path names the program itself",
         ) from None
-    except subprocess.TimeoutExpired:
+    if done.returncode is None:
         raise ConfigError(
             f"suite {suite.name!r}: {what} took more than {DISCOVERY_TIMEOUT_S:.0f} s: {command}",
             fix="run it by hand in the version's directory to see where it hangs",
-        ) from None
+        )
     if done.returncode != 0:
         printed = (done.stderr.strip() + "\n" + done.stdout.strip()).strip()
         tail = printed[-2000:] or "(nothing)"
@@ -107,7 +108,7 @@ def run_tool(
             f"{command}\nit printed:\n{tail}",
             fix="run that command by hand in the version's directory and fix what it says",
         )
-    return str(done.stdout)
+    return done.stdout
 
 
 def command_in(path: str, argv: Sequence[str]) -> str:

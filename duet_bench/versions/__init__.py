@@ -42,10 +42,11 @@ from types import TracebackType
 
 from duet_bench.errors import VersionError
 from duet_bench.isolation import RunAs
+from duet_bench.isolation.jobs import KILL_GRACE_S
 from duet_bench.isolation.privileges import call_as
 from duet_bench.results import SIDES, SideName
 from duet_bench.versions import builds
-from duet_bench.versions.builds import KILL_GRACE_S, STAMP_FORMAT, TAIL_LINES, BuildFailed
+from duet_bench.versions.builds import STAMP_FORMAT, TAIL_LINES, BuildFailed
 from duet_bench.versions.git import MAX_FETCH_GENERATIONS, Repository, clean_environment
 from duet_bench.versions.slots import MAX_SLOTS, Slot, Slots
 from duet_bench.versions.version import Version

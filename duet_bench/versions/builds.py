@@ -17,13 +17,14 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Collection
 from pathlib import Path
 from typing import IO
 
 from duet_bench import dirfd, files
 from duet_bench.errors import VersionError
-from duet_bench.isolation import Container, Limits, RunAs
+from duet_bench.isolation import RunAs
+from duet_bench.isolation.jobs import run_job
 from duet_bench.isolation.privileges import call_as, without_secrets
 from duet_bench.results import SideName
 from duet_bench.versions.git import clean_environment
@@ -36,8 +37,6 @@ log = logging.getLogger(__name__)
 TAIL_LINES = 40
 #: Version of the stamp file format; a stamp of another version is not trusted.
 STAMP_FORMAT = 1
-#: After SIGTERM, how long a build's processes get to exit before SIGKILL.
-KILL_GRACE_S = 2.0
 
 
 class BuildFailed(VersionError):
@@ -140,9 +139,10 @@ def run_build(
     """Run ``command`` in ``version.directory``, output to ``log_path``; its duration in
     seconds.
 
-    The build runs in a container of its own (:func:`_build_container`): whatever it starts,
-    daemons and ``setsid`` children included, is killed when it ends, before anything is
-    measured. The CI's secrets are not in its environment (``keep_env`` names those kept).
+    The build runs in a container of its own (:func:`duet_bench.isolation.jobs.run_job`):
+    whatever it starts, daemons and ``setsid`` children included, is killed when it ends,
+    before anything is measured. The CI's secrets are not in its environment (``keep_env``
+    names those kept).
 
     Raises
     ------
@@ -164,39 +164,20 @@ def run_build(
     )
     log.info("%s: building %s: %s", version.side, version.ref, command)
     t0 = time.monotonic()
-    # The output goes straight to the file, not through a pipe: a background process the
-    # build leaves behind (a compiler server) keeps a pipe open and would hang the read.
-    with _build_container(version.side) as container, new_log(log_path) as out:
+    with new_log(log_path) as out:
         out.write(header.encode())
         out.flush()
-        # In its own session (hence process group, as every spawn), so that a timeout or a
-        # signal stops the whole build (make and its compilers) gently first; stdin /dev/null.
-        proc = container.spawn(
+        returncode = run_job(
             ["/bin/sh", "-c", command],
+            name=f"build-{version.side}",
+            what=f"the {version.side} build",
             cwd=str(version.directory),
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
+            timeout_s=timeout_s,
             run_as=run_as,
         )
-        try:
-            returncode: int | None = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            _stop_group(proc)
-            returncode = None
-        except BaseException:
-            # SIGINT/SIGTERM arrive as an exception (the CLI's handler): the build must
-            # not outlive us.
-            _stop_group(proc)
-            raise
-        if _group_alive(proc.pid) or container.processes():
-            log.warning(
-                "the %s build left processes running; stopping them (they would disturb "
-                "the measurement)",
-                version.side,
-            )
-            _stop_group(proc)
-    # Closing the container killed what was left in it: daemons that left the process group.
     duration_s = time.monotonic() - t0
     if returncode != 0:
         raise _failure(version, returncode, log_path, timeout_s)
@@ -228,26 +209,6 @@ def _failure(
         log_path=log_path,
         tail=tail,
     )
-
-
-@contextlib.contextmanager
-def _build_container(side: SideName) -> Iterator[Container]:
-    """A container for one build on every CPU we may use: a cgroup as root (the best level
-    this machine has), else the process tree (``affinity-only``, which cannot catch a daemon
-    that left its session; said in docs/versions.md). Closing it kills what is left."""
-    from duet_bench.isolation import select_backend
-    from duet_bench.isolation.affinity import AffinityBackend
-
-    # Not root: no cgroup is ours to make, and select_backend would warn about the
-    # measurement at every build.
-    backend = select_backend("auto") if os.geteuid() == 0 else AffinityBackend()
-    with (
-        backend,
-        backend.container(
-            f"build-{side}", cpus=sorted(os.sched_getaffinity(0)), mems=None, limits=Limits()
-        ) as container,
-    ):
-        yield container
 
 
 def write_stamp(
@@ -287,48 +248,6 @@ def write_stamp(
             f"the build succeeded but its stamp {path} could not be written: {reason}",
             fix=f"free space in {cache_dir} (or set XDG_CACHE_HOME), then run again",
         ) from None
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether a process of group ``pgid`` still runs. Zombies do not count: orphans of the
-    build are reparented to PID 1, which in a container may never reap them, and
-    ``killpg(pgid, 0)`` succeeds on zombies."""
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        entries = []
-    if not entries:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        # After the command name: state, ppid, pgrp.
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
-
-
-def _stop_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the build's process group, SIGKILL what is left after a grace period, reap."""
-    for sig, grace in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, KILL_GRACE_S)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, sig)
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline:
-            if proc.poll() is not None and not _group_alive(proc.pid):
-                return
-            time.sleep(0.02)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=KILL_GRACE_S)
 
 
 def _read_own(path: Path) -> bytes:

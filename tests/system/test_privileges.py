@@ -585,6 +585,38 @@ def test_build_daemons_are_gone_before_measuring(user: User) -> None:
             _kill(int(pidfile.read_text()))
 
 
+def test_discovery_daemons_are_gone_before_measuring(user: User) -> None:
+    """As the build's: a ``setsid`` child the suite's discovery leaves (here the "harness"
+    asked for its list starts one) is killed before the measurement starts, and does not
+    outlive duet."""
+    pids = user.home / "discovery-daemon"
+    # The sleeper writes its pid to a file named after the listing's own pid, which waits
+    # for it: one file per version, written before the listing ends.
+    sleeper = (
+        f"setsid sh -c 'echo $$ > \"$0\"; exec sleep 600' {pids}-$$ </dev/null >/dev/null 2>&1 & "
+        f"while [ ! -s {pids}-$$ ]; do sleep 0.05; done;"
+    )
+    script = f'#!/bin/sh\ncase "$1" in --benchmark_list_tests*) {sleeper} echo BM_x;; esac\n'
+    check = (
+        f"for f in {pids}-*; do s=$(awk '/^State:/ {{print $2}}' \"/proc/$(cat $f)/status\" "
+        f'2>/dev/null); [ -n "$s" ] && [ "$s" != Z ] && echo alive >> {user.home}/seen; done; true'
+    )
+    suite = '\n[[suite]]\nadapter = "google-benchmark"\npath = "bench.sh"\nname = "gb"\n'
+    files = {"bench.sh": script, "duet.toml": _config("true", _bench("b", check)) + suite}
+    repo = _repo(user, files)
+    try:
+        done, _ = _duet(user, repo, "--bench", "b")
+        assert done.returncode == 0, done.stdout + done.stderr
+        recorded = [int(p.read_text()) for p in user.home.glob("discovery-daemon-*")]
+        assert len(recorded) == 2, f"discovery ran {len(recorded)} times: {done.stderr}"
+        assert "left processes running" in done.stderr, done.stderr
+        assert not (user.home / "seen").exists(), "discovery's daemon ran during the measurement"
+        assert not any(_alive(pid) for pid in recorded), "discovery's daemon outlived duet"
+    finally:
+        for path in user.home.glob("discovery-daemon-*"):
+            _kill(int(path.read_text()))
+
+
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
