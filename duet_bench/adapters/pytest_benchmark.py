@@ -15,17 +15,22 @@ one string of shell words) used at discovery and in every run, for what the proj
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
-import subprocess
-from collections.abc import Mapping
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from duet_bench.adapters.base import Checkout, Suite
 from duet_bench.config import BenchmarkConfig
 from duet_bench.errors import ConfigError
+
+if TYPE_CHECKING:
+    from duet_bench.isolation.jobs import Captured
 
 #: The driver the worker imports from its own directory (see duet_bench/harness/duet_pytest.py).
 DRIVER = "duet_pytest:run"
@@ -90,35 +95,12 @@ class PytestBenchmarkAdapter:
                 "interpreter, and none is configured",
                 fix='set python = ".venv/bin/python" (relative to the version\'s directory)',
             )
-        argv = [checkout.python, str(HARNESS), "--list", *_suite_args(suite), suite.path]
-        if suite.filter:
-            argv += ["-k", suite.filter]
         where = f"suite {suite.name!r} in {checkout.directory}"
-        try:
-            done = subprocess.run(
-                argv,
-                cwd=checkout.directory,
-                env={**os.environ, **checkout.env, **suite.env},
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=DISCOVERY_TIMEOUT_S,
-                check=False,
-            )
-        except FileNotFoundError as e:
-            raise ConfigError(
-                f"{where}: the interpreter {checkout.python} does not exist ({e.strerror})",
-                fix="create the version's environment in the build command, or set python",
-            ) from e
-        except OSError as e:
-            raise ConfigError(f"{where}: cannot run {checkout.python}: {e}") from e
-        except subprocess.TimeoutExpired as e:
-            raise ConfigError(
-                f"{where}: pytest did not finish collecting in {DISCOVERY_TIMEOUT_S:.0f} s",
-                fix=f"run `{checkout.python} -m pytest --collect-only {suite.path}` there to "
-                "see what hangs",
-            ) from e
+        with _readable_harness() as harness:
+            argv = [checkout.python, str(harness), "--list", *_suite_args(suite), suite.path]
+            if suite.filter:
+                argv += ["-k", suite.filter]
+            done = _collect(argv, suite, checkout, where)
         if done.returncode == _EXIT_NO_PYTEST:
             raise ConfigError(
                 f"{where}: {_tail(done.stderr).removeprefix('duet_pytest: ')}",
@@ -168,3 +150,55 @@ def _parse_listing(stdout: str, where: str) -> tuple[str, ...]:
 
 
 ADAPTER = PytestBenchmarkAdapter()
+
+
+@contextlib.contextmanager
+def _readable_harness() -> Iterator[Path]:
+    """The pytest driver with its sibling harness files, in a directory of root's that any
+    user may read (the collection runs as the invoking user, who may not reach duet's own
+    install: a pipx install in root's home), removed afterwards."""
+    from duet_bench.runner.harness import install_harness
+
+    directory = Path(tempfile.mkdtemp(prefix="duet-collect-"))
+    try:
+        os.chmod(directory, 0o755)
+        install_harness(directory)
+        yield directory / "harness" / HARNESS.name
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _collect(argv: list[str], suite: Suite, checkout: Checkout, where: str) -> Captured:
+    """pytest's collection in the version's interpreter, as every discovery step runs: as the
+    invoking user, without the CI's secrets, in a container of its own
+    (:func:`duet_bench.adapters.tools.run_tool` says why)."""
+    from duet_bench.isolation.jobs import run_job_captured
+    from duet_bench.isolation.privileges import without_secrets
+
+    env = without_secrets({**os.environ, **checkout.env, **suite.env}, checkout.keep_env)
+    if checkout.run_as is not None:
+        env = checkout.run_as.environment(env)
+    python = checkout.python or ""
+    try:
+        done = run_job_captured(
+            argv,
+            name="discovery",
+            what=f"{where}: pytest's collection",
+            cwd=str(checkout.directory),
+            env=env,
+            timeout_s=DISCOVERY_TIMEOUT_S,
+            run_as=checkout.run_as,
+        )
+    except FileNotFoundError as e:
+        raise ConfigError(
+            f"{where}: the interpreter {python} does not exist ({e.strerror})",
+            fix="create the version's environment in the build command, or set python",
+        ) from e
+    except OSError as e:
+        raise ConfigError(f"{where}: cannot run {python}: {e}") from e
+    if done.returncode is None:
+        raise ConfigError(
+            f"{where}: pytest did not finish collecting in {DISCOVERY_TIMEOUT_S:.0f} s",
+            fix=f"run `{python} -m pytest --collect-only {suite.path}` there to see what hangs",
+        )
+    return done

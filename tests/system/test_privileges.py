@@ -585,6 +585,29 @@ def test_build_daemons_are_gone_before_measuring(user: User) -> None:
             _kill(int(pidfile.read_text()))
 
 
+def test_pytest_collection_runs_as_the_user_without_secrets(user: User) -> None:
+    """A pytest-benchmark suite is collected by the version's own interpreter (its conftest.py
+    imported): as the invoking user, without the CI's secrets, never as root. The "interpreter"
+    here is the pull request's script, which records who ran it and what it saw (a real one
+    would need a python the throwaway user can run, which CI's root-only pyenv is not)."""
+    seen = user.home / "collected"
+    interpreter = f"#!/bin/sh\n{{ id -u; env; }} > {seen}-$$\n"
+    suite = (
+        'python = "interpreter.sh"\n\n[[suite]]\nadapter = "pytest-benchmark"\n'
+        'path = "test_x.py"\nname = "pb"\n'
+    )
+    files = {"interpreter.sh": interpreter, "test_x.py": "", "duet.toml": _config("true") + suite}
+    repo = _repo(user, files)
+    done, _ = _duet(user, repo, env=TOKENS)
+    records = list(user.home.glob("collected-*"))
+    assert records, f"the version's interpreter never ran: {done.stdout + done.stderr}"
+    for record in records:
+        uid, *env = record.read_text().splitlines()
+        assert int(uid) == user.uid, f"{record.name}: ran as uid {uid}, not as {user.name}"
+        leaked = [name for name, value in TOKENS.items() if any(value in line for line in env)]
+        assert not leaked, f"these secrets reached the collection: {leaked}"
+
+
 def test_discovery_daemons_are_gone_before_measuring(user: User) -> None:
     """As the build's: a ``setsid`` child the suite's discovery leaves (here the "harness"
     asked for its list starts one) is killed before the measurement starts, and does not
