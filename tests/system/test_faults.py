@@ -245,8 +245,13 @@ def test_a_detached_daemon_is_killed_with_its_run(
     # holds it any more, the cgroup does.
     marker = f"duet-daemon-{uuid.uuid4().hex}"
     pids = shared_dir / "pids"
+    # The iteration waits until its daemon has written its pid: the iteration (and the run)
+    # could otherwise end and kill the daemon before it wrote it (2 of 4 were seen once).
+    count = f"$([ -e {pids} ] && wc -l < {pids} || echo 0)"
     daemon = (
+        f"n={count}; "
         f"( setsid sh -c 'echo $$ >> {pids}; sleep 1000; true' {marker} & ); "
+        f'while [ "{count}" -le "$n" ]; do sleep 0.01; done; '
         f"grep SigBlk /proc/self/status >> {shared_dir / 'masks'}"
     )
     out = tmp_path / "r.json"
