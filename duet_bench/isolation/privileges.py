@@ -168,18 +168,6 @@ def open_as(run_as: RunAs | None, fn: Callable[[], int]) -> int:
     return fds[0]
 
 
-def read_as_invoking_user(path: str | os.PathLike[str], limit: int | None = None) -> bytes:
-    """The bytes of a file the user names (a results file, a configuration), read as that user
-    when root runs under ``sudo``: a link there leads only where the user may read, so root
-    never prints or parses a file of its own through it. At most ``limit + 1`` bytes when a
-    ``limit`` is given (the caller refuses more). ``OSError`` as ``open`` raises it."""
-    run_as = RunAs.from_environment(None, os.environ)
-    flags = os.O_RDONLY | os.O_CLOEXEC
-    fd = open_as(run_as, lambda: os.open(path, flags))
-    with os.fdopen(fd, "rb") as f:
-        return f.read() if limit is None else f.read(limit + 1)
-
-
 def remove_tree(path: Path) -> None:
     """``rm -rf path``, read-only entries included, never through a link.
 

@@ -367,20 +367,20 @@ def load(path: str | os.PathLike[str]) -> ResultsDocument:
         The file is missing, unreadable, truncated, not JSON, from a newer schema or has a
         wrong field; the message names the field and the fix.
     """
-    from duet_bench.isolation.privileges import read_as_invoking_user
-
     p = Path(path)
     try:
-        # As the user who ran sudo, when root: the path is theirs (docs/isolation.md).
-        raw = read_as_invoking_user(p, MAX_RESULTS_BYTES)
-        if len(raw) > MAX_RESULTS_BYTES:
-            raise ResultsError(
-                f"{p}: over the {MAX_RESULTS_BYTES // 2**20} MiB that duet reads in a results "
-                f"file ({cite('configuration.md')}, Limits)",
-                fix="a file that large was not written by duet within its limits (runs, "
-                "iterations); split the suite with duet compare --shard i/N, or measure fewer "
-                "runs or iterations",
-            )
+        size = p.stat().st_size
+    except OSError:
+        size = 0  # reading says what is wrong
+    if size > MAX_RESULTS_BYTES:
+        raise ResultsError(
+            f"{p}: {size / 2**20:,.0f} MiB, over the {MAX_RESULTS_BYTES // 2**20} MiB that duet "
+            f"reads in a results file ({cite('configuration.md')}, Limits)",
+            fix="a file that large was not written by duet within its limits (runs, iterations); "
+            "split the suite with duet compare --shard i/N, or measure fewer runs or iterations",
+        )
+    try:
+        raw = p.read_bytes()
         if raw[:2] == _GZIP_MAGIC:
             # By content, not by name: results.json.gz, or one renamed to results.json.
             raw = _gunzip(raw, p)
