@@ -171,9 +171,8 @@ def merge(documents: Sequence[tuple[str, ResultsDocument]]) -> ResultsDocument:
 
 
 def merge_files(paths: Sequence[Path], out: Path) -> ResultsDocument:
-    from duet_bench.commands import load_results
 
-    docs = [(str(p), load_results(p)) for p in paths]
+    docs = [(str(p), results.load_given(p)) for p in paths]
     if out.exists() and any(out.resolve() == p.resolve() for p in paths):
         raise UsageError(f"--out {out} is one of the inputs", fix="write the merge to a new file")
     merged = merge(docs)

@@ -2,39 +2,17 @@
 ``duet_bench.cli.LAZY_COMMANDS``). Each module defines one click command and imports heavy modules
 inside the command's body. The shared options come from :mod:`duet_bench.commands.options`, error
 handling and exit codes from :mod:`duet_bench.cli`; here, what the commands that read a results
-file share (:func:`load_results`, :func:`reanalyze`).
+file share (:func:`raise_if_incomplete`, :func:`reanalyze`); they read it with
+:func:`duet_bench.results.load_given`.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from duet_bench.results import ResultsDocument
-
-
-def load_results(path: str | os.PathLike[str]) -> ResultsDocument:
-    """The results document at ``path``, given on the command line.
-
-    A directory is the ``--out DIR`` of the command that wrote it: its results.json is read.
-    A path that names no results file, a directory without one as much as a missing file, is
-    the same failure for every command that reads results (exit 3: the input is unreadable,
-    which in CI means that the step that should have written it did not).
-    """
-    from duet_bench import results
-    from duet_bench.errors import ResultsError
-
-    if os.path.isdir(path):
-        inside = os.path.join(path, "results.json")
-        if not os.path.isfile(inside):
-            raise ResultsError(
-                f"{os.fspath(path)} is a directory without a results.json",
-                fix="give the --out DIR that duet run, compare or merge wrote, or its results.json",
-            )
-        path = inside
-    return results.load(path)
 
 
 def raise_if_incomplete(doc: ResultsDocument, *, allow: bool) -> None:

@@ -43,11 +43,12 @@ def analyze(
     Each benchmark is analysed with the settings it was measured with (duet.toml's
     `threshold`, `confidence` and `metric`, or the options of the run), except those given
     here explicitly."""
-    from duet_bench.commands import load_results, raise_if_incomplete, reanalyze
+    from duet_bench.commands import raise_if_incomplete, reanalyze
     from duet_bench.report import render
     from duet_bench.report.layout import terminal_width
+    from duet_bench.results import load_given
 
-    doc = load_results(results)
+    doc = load_given(results)
     analysed = reanalyze(doc, explicit_analysis_options(ctx), only_missing=False)
     color, width = fmt == "text" and color_for(sys.stdout), terminal_width(sys.stdout)
     click.echo(render(analysed, fmt, color=color, width=width), nl=False)  # type: ignore[arg-type]

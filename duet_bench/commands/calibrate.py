@@ -152,9 +152,9 @@ def calibrate(**o: Any) -> None:
 
     settings = _check_options(o)
     if o["from_results"]:
-        from duet_bench.commands import load_results
+        from duet_bench.results import load_given
 
-        doc = load_results(o["from_results"])
+        doc = load_given(o["from_results"])
         out = Path(o["from_results"])
     else:
         from duet_bench.commands.output import results_path

@@ -137,9 +137,10 @@ def comment(
       duet comment duet-results/results.json
       duet comment results.json --provider github --pr 12 --dry-run
     """
-    from duet_bench.commands import load_results, raise_if_incomplete
+    from duet_bench.commands import raise_if_incomplete
+    from duet_bench.results import load_given
 
-    doc = load_results(results)
+    doc = load_given(results)
     _post(doc, provider, pr, key, details_url, expect_head_sha, author, require_comment, dry_run)
     raise_if_incomplete(doc, allow=allow_incomplete)
 

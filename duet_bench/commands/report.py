@@ -73,13 +73,14 @@ def report(ctx: click.Context, /, **o: Any) -> None:
     inlines the plots.
     """
     from duet_bench import files
-    from duet_bench.commands import load_results, raise_if_incomplete
+    from duet_bench.commands import raise_if_incomplete
     from duet_bench.errors import EnvironmentNotReady
     from duet_bench.report import render
     from duet_bench.report.layout import terminal_width
+    from duet_bench.results import load_given
 
     explicit = explicit_analysis_options(ctx)
-    doc = reanalyze(load_results(o["results"]), explicit, only_missing=not explicit)
+    doc = reanalyze(load_given(o["results"]), explicit, only_missing=not explicit)
 
     fmt: str = o["fmt"]
     plots: dict[str, str] | None = None

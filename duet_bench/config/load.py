@@ -9,6 +9,7 @@ and :mod:`duet_bench.config.validate` turns the parsed table into a
 from __future__ import annotations
 
 import logging
+import os
 import re
 import tomllib
 from collections.abc import Callable, Sequence
@@ -171,8 +172,14 @@ def load_config(
 
 
 def _read(path: Path) -> str:
+    """The text of the configuration file the user named or that was found from the working
+    directory: root under ``sudo`` opens it as the user who ran sudo, so a link there leads only
+    where they may read (docs/isolation.md, "What runs as root")."""
+    from duet_bench.isolation.privileges import open_as_invoking_user
+
     try:
-        data = path.read_bytes()
+        with os.fdopen(open_as_invoking_user(path), "rb") as f:
+            data = f.read()
     except FileNotFoundError:
         raise ConfigError(
             f"{path}: no such file",

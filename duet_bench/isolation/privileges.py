@@ -168,6 +168,17 @@ def open_as(run_as: RunAs | None, fn: Callable[[], int]) -> int:
     return fds[0]
 
 
+def open_as_invoking_user(path: str | os.PathLike[str]) -> int:
+    """A read-only descriptor of ``path``, a file the user named on the command line (a results
+    file, a configuration), opened as the user who ran ``sudo`` when root runs under it: a link
+    there leads only where that user may read, so root never parses or quotes a file of its own
+    through it (docs/isolation.md, "What runs as root"). Opened by this process otherwise.
+    ``OSError`` as ``open`` raises it."""
+    run_as = RunAs.from_environment(None, os.environ)
+    flags = os.O_RDONLY | os.O_CLOEXEC
+    return open_as(run_as, lambda: os.open(path, flags))
+
+
 def remove_tree(path: Path) -> None:
     """``rm -rf path``, read-only entries included, never through a link.
 

@@ -29,7 +29,7 @@ from duet_bench.results.model import (
     SideRecord,
     replace_name,
 )
-from duet_bench.results.read import from_dict, load
+from duet_bench.results.read import from_dict, load, load_given
 from duet_bench.results.write import benchmark_dict, dumps, save, to_dict, write_atomic
 
 __all__ = [
@@ -51,6 +51,7 @@ __all__ = [
     "dumps",
     "from_dict",
     "load",
+    "load_given",
     "replace_name",
     "save",
     "to_dict",

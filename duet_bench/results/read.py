@@ -10,8 +10,9 @@ import gzip
 import json
 import logging
 import os
+import stat
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -358,8 +359,13 @@ def _gunzip(raw: bytes, p: Path) -> bytes:
     return data
 
 
-def load(path: str | os.PathLike[str]) -> ResultsDocument:
+def load(
+    path: str | os.PathLike[str], *, opener: Callable[[Path], int] | None = None
+) -> ResultsDocument:
     """Read and validate a results file.
+
+    ``opener`` opens it read-only and returns the descriptor (default: ``os.open`` by this
+    process); :func:`load_given` passes one that opens as the invoking user.
 
     Raises
     ------
@@ -369,18 +375,18 @@ def load(path: str | os.PathLike[str]) -> ResultsDocument:
     """
     p = Path(path)
     try:
-        size = p.stat().st_size
-    except OSError:
-        size = 0  # reading says what is wrong
-    if size > MAX_RESULTS_BYTES:
-        raise ResultsError(
-            f"{p}: {size / 2**20:,.0f} MiB, over the {MAX_RESULTS_BYTES // 2**20} MiB that duet "
-            f"reads in a results file ({cite('configuration.md')}, Limits)",
-            fix="a file that large was not written by duet within its limits (runs, iterations); "
-            "split the suite with duet compare --shard i/N, or measure fewer runs or iterations",
-        )
-    try:
-        raw = p.read_bytes()
+        fd = (opener or _open_read_only)(p)
+        with os.fdopen(fd, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > MAX_RESULTS_BYTES:
+                raise ResultsError(
+                    f"{p}: {size / 2**20:,.0f} MiB, over the {MAX_RESULTS_BYTES // 2**20} MiB "
+                    f"that duet reads in a results file ({cite('configuration.md')}, Limits)",
+                    fix="a file that large was not written by duet within its limits (runs, "
+                    "iterations); split the suite with duet compare --shard i/N, or measure "
+                    "fewer runs or iterations",
+                )
+            raw = f.read(MAX_RESULTS_BYTES + 1)  # a file that grew since: the gzip check says
         if raw[:2] == _GZIP_MAGIC:
             # By content, not by name: results.json.gz, or one renamed to results.json.
             raw = _gunzip(raw, p)
@@ -425,6 +431,52 @@ def load(path: str | os.PathLike[str]) -> ResultsDocument:
             "re-run the benchmark",
         ) from None
     return from_dict(data, source=str(p))
+
+
+def _open_read_only(p: Path) -> int:
+    return os.open(p, os.O_RDONLY | os.O_CLOEXEC)
+
+
+def load_given(path: str | os.PathLike[str]) -> ResultsDocument:
+    """The results document at ``path``, a path the user gave on the command line.
+
+    A directory is the ``--out DIR`` of the command that wrote it: its results.json is read.
+    A path that names no results file, a directory without one as much as a missing file, is
+    the same failure for every command that reads results (exit 3: the input is unreadable,
+    which in CI means that the step that should have written it did not).
+
+    Root under ``sudo`` opens it, the directory test included, as the user who ran sudo
+    (:func:`duet_bench.isolation.privileges.open_as_invoking_user`): a link in the path leads
+    only where that user may read (docs/isolation.md, "What runs as root").
+    """
+    from duet_bench.isolation.privileges import open_as_invoking_user
+
+    try:
+        fd = open_as_invoking_user(path)
+    except FileNotFoundError:
+        raise ResultsError(
+            f"{os.fspath(path)}: no such file",
+            fix="give the path of a results.json written by duet",
+        ) from None
+    except OSError as e:
+        raise ResultsError(f"{os.fspath(path)}: cannot read it: {e}") from None
+    try:
+        is_directory = stat.S_ISDIR(os.fstat(fd).st_mode)
+    finally:
+        os.close(fd)
+    if is_directory:
+        inside = os.path.join(path, "results.json")
+        try:
+            os.close(open_as_invoking_user(inside))
+        except FileNotFoundError:
+            raise ResultsError(
+                f"{os.fspath(path)} is a directory without a results.json",
+                fix="give the --out DIR that duet run, compare or merge wrote, or its results.json",
+            ) from None
+        except OSError:
+            pass  # reading it says what is wrong
+        path = inside
+    return load(path, opener=open_as_invoking_user)
 
 
 def _kind(value: Any) -> str:

@@ -535,6 +535,57 @@ def test_suite_discovery_runs_as_the_user_without_secrets(user: User) -> None:
         assert not leaked, f"these secrets reached the discovery: {leaked}"
 
 
+@pytest.mark.parametrize("command", ["report", "analyze", "merge"])
+def test_root_reads_a_results_file_as_the_user(user: User, tmp_path: Path, command: str) -> None:
+    """A results file given to ``sudo duet report`` (or analyze, comment, merge) is the user's
+    path: a link there to a root-only file must not have root read it. The root-only file here
+    is JSON whose schema field is the secret, so an error that quoted the field would leak it."""
+    vault = tmp_path / "vault"
+    vault.mkdir(mode=0o700)
+    os.chmod(tmp_path, 0o755)
+    secret = "duet-secret-" + secrets.token_hex(8)
+    root_only = vault / "results.json"
+    root_only.write_text(json.dumps({"schema": secret, "benchmarks": []}))
+    os.chmod(root_only, 0o600)
+    link = user.home / "results.json"
+    user.run("ln", "-s", str(root_only), str(link))
+    assert link.is_symlink()
+    passed = {k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}
+    extra = [f"{k}={v}" for k, v in passed.items()]
+    args = [command, str(link)]
+    if command == "merge":
+        args += [str(link), "--out", str(user.home / "merged")]
+    done = user.run(
+        "sudo", "-n", "env", *extra, sys.executable, "-m", "duet_bench", *args, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "Permission denied" in done.stderr, done.stderr
+    assert secret not in done.stdout + done.stderr, "the root-only file was read through the link"
+
+
+def test_root_reads_a_configuration_file_as_the_user(user: User, tmp_path: Path) -> None:
+    """The configuration file given to ``sudo duet calibrate --config`` is the user's path too: a
+    link there to a root-only TOML file must not have root parse it (an unknown key would be
+    quoted in the error)."""
+    vault = tmp_path / "vault"
+    vault.mkdir(mode=0o700)
+    os.chmod(tmp_path, 0o755)
+    secret = "duet-secret-" + secrets.token_hex(8)
+    root_only = vault / "duet.toml"
+    root_only.write_text(f'{secret} = 1\n[[benchmark]]\nname = "x"\ncommand = "true"\n')
+    os.chmod(root_only, 0o600)
+    link = user.home / "duet.toml"
+    user.run("ln", "-s", str(root_only), str(link))
+    extra = [f"PYTHONPATH={os.environ['PYTHONPATH']}"] if "PYTHONPATH" in os.environ else []
+    done = user.run(
+        "sudo", "-n", "env", *extra, sys.executable, "-m", "duet_bench", "calibrate",
+        "--bench", "x", "--config", str(link), timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Permission denied" in done.stderr, done.stderr
+    assert secret not in done.stdout + done.stderr, "the root-only file was read through the link"
+
+
 def test_build_daemons_are_gone_before_measuring(user: User) -> None:
     """Finding 7: a ``setsid`` child of the build must be killed before the measurement
     starts, and not outlive duet."""
