@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
-from duet_bench.cli import fails_on, reports_errors
+from duet_bench.cli import outcome_of, reports_errors
 from duet_bench.commands.help import READS_RESULTS, Command
 from duet_bench.commands.options import (
     allow_incomplete_option,
     fail_on_option,
 )
 from duet_bench.commands.output import RESULTS_FORMATS, format_option, out_option
-from duet_bench.errors import EXIT_REGRESSION
+from duet_bench.errors import Outcome
 
 
 @click.command(cls=Command, exits=READS_RESULTS, interrupts=False)
@@ -26,7 +25,7 @@ from duet_bench.errors import EXIT_REGRESSION
 @reports_errors
 def merge(
     shards: tuple[str, ...], out: str, fmt: str, fail_on: str, allow_incomplete: bool
-) -> None:
+) -> Outcome:
     """Merge the results of a suite split with `duet compare --shard i/n` into one document.
 
     Refuses, naming the difference: a results file that `duet compare` did not write (two
@@ -51,5 +50,4 @@ def merge(
     click.echo(render(doc, fmt), nl=False)  # type: ignore[arg-type]
     click.echo(f"merged {len(shards)} shards into {path}", err=True)
     raise_if_incomplete(doc, allow=allow_incomplete)
-    if fails_on(doc, fail_on):
-        sys.exit(EXIT_REGRESSION)
+    return outcome_of(doc, fail_on)
