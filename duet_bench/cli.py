@@ -119,6 +119,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "compare": "duet_bench.commands.compare:compare",
     "demo": "duet_bench.commands.demo:demo",
     "doctor": "duet_bench.commands.doctor:doctor",
+    "github": "duet_bench.commands.github:github",
     "merge": "duet_bench.commands.merge:merge",
     "report": "duet_bench.commands.report:report",
     "run": "duet_bench.commands.run:run",
@@ -200,6 +201,18 @@ def finish(
     click.echo(f"results: {out}", err=True)
     raise_if_broken(doc, max_failures, missing=missing)
     return outcome_of(doc, fail_on)
+
+
+def deprecated_entry(old: str, command: str) -> None:
+    """``old``, a way to run ``duet COMMAND`` kept for CI workflows written for it: a warning
+    that names ``duet COMMAND`` (on stderr, whose lines GitHub also reads as workflow
+    commands), then the command with the same arguments and exit code."""
+    text = f"`{old}` is deprecated: run `duet {command}` with the same arguments"
+    if os.environ.get("GITHUB_ACTIONS") == "true":  # ``text`` has nothing to escape (%, CR, LF)
+        click.echo(f"::warning title=duet::{text}", err=True)
+    else:
+        click.echo(f"duet: warning: {text}", err=True)
+    main([command, *sys.argv[1:]], prog_name="duet")
 
 
 if __name__ == "__main__":  # pragma: no cover

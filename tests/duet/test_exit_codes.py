@@ -126,5 +126,4 @@ def test_only_the_cli_exits() -> None:
         if "harness" not in path.parts
         if (lines := _exits(ast.parse(path.read_text(), str(path))))
     }
-    # ci/github.py's argparse main goes with its move into a duet command.
-    assert set(found) - {"duet_bench/ci/github.py"} == {"duet_bench/cli.py"}, found
+    assert set(found) == {"duet_bench/cli.py"}, found
