@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any, get_args
 
+import pytest
+
 from duet_bench.errors import (
     EXIT_CODES,
     EXIT_INFRASTRUCTURE,
@@ -127,3 +129,19 @@ def test_only_the_cli_exits() -> None:
         if (lines := _exits(ast.parse(path.read_text(), str(path))))
     }
     assert set(found) == {"duet_bench/cli.py"}, found
+
+
+@pytest.mark.parametrize("module", ["duet_worker", "duet_pytest"])
+def test_the_runner_reads_the_harness_codes_without_importing_it_by_path(module: str) -> None:
+    """The orchestrator imports the codes from the harness files as modules of duet's package:
+    sys.path is left as it was, and no harness file is loaded under its bare name."""
+    code = (
+        "import sys; before = list(sys.path); "
+        f"import duet_bench.harness.{module}; "
+        "import duet_bench.runner.supervise, duet_bench.adapters.pytest_benchmark; "
+        "assert sys.path == before, sys.path; "
+        "bare = [m for m in sys.modules if m.startswith('duet_') and '.' not in m]; "
+        "assert set(bare) <= {'duet_bench', 'duet_stats'}, bare"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
