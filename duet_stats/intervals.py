@@ -1,4 +1,4 @@
-"""The bootstrap interval over runs of the duet ratio, five ways (method.md section 1).
+"""The bootstrap interval over runs of the duet ratio, five ways (docs/statistics.md, method 1).
 
 The interval is built on the log scale, around the mean of the log run ratios ``log g[r]``, and
 its bounds transformed back with ``exp``. ``"percentile"`` is the duet paper's method;
