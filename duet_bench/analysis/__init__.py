@@ -1,4 +1,4 @@
-"""From raw samples to a verdict: the ``duet`` side of the statistics.
+"""From raw samples to a verdict: the ``duet_bench`` side of the statistics.
 
 ``duet_stats`` computes numbers; this package decides what they mean (docs/statistics.md, method 2):
 the verdict words, the practical-significance threshold, which metric decides, how many runs would

@@ -35,9 +35,10 @@ The package, one job per module, in the order a calibration runs:
 - :mod:`~duet_bench.calibrate.calibration`: :func:`calibrate`, the steps in sequence, and
   :func:`calibrate_metrics`.
 
-The numerics live in ``stats``: warm-up detection in :mod:`duet_stats.warmup`, the side asymmetry
-and its two-group bootstrap in :mod:`duet_stats.asymmetry`, the rest in :mod:`duet_stats.ratio`,
-:mod:`duet_stats.sequential`, :mod:`duet_stats.impact` and :mod:`duet_stats.planning`.
+The numerics live in ``duet_stats``: warm-up detection in :mod:`duet_stats.warmup`, the side
+asymmetry and its two-group bootstrap in :mod:`duet_stats.asymmetry`, the rest in
+:mod:`duet_stats.ratio`, :mod:`duet_stats.sequential`, :mod:`duet_stats.impact` and
+:mod:`duet_stats.planning`.
 
 References
 ----------

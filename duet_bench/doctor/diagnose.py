@@ -154,7 +154,7 @@ def diagnose(
     self_pid : int, optional
         Our pid, never reported as "another duet" (default: ours).
     lock_file : str or Path, optional
-        The machine-wide measuring lock (default: :func:`duet.lock.lock_path`), whose holder
+        The machine-wide measuring lock (default: :func:`duet_bench.lock.lock_path`), whose holder
         is another duet measuring now.
     sleep : callable
         How to wait ``sample_s`` (injectable so tests need not wait).
