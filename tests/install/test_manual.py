@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import io
 import re
+import subprocess
 import tokenize
 from collections.abc import Iterator
 from pathlib import Path
@@ -127,4 +128,37 @@ def test_comments_cite_pages_that_exist() -> None:
                     ok = base in DESIGN_DOCS or base in OUTPUTS or (DOCS / name).is_file()
                 if not ok:
                     bad.append(f"{path.relative_to(ROOT)}:{line}: {name}")
+    assert not bad, "\n".join(bad)
+
+
+#: Files the benchmarks and CI write (not documents to read): cited as outputs, never as pages.
+WRITTEN = {"report.md", "summary.md", "crossover-study.md", "metric-study.md"}
+
+
+def _tracked(*patterns: str) -> list[Path]:
+    done = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-files", *patterns], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        pytest.skip(f"not a git checkout: {done.stderr.strip()}")
+    return [ROOT / name for name in done.stdout.split()]
+
+
+def test_the_repository_cites_only_documents_it_has() -> None:
+    """Every ``.md`` name in the docs, README, benchmarks, scripts and the tests' comments and
+    docstrings is a file of the repository (beside the citing file, at the root or in docs/), or
+    a file duet writes: a developer never reads a citation of a page the checkout lacks."""
+    texts: list[tuple[Path, int, str]] = []
+    for path in _tracked("*.md", "benchmarks/*", "scripts/*"):
+        if path.suffix in {".md", ".py", ".c", ".h", ".sh"} and path.is_file():
+            texts += [(path, n, line) for n, line in enumerate(path.read_text().splitlines(), 1)]
+    for path in _tracked("tests/*.py"):
+        texts += [(path, n, text) for n, text in _texts(path)[1]]
+    bad = [
+        f"{path.relative_to(ROOT)}:{line}: {name}"
+        for path, line, text in texts
+        for name in MD_NAME.findall(text)
+        if Path(name).name not in WRITTEN
+        and not any((base / name).is_file() for base in (path.parent, ROOT, DOCS))
+    ]
     assert not bad, "\n".join(bad)
