@@ -270,8 +270,9 @@ def test_the_per_run_plot_weighs_the_two_assignments_as_the_estimate_does() -> N
     ]
     assert len(points) == 4
     assert all(abs(y - 1.0) < 0.004 for y in points), points
-    a, b = np.array([r.baseline.iterations_ns for r in record.runs]), np.array(
-        [r.candidate.iterations_ns for r in record.runs]
+    a, b = (
+        np.array([r.baseline.iterations_ns for r in record.runs]),
+        np.array([r.candidate.iterations_ns for r in record.runs]),
     )
     plain = np.exp(np.mean(np.log(b / a), axis=1))
     assert all(abs(y - 1.0) > 0.012 for y in plain), f"the test needs biased plain means: {plain}"
