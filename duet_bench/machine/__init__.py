@@ -155,12 +155,17 @@ class Machine:
     def cgroup_mounts(self, under: str | None = None) -> list[CgroupMount]:
         """The cgroup mounts of this process (at or below ``under`` when given); ``[]`` when
         ``<proc>/self/mountinfo`` cannot be read."""
-        text = read_text(self.proc / "self" / "mountinfo")
-        mounts = parse_mountinfo(text or "")
+        mounts = self.cgroup_mounts_or_reason()[0] or []
         if under is None:
             return mounts
         top = os.path.normpath(under)
         return [m for m in mounts if _under(m.mountpoint, top)]
+
+    def cgroup_mounts_or_reason(self) -> tuple[list[CgroupMount] | None, str]:
+        """``(mounts, "")`` from ``<proc>/self/mountinfo`` (:func:`parse_mountinfo`), or
+        ``(None, why)`` when it cannot be read (the environment record's ``missing``)."""
+        text, reason = read_text_or_reason(self.proc / "self" / "mountinfo")
+        return (None, reason) if text is None else (parse_mountinfo(text), "")
 
     def own_cgroups(self, pid: int | str = "self") -> dict[str, str]:
         """The cgroups of ``pid`` (:func:`parse_proc_cgroup`).

@@ -227,6 +227,12 @@ def test_machine_wide_texts_that_say_less() -> None:
 
 def test_the_doctor_sees_the_mounts_the_isolation_backends_see() -> None:
     mounts = cgroup_mounts()
+    # The environment record reads them through the same reader, with a reason when it cannot.
+    assert THIS.cgroup_mounts_or_reason() == (mounts, "")
+    assert Machine(proc=Path("/nonexistent")).cgroup_mounts_or_reason() == (
+        None,
+        "/nonexistent/self/mountinfo does not exist",
+    )
     facts = cgroup_facts(THIS, os.geteuid())
     v2 = [m.mountpoint for m in mounts if m.fstype == "cgroup2"]
     assert facts["v2_mount"] == (v2[0] if v2 else None)
