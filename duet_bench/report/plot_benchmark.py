@@ -29,6 +29,7 @@ from duet_bench.report.plot_style import (
 )
 from duet_bench.report.rows import MetricCell, Row, row
 from duet_bench.results import BenchmarkRecord, RunRecord
+from duet_bench.results.analysis import block_of
 
 __all__ = ["iterations_figure", "metric_series", "runs_figure"]
 
@@ -49,8 +50,9 @@ def metric_series(b: BenchmarkRecord) -> dict[str, tuple[Matrix, Matrix]]:
 
 def deciding_metric(b: BenchmarkRecord) -> str:
     """The key of the metric that decided (wall time for a file analysed without one)."""
-    key = (b.analysis or {}).get("metric")
-    return key if isinstance(key, str) and key in METRIC_NAMES else "wall"
+    a = block_of(b.analysis)
+    key = None if a is None else a.metric
+    return key if key is not None and key in METRIC_NAMES else "wall"
 
 
 def _cell(r: Row, key: str) -> MetricCell | None:
