@@ -30,7 +30,7 @@ from duet_bench.plan import BenchmarkSpec, Crossover, SideSpec
 from duet_bench.report import render
 from duet_bench.report.text import table
 from duet_bench.results import ResultsDocument
-from duet_bench.results.analysis import AnalysisBlock, block_of
+from duet_bench.results.analysis import AnalysisBlock
 from duet_bench.session import SessionOptions, measure
 
 SOURCE = Path(__file__).parent / "examples" / "demo" / "work.c"
@@ -185,7 +185,7 @@ def expected_against_measured(measured: list[tuple[Condition, ResultsDocument]])
     body: list[list[str]] = []
     misses: list[str] = []
     for condition, doc in measured:
-        a = block_of(doc.benchmarks[0].analysis) or AnalysisBlock()
+        a = doc.benchmarks[0].analysis or AnalysisBlock()
         deciding = a.metric or "wall"
         for key in (deciding, *(k for k in METRIC_NAMES if k != deciding)):
             m = a.metrics.get(key)
@@ -235,7 +235,7 @@ def holds_expected(lo: object, hi: object) -> bool:
 def _miss(condition: Condition, doc: ResultsDocument, verdict: str) -> str:
     """One line saying why the deciding metric of ``condition`` did not find the 5%."""
     bench = doc.benchmarks[0]
-    a = block_of(bench.analysis) or AnalysisBlock()
+    a = bench.analysis or AnalysisBlock()
     share = None if a.interference is None else a.interference.share
     lo, hi = a.ci_low, a.ci_high
     shown = units.ratio(a.ratio) if a.ratio is not None else "no ratio"

@@ -165,7 +165,6 @@ def calibrate(**o: Any) -> None:
     from duet_bench.analysis import analyze_benchmark
     from duet_bench.commands.calibrate_designs import design_records, with_designs
     from duet_bench.report.rows import interference_line
-    from duet_bench.results.analysis import AnalysisBlock
 
     analysis = analyze_benchmark(main_record, settings)
     designs = design_records(doc, main_record)
@@ -186,7 +185,7 @@ def calibrate(**o: Any) -> None:
         "load_average_before": env.get("load_average"),
         "load_average_after": env.get("load_average_after"),
         "command": main_record.versions.get("baseline"),
-        "interference": interference_line(AnalysisBlock.from_dict(analysis.to_dict())),
+        "interference": interference_line(analysis.to_block()),
     }
     config_target = _config_target(o) if (o["write"] or o["bench"]) else None
     written: str | None = None

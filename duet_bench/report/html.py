@@ -30,7 +30,6 @@ from duet_bench.report.rows import (
     title,
 )
 from duet_bench.results import ResultsDocument
-from duet_bench.results.analysis import block_of
 from duet_bench.results.completeness import completeness
 
 #: Verdict -> (symbol, the marker shape of the forest plot it stands for).
@@ -164,8 +163,7 @@ def _facts(doc: ResultsDocument, items: list[Row]) -> list[str]:
     shared = common_confidence(items)
     if shared is not None:
         facts.append(f"confidence {units.percent(shared)}")
-    blocks = (block_of(b.analysis) for b in doc.benchmarks if b.analysis is not None)
-    threshold = next((a.threshold for a in blocks if a is not None), None)
+    threshold = next((b.analysis.threshold for b in doc.benchmarks if b.analysis), None)
     if threshold is not None:
         facts.append(f"threshold {units.sig(threshold * 100)}%")
     return facts

@@ -19,7 +19,7 @@ import xml.etree.ElementTree as ET
 from duet_bench import units
 from duet_bench.report.rows import Row, common_confidence, row
 from duet_bench.results import BenchmarkRecord, ResultsDocument
-from duet_bench.results.analysis import AnalysisBlock, block_of
+from duet_bench.results.analysis import AnalysisBlock
 from duet_bench.results.completeness import completeness
 
 # Everything outside XML 1.0's Char production (tab, newline and carriage return are allowed).
@@ -78,7 +78,7 @@ def _interval(r: Row) -> str:
 
 def row_text(b: BenchmarkRecord, r: Row) -> str:
     """The benchmark's row as plain lines, for ``<system-out>``."""
-    a = block_of(b.analysis) or AnalysisBlock()
+    a = b.analysis or AnalysisBlock()
     lines = [f"{r.name}: {r.verdict}"]
     if r.ratio != "n/a":
         lines.append(
@@ -121,7 +121,7 @@ def render_junit(doc: ResultsDocument) -> str:
     failures = errors = skipped = 0
     suite_ns = 0
     for b, r in items:
-        a = block_of(b.analysis) or AnalysisBlock()
+        a = b.analysis or AnalysisBlock()
         case = ET.SubElement(suite, "testcase", {"classname": "duet", "name": xml_safe(b.name)})
         ns = measured_ns(b)
         if ns is not None:
@@ -183,7 +183,7 @@ def _properties(doc: ResultsDocument, items: list[Row]) -> ET.Element:
     if shared is not None:
         add("duet.confidence", units.percent(shared))
     threshold = next(
-        (t for b in doc.benchmarks if (t := _threshold(block_of(b.analysis)))),
+        (t for b in doc.benchmarks if (t := _threshold(b.analysis))),
         None,
     )
     if threshold:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from duet_bench.metrics import METRICS
 from duet_bench.results import ResultsDocument
-from duet_bench.results.analysis import AnalysisBlock, SideSummary, block_of
+from duet_bench.results.analysis import AnalysisBlock, SideSummary
 from duet_bench.results.completeness import completeness
 
 _LABEL_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n"})
@@ -91,7 +91,7 @@ def render_openmetrics(doc: ResultsDocument) -> str:
         samples[family.name].append(f"{family.name}{_labels(**labels)} {float(value)!r}")
 
     for b in doc.benchmarks:
-        a = block_of(b.analysis) or AnalysisBlock()
+        a = b.analysis or AnalysisBlock()
         add(_RATIO, a.ratio, benchmark=b.name)
         level = {"confidence": f"{a.confidence:g}"} if a.confidence is not None else {}
         add(_CI_LOW, a.ci_low, benchmark=b.name, **level)

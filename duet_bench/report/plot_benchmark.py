@@ -29,7 +29,6 @@ from duet_bench.report.plot_style import (
 )
 from duet_bench.report.rows import MetricCell, Row, row
 from duet_bench.results import BenchmarkRecord, RunRecord
-from duet_bench.results.analysis import block_of
 
 __all__ = ["iterations_figure", "metric_series", "runs_figure"]
 
@@ -50,7 +49,7 @@ def metric_series(b: BenchmarkRecord) -> dict[str, tuple[Matrix, Matrix]]:
 
 def deciding_metric(b: BenchmarkRecord) -> str:
     """The key of the metric that decided (wall time for a file analysed without one)."""
-    a = block_of(b.analysis)
+    a = b.analysis
     key = None if a is None else a.metric
     return key if key is not None and key in METRIC_NAMES else "wall"
 

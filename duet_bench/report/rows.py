@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from duet_bench import units
 from duet_bench.metrics import INTERFERENCE_NOTICE_SHARE, METRIC_NAMES
 from duet_bench.results import BenchmarkRecord, ResultsDocument
-from duet_bench.results.analysis import AnalysisBlock, MetricBlock, SideSummary, block_of
+from duet_bench.results.analysis import AnalysisBlock, MetricBlock, SideSummary
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +162,7 @@ def _cell(key: str, m: MetricBlock | AnalysisBlock) -> MetricCell:
 
 
 def row(b: BenchmarkRecord) -> Row:
-    a = block_of(b.analysis) or AnalysisBlock()
+    a = b.analysis or AnalysisBlock()
     analysed = b.analysis is not None
     used = a.runs_used or 0
     failed = a.runs_failed or 0

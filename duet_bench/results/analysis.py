@@ -373,11 +373,3 @@ class AnalysisBlock:
 
 #: Every key of a stored analysis block, in the order duet writes them.
 KEYS = tuple(AnalysisBlock().to_dict())
-
-
-def block_of(stored: AnalysisBlock | Mapping[str, Any] | None) -> AnalysisBlock | None:
-    """A benchmark's stored analysis as the record (while ``BenchmarkRecord.analysis`` may
-    still hold the mapping)."""
-    if stored is None or isinstance(stored, AnalysisBlock):
-        return stored
-    return AnalysisBlock.from_dict(stored)
