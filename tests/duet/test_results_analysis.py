@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from duet_bench import results
 from duet_bench.results.analysis import KEYS, AnalysisBlock, MetricBlock, SideSummary
 from duet_bench.results.values import count, number
 
@@ -102,3 +104,22 @@ def test_the_one_reader_of_numbers(
 ) -> None:
     assert number(value) == as_number
     assert count(value) == as_count
+
+
+def test_the_golden_document_reads_and_writes_back_byte_for_byte() -> None:
+    path = FIXTURES / "golden" / "results-basic.json"
+    doc = results.from_dict(_load(path))
+    assert all(b.analysis is not None for b in doc.benchmarks)
+    assert results.dumps(doc) == results.dumps(results.from_dict(json.loads(results.dumps(doc))))
+    assert results.to_dict(doc) == _load(path)
+
+
+def test_unknown_keys_of_a_stored_analysis_are_ignored_with_the_one_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    data = _load(FIXTURES / "golden" / "results-basic.json")
+    data["benchmarks"][0]["analysis"]["accuracy_note"] = "added by a study"
+    with caplog.at_level(logging.WARNING):
+        doc = results.from_dict(data)
+    assert "'accuracy_note'" in caplog.text
+    assert "accuracy_note" not in results.to_dict(doc)["benchmarks"][0]["analysis"]
