@@ -7,7 +7,6 @@ from __future__ import annotations
 import gzip
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,18 +14,10 @@ import jsonschema
 import pytest
 
 from duet_bench import results
+from tests.script_module import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "docs" / "results-schema.json"
-
-
-def _generator() -> Any:
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import results_schema
-    finally:
-        sys.path.pop(0)
-    return results_schema
 
 
 def _load(path: Path) -> Any:
@@ -49,7 +40,7 @@ def _samples() -> list[Path]:
 
 
 def test_the_shipped_schema_is_up_to_date() -> None:
-    expected = _generator().render()
+    expected = load_script(ROOT / "scripts" / "results_schema.py", "results_schema").render()
     assert SHIPPED.read_text() == expected, (
         "docs/results-schema.json is stale: run "
         ".venv/bin/python scripts/results_schema.py > docs/results-schema.json"
