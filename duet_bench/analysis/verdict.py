@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from typing import Literal, TypeAlias
 
-Verdict: TypeAlias = Literal["regression", "improvement", "no change", "inconclusive"]
-VERDICTS: tuple[Verdict, ...] = ("regression", "improvement", "no change", "inconclusive")
+from duet_bench.results.analysis import VERDICTS, Verdict
+
+__all__ = ["VERDICTS", "FailOn", "Verdict", "fails", "verdict"]
+
 FailOn: TypeAlias = Literal["regression", "inconclusive", "any", "never"]
 
 

@@ -340,6 +340,6 @@ def _with_unmeasured(
         ]
     for record, judged_with in records:
         record = replace(record, settings={"analysis": settings.record(judged_with)})
-        analysis = analyze_benchmark(record, judged_with).to_dict()
+        analysis = analyze_benchmark(record, judged_with).to_block()
         doc = doc.with_benchmark(replace(record, analysis=analysis))
     return doc
