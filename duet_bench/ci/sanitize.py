@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from duet_bench.metrics import METRICS
+from duet_bench.metrics import get, names
 from duet_bench.results import BenchmarkRecord, ResultsDocument
 
 _VERDICTS = ("regression", "improvement", "no change", "inconclusive")
@@ -163,7 +163,7 @@ def _sanitize_benchmark(b: BenchmarkRecord) -> BenchmarkRecord:
 
     raw_metrics = a.get("metrics")
     metrics = (
-        {k: e for k in METRICS if (e := metric_estimate(raw_metrics.get(k))) is not None}
+        {k: e for k in names() if (e := metric_estimate(raw_metrics.get(k))) is not None}
         if isinstance(raw_metrics, Mapping)
         else None
     )
@@ -189,7 +189,7 @@ def _sanitize_benchmark(b: BenchmarkRecord) -> BenchmarkRecord:
         "baseline": side(a.get("baseline")),
         "candidate": side(a.get("candidate")),
         "note": _opt_text(note),
-        "metric": metric if metric in METRICS else None,
+        "metric": metric if get(metric) is not None else None,
         "metric_reason": _opt_text(a.get("metric_reason")),
         "metrics": metrics,
         "interference": interference,

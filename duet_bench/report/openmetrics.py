@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from duet_bench.metrics import METRICS
+from duet_bench.metrics import names
 from duet_bench.report.rows import VERDICTS
 from duet_bench.results import ResultsDocument
 from duet_bench.results.completeness import completeness
@@ -60,7 +60,7 @@ _VERDICT = _Family(
 )
 _METRIC_RATIO = _Family(
     "duet_metric_ratio",
-    "duet_ratio of each metric analysed (wall, cpu, wall-runq); duet_ratio is the deciding one.",
+    f"duet_ratio of each metric analysed ({', '.join(names())}); duet_ratio is the deciding one.",
 )
 _INTERFERED = _Family(
     "duet_interfered_iterations_ratio",
@@ -111,7 +111,7 @@ def render_openmetrics(doc: ResultsDocument) -> str:
         add(_BASE, _seconds(a.get("baseline")), benchmark=b.name)
         add(_CAND, _seconds(a.get("candidate")), benchmark=b.name)
         metrics = a.get("metrics")
-        for key in METRICS:
+        for key in names():
             m = metrics.get(key) if isinstance(metrics, Mapping) else None
             if isinstance(m, Mapping):
                 add(_METRIC_RATIO, _number(m.get("ratio")), benchmark=b.name, metric=key)
