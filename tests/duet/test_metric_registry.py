@@ -57,10 +57,18 @@ def _analysed(path: Path, metric: str = "auto") -> ResultsDocument:
 
 
 def test_the_registry_gives_names_choices_and_labels() -> None:
-    assert metrics.names() == ("wall", "cpu", "wall-runq")
-    assert metrics.METRIC_CHOICES == metrics.choices() == ("auto", "wall", "cpu", "wall-runq")
+    names = metrics.names()
+    assert names[:3] == ("wall", "cpu", "wall-runq")
+    assert len(set(names)) == len(names)
+    assert "auto" not in names
+    assert metrics.METRIC_CHOICES == metrics.choices() == ("auto", *names)
     assert dict(metrics.METRIC_NAMES) == {m.name: m.label for m in metrics.METRICS}
-    assert [m.fallback for m in metrics.METRICS] == [None, "wall", "wall"]
+    # One metric every run has; every other falls back to a registered one, and each chain
+    # ends there.
+    assert [m.name for m in metrics.METRICS if m.fallback is None] == ["wall"]
+    assert all(m.fallback in names for m in metrics.METRICS if m.fallback is not None)
+    for name in names:
+        assert metrics.instead_of(name, lambda _: False) == "wall"
     assert metrics.known("no-such-metric") == metrics.known(None) == "wall"
 
 
