@@ -39,16 +39,16 @@ if TYPE_CHECKING:
     from duet_bench.results import BenchmarkRecord
 
 # --------------------------------------------------------------------------------------------
-# The built-in defaults (method.md's), each written once
+# The built-in defaults (the method's: docs/statistics.md), each written once
 
 DEFAULT_RUNS = 10
 DEFAULT_ITERATIONS = 30
 DEFAULT_WARMUP = 2
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_METHOD: Literal["duet"] = "duet"
-#: Which core each side runs on (method.md 1b): ``iteration`` crosses the sides over the two
-#: CPUs at every iteration, ``run`` keeps them for a run and swaps them between runs. The
-#: default follows the prototype (measured-here.md, "Crossing the sides"): about 10x narrower.
+#: Which core each side runs on (docs/statistics.md, method 1b): ``iteration`` crosses the sides
+#: over the two CPUs at every iteration, ``run`` keeps them for a run and swaps them between runs.
+#: The default follows the prototype (docs/accuracy.md, "The prototype"): about 10x narrower.
 DEFAULT_CROSSOVER: Literal["iteration"] = "iteration"
 #: The choices of ``crossover``.
 CROSSOVERS = ("iteration", "run")

@@ -27,8 +27,9 @@ from duet_bench.settings import (
 
 @dataclass(frozen=True, slots=True)
 class AnalysisSettings:
-    """How to analyse. The defaults are method.md's, from :mod:`duet_bench.settings`, which also
-    resolves them per benchmark against the configuration and the options."""
+    """How to analyse. The defaults are the method's (``docs/statistics.md``), from
+    :mod:`duet_bench.settings`, which also resolves them per benchmark against the configuration and
+    the options."""
 
     confidence: float = DEFAULT_CONFIDENCE
     threshold: float = DEFAULT_THRESHOLD
@@ -105,7 +106,7 @@ class Design:
     ``crossover`` is the benchmark's ``settings["crossover"]`` (``"iteration"``: the sides change
     CPUs at every iteration; ``"run"``: at most between runs). ``estimate`` is
     ``"assignment-balanced"`` when every run's log ratio weighed its two CPU assignments equally
-    (method.md section 1b; the CPUs of every iteration were recorded), else ``"run-mean"``.
+    (docs/statistics.md, method 1b; the CPUs of every iteration were recorded), else ``"run-mean"``.
     """
 
     crossover: Literal["iteration", "run"]

@@ -17,6 +17,16 @@ from duet_bench.merge import merge
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "results-basic.json"
 
 
+def _duet(*args: str) -> subprocess.CompletedProcess[str]:
+    """``duet ARGS`` in a process of its own."""
+    return subprocess.run(
+        [sys.executable, "-m", "duet_bench", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
 def shard(names: list[str], **changes: Any) -> results.ResultsDocument:
     data = json.loads(FIXTURE.read_text())
     data["benchmarks"] = [b for b in data["benchmarks"] if b["name"] in names]
@@ -127,12 +137,7 @@ def test_two_unrelated_duet_run_files_are_refused(tmp_path: Path) -> None:
         assert made.returncode == 0, made.stderr
         files.append(str(out))
     merged = tmp_path / "m.json"
-    done = subprocess.run(
-        [sys.executable, "-m", "duet_bench", "merge", *files, "--out", str(merged)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = _duet("merge", *files, "--out", str(merged))
     assert done.returncode == 2, done.stderr
     assert f"{files[0]} was written by `duet run`, not by `duet compare`" in done.stderr
     assert not merged.exists()
@@ -148,12 +153,7 @@ def test_merge_cli(tmp_path: Path) -> None:
     results.save(shard(["parse-json"]), a)
     results.save(shard(["render-page"]), b)
     out = tmp_path / "merged"
-    done = subprocess.run(
-        [sys.executable, "-m", "duet_bench", "merge", str(a), str(b), "--out", str(out)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = _duet("merge", str(a), str(b), "--out", str(out))
     assert done.returncode == 0, done.stderr
     assert "warning" not in done.stderr
     merged = results.load(out / "results.json")
@@ -162,27 +162,13 @@ def test_merge_cli(tmp_path: Path) -> None:
     # The file form of --out (before --out was a directory everywhere) still writes that file,
     # and says what to write instead.
     legacy = tmp_path / "old" / "m.json"
-    done = subprocess.run(
-        [sys.executable, "-m", "duet_bench", "merge", str(a), str(b), "--out", str(legacy)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = _duet("merge", str(a), str(b), "--out", str(legacy))
     assert done.returncode == 0, done.stderr
     assert f"--out {legacy}: a results file for --out is deprecated" in done.stderr
     assert f"--out {legacy.parent} (it writes results.json there)" in done.stderr
     assert sorted(p.name for p in legacy.parent.iterdir()) == ["m.json"]
     # A directory of --out is read as its results.json.
-    again = subprocess.run(
-        [sys.executable, "-m", "duet_bench", "report", str(out), "--format", "json"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    again = _duet("report", str(out), "--format", "json")
     assert again.returncode == 0, again.stderr
-    one = subprocess.run(
-        [sys.executable, "-m", "duet_bench", "merge", str(a), "--out", str(out)],
-        capture_output=True,
-        check=False,
-    )
+    one = _duet("merge", str(a), "--out", str(out))
     assert one.returncode == 2

@@ -76,31 +76,31 @@ def test_a_venv_reached_through_a_symlink_into_tmp_keeps_the_host_tmp(tmp_path: 
     assert why_hidden("/usr/bin") is None
 
 
-def test_a_removed_working_directory_is_an_error_that_says_so(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from duet_bench.errors import EnvironmentNotReady
-    from duet_bench.runner.paths import working_directory
-
+@pytest.fixture
+def removed_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A working directory that no longer exists: what `rm -rf "$PWD"` in a benchmark leaves
+    for the next run."""
     gone = tmp_path / "gone"
     gone.mkdir()
     monkeypatch.chdir(gone)
-    gone.rmdir()  # what `rm -rf "$PWD"` in a benchmark leaves for the next run
+    gone.rmdir()
+
+
+@pytest.mark.usefixtures("removed_cwd")
+def test_a_removed_working_directory_is_an_error_that_says_so() -> None:
+    from duet_bench.errors import EnvironmentNotReady
+    from duet_bench.runner.paths import working_directory
+
     with pytest.raises(EnvironmentNotReady, match="working directory no longer exists") as e:
         working_directory()
     assert "must not remove its own directory" in str(e.value.fix)
 
 
-def test_a_relative_path_in_a_removed_working_directory_is_that_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.mark.usefixtures("removed_cwd")
+def test_a_relative_path_in_a_removed_working_directory_is_that_error() -> None:
     """A side's directory given as ``.``: it was a FileNotFoundError from os.path.abspath."""
     from duet_bench.errors import EnvironmentNotReady
 
-    gone = tmp_path / "gone"
-    gone.mkdir()
-    monkeypatch.chdir(gone)
-    gone.rmdir()
     with pytest.raises(EnvironmentNotReady, match="working directory no longer exists"):
         under_host_tmp(".")
 

@@ -5,16 +5,15 @@ samples, and the summary sets it beside the method the A/A repetitions found nar
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import shutil
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from tests.conftest import is_root
+from tests.script_module import load_script
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
@@ -26,13 +25,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def accuracy() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("accuracy_script", BENCHMARKS / "accuracy.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["accuracy_script"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(BENCHMARKS / "accuracy.py", "accuracy_script")
 
 
 def test_the_verdict_compares_the_recommendation_with_the_aa_repetitions(

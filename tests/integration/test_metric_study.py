@@ -5,17 +5,16 @@ stored (resumable) and summarized."""
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import os
 import shutil
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from tests.conftest import is_root
+from tests.script_module import load_script
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
@@ -30,13 +29,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def study() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("metric_study", BENCHMARKS / "metric_study.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["metric_study"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(BENCHMARKS / "metric_study.py", "metric_study")
 
 
 def _busy_alive(pid: int) -> bool:

@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
 
+from tests.script_module import load_script
+
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "check_size.py"
 
 
 def guard() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("check_size", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["check_size"] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "check_size")
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

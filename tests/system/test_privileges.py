@@ -213,6 +213,29 @@ def _duet(
     return done, out
 
 
+def _duet_while_planting(
+    user: User, repo: Path, planter: str
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """:func:`_duet` while ``planter`` (Python, run as the user) keeps planting links; stopped
+    when duet ends."""
+    plant = user.popen("python3", "-c", planter)
+    try:
+        return _duet(user, repo)
+    finally:
+        plant.kill()
+        plant.wait()
+
+
+def _assert_ran_as_the_user_without_secrets(user: User, records: list[Path], what: str) -> None:
+    """Each record (``id -u`` then ``env``, written by the pull request's program) says it ran
+    as ``user`` and saw none of the CI's secrets."""
+    for record in records:
+        uid, *env = record.read_text().splitlines()
+        assert int(uid) == user.uid, f"{what} ran as uid {uid}, not as {user.name} ({record.name})"
+        leaked = [name for name, value in TOKENS.items() if any(value in line for line in env)]
+        assert not leaked, f"these secrets reached {what}: {leaked}"
+
+
 def _everything(done: subprocess.CompletedProcess[str], *dirs: Path) -> str:
     """duet's output and every readable file under ``dirs``."""
     texts = [done.stdout, done.stderr]
@@ -257,12 +280,7 @@ def test_root_never_opens_a_planted_stderr_file(user: User, target: Target) -> N
         """
     )
     repo = _repo(user, {"duet.toml": _config("true", _bench(name, "echo PWNED >&2"), runs=6)})
-    plant = user.popen("python3", "-c", planter)
-    try:
-        done, out = _duet(user, repo)
-    finally:
-        plant.kill()
-        plant.wait()
+    done, out = _duet_while_planting(user, repo, planter)
     target.assert_untouched(_everything(done, out))
     assert done.returncode == 0, done.stdout + done.stderr  # measured while planting
 
@@ -336,12 +354,7 @@ def test_a_sides_tmp_cannot_be_swapped_for_a_link(user: User, tmp_path: Path) ->
     )
     bench = _bench(name, f"ls -a /tmp >> {user.home}/seen-$DUET_SIDE")
     repo = _repo(user, {"duet.toml": _config("true", bench, runs=8)})
-    plant = user.popen("python3", "-c", planter)
-    try:
-        done, _ = _duet(user, repo)
-    finally:
-        plant.kill()
-        plant.wait()
+    done, _ = _duet_while_planting(user, repo, planter)
     assert done.returncode == 0, done.stdout + done.stderr
     assert int(swaps.read_text()) > 0, "the planter found no sandbox: the test tests nothing"
     seen = "".join(p.read_text() for p in user.home.glob("seen-*"))
@@ -386,12 +399,7 @@ def test_the_worktree_caches_lock_files_never_lead_root_through_a_link(
         """
     )
     user.run("mkdir", "-p", str(cache / "worktrees"))
-    plant = user.popen("python3", "-c", planter)
-    try:
-        done, out = _duet(user, repo)
-    finally:
-        plant.kill()
-        plant.wait()
+    done, out = _duet_while_planting(user, repo, planter)
     target.assert_untouched(_everything(done, out))
     assert os.listdir(target.path.parent) == [target.path.name], "root made files there"
 
@@ -528,11 +536,7 @@ def test_suite_discovery_runs_as_the_user_without_secrets(user: User) -> None:
     done, _ = _duet(user, repo, env=TOKENS)
     records = list(user.home.glob("discovered-*"))
     assert len(records) == 2, f"discovery ran {len(records)} times: {done.stdout + done.stderr}"
-    for record in records:
-        uid, *env = record.read_text().splitlines()
-        assert int(uid) == user.uid, f"discovery ran as uid {uid}, not as {user.name}"
-        leaked = [name for name, value in TOKENS.items() if any(value in line for line in env)]
-        assert not leaked, f"these secrets reached the discovery: {leaked}"
+    _assert_ran_as_the_user_without_secrets(user, records, "the discovery")
 
 
 @pytest.mark.parametrize("command", ["report", "analyze", "merge"])
@@ -626,11 +630,7 @@ def test_pytest_collection_runs_as_the_user_without_secrets(user: User) -> None:
     done, _ = _duet(user, repo, env=TOKENS)
     records = list(user.home.glob("collected-*"))
     assert records, f"the version's interpreter never ran: {done.stdout + done.stderr}"
-    for record in records:
-        uid, *env = record.read_text().splitlines()
-        assert int(uid) == user.uid, f"{record.name}: ran as uid {uid}, not as {user.name}"
-        leaked = [name for name, value in TOKENS.items() if any(value in line for line in env)]
-        assert not leaked, f"these secrets reached the collection: {leaked}"
+    _assert_ran_as_the_user_without_secrets(user, records, "the collection")
 
 
 def test_discovery_daemons_are_gone_before_measuring(user: User) -> None:

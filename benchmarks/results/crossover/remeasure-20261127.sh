@@ -1,7 +1,7 @@
 #!/bin/bash
 # One sitting: the re-measurement after review. Nothing else is run beside it on purpose.
 cd /work/main
-D=/work/remeasure; B=.venv/bin
+D=${D:-/work/remeasure}; B=.venv/bin
 W=$(.venv/bin/python -c "import sys; sys.path.insert(0,'benchmarks'); import workloads; print(workloads.build())")
 OPS=$(.venv/bin/python -c "import sys; sys.path.insert(0,'benchmarks'); import workloads; print(workloads.calibrate('integer', 20))")
 echo "ops $OPS for 20 ms; $(date -u +%T) $(uptime)"
