@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
-from duet_bench.metrics import Metric
+from duet_bench.metrics import known
 
 #: The false-alarm rate of each A/A check: with at most about ten such checks in the suite,
 #: they fail CI by chance in under 1 run of 1,000 together (tests/README.md keeps the sum).
@@ -46,7 +46,7 @@ def run_log_ratios(benchmark: Mapping[str, Any], metric: str | None = None) -> l
     doc = from_dict({"schema": "duet-results/3", "benchmarks": [dict(benchmark)]})
     record = doc.benchmarks[0]
     series = series_of(record.ok_runs())
-    chosen = cast("Metric", metric or benchmark.get("analysis", {}).get("metric") or "wall")
+    chosen = metric or known(benchmark.get("analysis", {}).get("metric"))
     pair = series.of(chosen)
     assert pair is not None, f"{record.name}: no {chosen} data: {series.why_missing(chosen)}"
     assignment = None if series.crossover is None else series.crossover.assignment

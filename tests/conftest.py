@@ -18,9 +18,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.allowed_skips import why_allowed
 from tests.leftovers import Snapshot, ours_left, snapshot
+
+# Hypothesis fails an example that takes over 200 ms by default: a timing, which a loaded 2-vCPU
+# machine exceeds by chance (seen: test_topology's round trip, test_plan's crossover plan, at
+# load 13-16). No property test here is about time; hangs are pytest-timeout's.
+settings.register_profile("duet", deadline=None)
+settings.load_profile("duet")
 
 #: Fixtures and markers that say a test measures (see the module docstring).
 MEASURING_FIXTURES = frozenset({"no_leftovers", "isolation_clean"})

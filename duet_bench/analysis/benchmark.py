@@ -25,7 +25,7 @@ from duet_bench.analysis.sides import (
     benchmark_asymmetry,
     crossover_difference,
 )
-from duet_bench.metrics import METRICS
+from duet_bench.metrics import names
 from duet_bench.results import BenchmarkRecord
 
 
@@ -40,7 +40,7 @@ def analyze_benchmark(record: BenchmarkRecord, settings: AnalysisSettings) -> Be
     busy, delayed = busy_share(series), interference(series)
     metric, reason = choose_metric(
         settings.metric,
-        available={name: missing.get(name) for name in METRICS},
+        available={name: missing.get(name) for name in names()},
         busy_share=busy,
         interference=delayed,
     )

@@ -12,9 +12,10 @@ from duet_bench.analysis.verdict import Verdict
 from duet_bench.metrics import (
     INTERFERENCE_NOTICE_SHARE,
     METRIC_NAMES,
-    METRICS,
-    Metric,
     MetricChoice,
+    MetricName,
+    instead_of,
+    names,
     not_cpu_bound,
 )
 from duet_bench.results import SIDES
@@ -26,18 +27,29 @@ def choose_metric(
     available: Mapping[str, str | None],
     busy_share: Mapping[str, float],
     interference: Interference | None,
-) -> tuple[Metric, str]:
+) -> tuple[MetricName, str]:
     """The metric that decides, and why, in words for the report.
 
-    ``available`` maps every metric to None when it was analysed, else to why it was not.
+    ``available`` maps every metric to None when it was analysed, else to why it was not. The
+    policy of ``auto`` is CPU time for CPU-bound sides, else wall time less run-queue delay when
+    another process delayed a side, else wall time; the registry says which metric takes the
+    place of one that cannot be used (:func:`duet_bench.metrics.instead_of`).
     """
+
+    def analysed(name: MetricName) -> bool:
+        return available.get(name) is None
+
     if requested != "auto":
         why_not = available.get(requested)
         if why_not is None:
             return requested, f"{METRIC_NAMES[requested]}, as configured"
-        return "wall", f"wall time: {METRIC_NAMES[requested]} was asked for, but {why_not}"
+        instead = instead_of(requested, analysed)
+        return instead, (
+            f"{METRIC_NAMES[instead]}: {METRIC_NAMES[requested]} was asked for, but {why_not}"
+        )
     if available.get("cpu") is not None:
-        return "wall", f"wall time: {available['cpu']}"
+        instead = instead_of("cpu", analysed)
+        return instead, f"{METRIC_NAMES[instead]}: {available['cpu']}"
     shares = ", ".join(f"{name} {units.share(busy_share[name])}" for name in SIDES)
     idle = not_cpu_bound({name: busy_share[name] for name in SIDES})
     if not idle:
@@ -55,7 +67,8 @@ def choose_metric(
             f"wall time less run-queue delay: {sleeper}, and another process delayed a side in "
             f"{units.share(interference.share)} of iterations, which wall time would count"
         )
-    return "wall", f"wall time: {sleeper}"
+    instead = instead_of("wall-runq", analysed)
+    return instead, f"{METRIC_NAMES[instead]}: {sleeper}"
 
 
 def _contradict(x: Verdict | None, y: Verdict | None) -> bool:
@@ -67,7 +80,7 @@ def _contradict(x: Verdict | None, y: Verdict | None) -> bool:
     return x in changes or y in changes
 
 
-def disagreement(estimates: Mapping[str, MetricEstimate], chosen: Metric) -> str | None:
+def disagreement(estimates: Mapping[str, MetricEstimate], chosen: MetricName) -> str | None:
     """Say so when another metric contradicts the deciding one: a change only wall time shows
     (more sleeping, I/O or lock waits) is real and must not be hidden."""
     decided = estimates[chosen]
@@ -77,7 +90,7 @@ def disagreement(estimates: Mapping[str, MetricEstimate], chosen: Metric) -> str
             f"{METRIC_NAMES[m.metric]} says {m.verdict or 'no verdict'} ({units.change(m.ratio)})"
         )
 
-    for name in METRICS:
+    for name in names():
         other = estimates.get(name)
         if other is None or name == chosen or not _contradict(other.verdict, decided.verdict):
             continue

@@ -15,7 +15,7 @@ from duet_bench.analysis.interference import busy_share, interference
 from duet_bench.analysis.model import AnalysisSettings
 from duet_bench.analysis.series import series_of
 from duet_bench.analysis.verdict import Verdict
-from duet_bench.metrics import METRIC_CHOICES, METRIC_NAMES, METRICS, MetricChoice
+from duet_bench.metrics import METRIC_NAMES, MetricChoice, choices, names
 from duet_bench.results import BenchmarkRecord, ResultsDocument
 
 
@@ -39,10 +39,7 @@ def analyze_document(
 def recorded_metric(record: BenchmarkRecord) -> MetricChoice | None:
     """The metric a benchmark was analysed with before (its configured choice), if any."""
     value = None if record.analysis is None else record.analysis.metric_requested
-    for choice in METRIC_CHOICES:
-        if value == choice:
-            return choice
-    return None
+    return value if value in choices() else None
 
 
 def verdicts_of(doc: ResultsDocument) -> list[Verdict | None]:
@@ -59,7 +56,7 @@ def running_estimate(record: BenchmarkRecord, requested: MetricChoice) -> str | 
     series = series_of(ok)
     metric, _ = choose_metric(
         requested,
-        available={name: series.why_missing(name) for name in METRICS},
+        available={name: series.why_missing(name) for name in names()},
         busy_share=busy_share(series),
         interference=interference(series),
     )

@@ -12,7 +12,7 @@ import numpy as np
 from duet_bench.analysis.model import AnalysisSettings, MetricEstimate, SideSummary
 from duet_bench.analysis.series import Matrix, Series
 from duet_bench.analysis.verdict import verdict
-from duet_bench.metrics import METRICS, Metric
+from duet_bench.metrics import MetricName, names
 
 #: Kalibera's impact factor needs c = floor(0.75 m) >= 2 runs and more iterations than c.
 IMPACT_REPS = 10_000
@@ -45,7 +45,7 @@ def estimate_metrics(
     estimates: dict[str, MetricEstimate] = {}
     missing: dict[str, str] = {}
     assignment = None if series.crossover is None else series.crossover.assignment
-    for metric in METRICS:
+    for metric in names():
         data = series.of(metric)
         if data is not None:
             estimates[metric] = estimate(
@@ -57,7 +57,7 @@ def estimate_metrics(
 
 
 def estimate(
-    metric: Metric,
+    metric: MetricName,
     a: Matrix,
     b: Matrix,
     *,

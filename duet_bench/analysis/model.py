@@ -14,7 +14,7 @@ import numpy as np
 from duet_bench.analysis.interference import Interference
 from duet_bench.analysis.sides import CoreDifference, SideAsymmetry
 from duet_bench.analysis.verdict import Verdict
-from duet_bench.metrics import DEFAULT_METRIC, METRIC_CHOICES, Metric, MetricChoice
+from duet_bench.metrics import DEFAULT_METRIC, MetricChoice, MetricName, choices
 from duet_bench.results import analysis as stored
 from duet_bench.settings import (
     DEFAULT_CONFIDENCE,
@@ -47,10 +47,8 @@ class AnalysisSettings:
             raise ValueError(f"threshold must be a finite number >= 0, got {self.threshold}")
         if self.reps < 100:
             raise ValueError(f"reps must be at least 100, got {self.reps}")
-        if self.metric not in METRIC_CHOICES:
-            raise ValueError(
-                f"metric must be one of {', '.join(METRIC_CHOICES)}, got {self.metric}"
-            )
+        if self.metric not in choices():
+            raise ValueError(f"metric must be one of {', '.join(choices())}, got {self.metric}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +76,7 @@ class SideSummary:
 class MetricEstimate:
     """The ratio, interval and verdict of one metric (wall or CPU time) of one benchmark."""
 
-    metric: Metric
+    metric: MetricName
     ratio: float
     ci_low: float | None
     ci_high: float | None
@@ -156,7 +154,7 @@ class BenchmarkAnalysis:
     runs_needed: int | None
     note: str | None
     failures: tuple[str, ...]
-    metric: Metric = "wall"
+    metric: MetricName = "wall"
     metric_requested: MetricChoice = DEFAULT_METRIC
     metric_reason: str | None = None
     metrics: Mapping[str, MetricEstimate] = field(default_factory=dict)

@@ -1,15 +1,17 @@
 """Per-iteration figures out of run records: the analysed runs of one benchmark as
-``(runs, iterations)`` matrices per side, for each metric, and why a metric has none; and, when
-the sides changed CPUs at every iteration, which CPU assignment each iteration ran under."""
+``(runs, iterations)`` matrices per side, the recorded figures (:func:`recorded_of`) and every
+registered metric derived from them (:mod:`duet_bench.metrics`), or why a metric has none; and,
+when the sides changed CPUs at every iteration, which CPU assignment each iteration ran under."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 import numpy as np
 
-from duet_bench.metrics import Metric
+from duet_bench.metrics import MetricName, Recorded, registered
 from duet_bench.results import SIDES, RunRecord, SideName
 
 Matrix: TypeAlias = np.ndarray[Any, np.dtype[np.float64]]
@@ -37,10 +39,9 @@ class Crossover:
 class Series:
     """The analysed runs of one benchmark as ``(runs, iterations)`` matrices per side."""
 
-    wall: tuple[Matrix, Matrix]
-    cpu: tuple[Matrix, Matrix] | None
-    runq: tuple[Matrix, Matrix] | None
-    cpu_missing: str | None
+    recorded: Recorded
+    #: Every registered metric's matrices, or why it has none.
+    derived: Mapping[MetricName, tuple[Matrix, Matrix] | str]
     #: Set when the runs had different iteration counts: what was done about it.
     cut_note: str | None = None
     #: Per iteration, the CPU assignment, when every analysed run recorded it on both sides.
@@ -48,46 +49,40 @@ class Series:
     #: Why the recorded CPUs could not be used, or that the sides shared a CPU.
     crossover_note: str | None = None
 
-    def wall_less_runq(self) -> tuple[Matrix, Matrix] | None:
-        if self.runq is None:
-            return None
-        a, b = self.wall[0] - self.runq[0], self.wall[1] - self.runq[1]
-        # The task waited for the whole iteration as measured (a capped reading): unusable.
-        return (a, b) if (a > 0).all() and (b > 0).all() else None
+    @property
+    def wall(self) -> tuple[Matrix, Matrix]:
+        return self.recorded.wall_ns
 
-    def of(self, metric: Metric) -> tuple[Matrix, Matrix] | None:
-        if metric == "cpu":
-            return self.cpu
-        if metric == "wall-runq":
-            return self.wall_less_runq()
-        return self.wall
+    @property
+    def cpu(self) -> tuple[Matrix, Matrix] | None:
+        """CPU time, None when it was not recorded or is unusable (as the metric)."""
+        return self.of("cpu")
 
-    def why_missing(self, metric: Metric) -> str | None:
+    @property
+    def runq(self) -> tuple[Matrix, Matrix] | None:
+        return self.recorded.runq_ns
+
+    def of(self, metric: MetricName) -> tuple[Matrix, Matrix] | None:
+        derived = self.derived.get(metric)
+        return None if derived is None or isinstance(derived, str) else derived
+
+    def why_missing(self, metric: MetricName) -> str | None:
         """None when ``metric`` can be analysed, else why not (for the report)."""
-        if self.of(metric) is not None:
-            return None
-        if metric == "cpu":
-            return self.cpu_missing or "not recorded"
-        if self.runq is None:
-            return "no per-iteration run-queue delay recorded"
-        return "the run-queue delay took a whole iteration (clock resolutions)"
+        derived = self.derived.get(metric, f"{metric!r} is not a metric this duet knows")
+        return derived if isinstance(derived, str) else None
 
 
-def series_of(ok: tuple[RunRecord, ...]) -> Series:
-    """Matrices of the first ``n`` iterations of every run, ``n`` the shortest run's count;
+def recorded_of(ok: tuple[RunRecord, ...]) -> Recorded:
+    """The figures of the first ``n`` iterations of every run, ``n`` the shortest run's count;
     CPU time and run-queue delay only when every analysed run recorded them on both sides."""
-    lengths = {len(r.baseline.iterations_ns) for r in ok}
-    # Runs cut short (e.g. an interrupted last run kept as "ok") would bias the mean; use the
-    # common length so every run weighs the same, and say so.
-    n = min(lengths)
-    cut_note = f"runs had different iteration counts; each cut to {n}" if len(lengths) > 1 else None
+    n = min(len(r.baseline.iterations_ns) for r in ok)
 
     def matrix(attr: str) -> tuple[Matrix, Matrix] | None:
         rows: dict[SideName, list[tuple[int, ...]]] = {"baseline": [], "candidate": []}
         for r in ok:
             for name in SIDES:
                 values = getattr(r.side(name), attr)
-                if values is None:
+                if values is None or len(values) < n:
                     return None
                 rows[name].append(values[:n])
         return (
@@ -97,28 +92,28 @@ def series_of(ok: tuple[RunRecord, ...]) -> Series:
 
     wall = matrix("iterations_ns")
     assert wall is not None
-    cpu = matrix("iteration_cpu_ns")
-    cpu_missing = None
-    if cpu is None:
-        cpu_missing = "no per-iteration CPU time recorded (a duet-results/1 file or an old harness)"
-    elif (cpu[0] <= 0).any() or (cpu[1] <= 0).any():
-        cpu_missing = (
-            "an iteration used 0 ns of CPU time as measured (the clock's resolution is coarser "
-            "than the iteration)"
-        )
-        cpu = None
     runq = matrix("iteration_runq_ns")
     if runq is not None:
         # The kernel adds a wait to run_delay when the task next gets a CPU; under heavy load a
         # reading above the iteration's wall time was seen (a wait that began before the
         # iteration). The samples keep the reading; the analysis caps it at the iteration.
         runq = (np.minimum(runq[0], wall[0]), np.minimum(runq[1], wall[1]))
+    return Recorded(wall_ns=wall, cpu_ns=matrix("iteration_cpu_ns"), runq_ns=runq)
+
+
+def series_of(ok: tuple[RunRecord, ...]) -> Series:
+    """The recorded figures (:func:`recorded_of`), every registered metric derived from them,
+    and the CPU assignment of every iteration."""
+    lengths = {len(r.baseline.iterations_ns) for r in ok}
+    # Runs cut short (e.g. an interrupted last run kept as "ok") would bias the mean; use the
+    # common length so every run weighs the same, and say so.
+    n = min(lengths)
+    cut_note = f"runs had different iteration counts; each cut to {n}" if len(lengths) > 1 else None
+    recorded = recorded_of(ok)
     crossover, crossover_note = crossover_of(ok, n)
     return Series(
-        wall=wall,
-        cpu=cpu,
-        runq=runq,
-        cpu_missing=cpu_missing,
+        recorded=recorded,
+        derived={m.name: m.derive(recorded) for m in registered()},
         cut_note=cut_note,
         crossover=crossover,
         crossover_note=crossover_note,

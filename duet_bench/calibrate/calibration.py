@@ -11,7 +11,7 @@ from duet_bench.analysis import AnalysisSettings, rng_for
 from duet_bench.calibrate import decide, steps
 from duet_bench.calibrate.data import AAData, aa_data, has_metric
 from duet_bench.calibrate.model import Calibration
-from duet_bench.metrics import METRIC_NAMES, METRICS, Metric, not_cpu_bound
+from duet_bench.metrics import METRIC_NAMES, MetricName, instead_of, names, not_cpu_bound
 from duet_bench.results import BenchmarkRecord
 
 __all__ = ["calibrate", "calibrate_metrics"]
@@ -124,35 +124,44 @@ def _deciding_width(cal: Calibration) -> float | None:
 
 
 def _choose_metric(
-    calibrations: Mapping[Metric, Calibration],
+    calibrations: Mapping[MetricName, Calibration],
     busy_share: Mapping[str, float],
-    forced: Metric | None,
-) -> tuple[Metric, str]:
+    forced: MetricName | None,
+) -> tuple[MetricName, str]:
     """The metric whose recommended method gives the narrowest A/A interval among those that
     fit the code, or the one asked for; and why.
 
     The rule of ``metric = "auto"``: for CPU-bound sides, CPU time against wall time (CPU time
     wins a tie); otherwise wall time less run-queue delay against wall time (it keeps sleeping
-    and I/O, and replaces wall time only when strictly narrower).
+    and I/O, and replaces wall time only when strictly narrower). The registry says which
+    metric stands in for one that was not recorded, and which the rival is measured against
+    (:func:`duet_bench.metrics.instead_of`).
     """
+
+    def calibrated(name: MetricName) -> bool:
+        return name in calibrations
+
     if forced is not None:
         if forced in calibrations:
             return forced, f"{METRIC_NAMES[forced]}, as asked (--metric {forced})"
-        return "wall", f"wall time: {METRIC_NAMES[forced]} was asked for but not recorded"
+        instead = instead_of(forced, calibrated)
+        return instead, (
+            f"{METRIC_NAMES[instead]}: {METRIC_NAMES[forced]} was asked for but not recorded"
+        )
     idle = not_cpu_bound(busy_share)
     cpu_fits = "cpu" in calibrations and bool(busy_share) and not idle
-    candidates: list[Metric] = [
-        m for m in ("wall", "cpu" if cpu_fits else "wall-runq") if m in calibrations
-    ]
+    rival = "cpu" if cpu_fits else "wall-runq"
+    base = instead_of(rival, calibrated)
+    candidates = [m for m in (base, rival) if m in calibrations]
     widths = {m: _deciding_width(calibrations[m]) for m in candidates}
     # At most one rival to wall time: CPU time wins a tie, wall-runq must be narrower.
-    best: Metric = "wall"
+    best = base
     if len(candidates) == 2:
-        rival, w, w_wall = candidates[1], widths[candidates[1]], widths["wall"]
-        if w is not None and (w_wall is None or w < w_wall or (rival == "cpu" and w == w_wall)):
+        w, w_base = widths[rival], widths[base]
+        if w is not None and (w_base is None or w < w_base or (rival == "cpu" and w == w_base)):
             best = rival
 
-    def width(m: Metric) -> str:
+    def width(m: MetricName) -> str:
         return f"{steps.pct(widths[m] or 0)} with {calibrations[m].method_pays}"
 
     beaten = " and ".join(f"{METRIC_NAMES[m]}'s ({width(m)})" for m in candidates if m != best)
@@ -202,18 +211,17 @@ def calibrate_metrics(
     ValueError
         As :func:`aa_data` and :func:`calibrate` do.
     """
-    calibrations: dict[Metric, Calibration] = {}
-    for metric in METRICS:
-        metric_t: Metric = metric
-        if not has_metric(record, metric_t):
+    calibrations: dict[MetricName, Calibration] = {}
+    for metric in names():
+        if not has_metric(record, metric):
             continue
         seq = (
-            aa_data(sequential, metric_t)
-            if sequential is not None and has_metric(sequential, metric_t)
+            aa_data(sequential, metric)
+            if sequential is not None and has_metric(sequential, metric)
             else None
         )
-        calibrations[metric_t] = calibrate(
-            aa_data(record, metric_t), settings, sequential=seq, method=method
+        calibrations[metric] = calibrate(
+            aa_data(record, metric), settings, sequential=seq, method=method
         )
     forced = None if settings.metric == "auto" else settings.metric
     chosen, reason = _choose_metric(calibrations, busy_share or {}, forced)

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from duet_bench.analysis.series import crossover_of
+from duet_bench.analysis.series import crossover_of, recorded_of
 from duet_bench.calibrate.plan import Method
-from duet_bench.metrics import Metric
-from duet_bench.results import BenchmarkRecord, SideRecord
+from duet_bench.metrics import MetricName, get
+from duet_bench.results import BenchmarkRecord
 from duet_stats import FloatArray
 
 __all__ = ["AAData", "aa_data", "has_metric"]
@@ -106,46 +106,28 @@ def _rows(values: Sequence[Sequence[int]], width: int) -> FloatArray:
     return np.array([list(v)[:width] for v in values], dtype=np.float64).reshape(len(values), width)
 
 
-def has_metric(record: BenchmarkRecord, metric: Metric) -> bool:
-    """Whether every successful run recorded ``metric`` on both sides (CPU time above 0 ns;
-    run-queue delay for every measured iteration, for ``wall-runq``)."""
-    if metric == "wall":
-        return True
+def metric_matrices(
+    record: BenchmarkRecord, metric: MetricName
+) -> tuple[FloatArray, FloatArray] | str:
+    """The (baseline, candidate) matrices of ``metric`` over the successful runs, cut to the
+    shortest, as the analysis derives them (:func:`duet_bench.analysis.series.recorded_of`); or
+    why there are none."""
     ok = record.ok_runs()
-    if metric == "wall-runq":
-        # An iteration that waited for its whole wall time leaves nothing to measure (the
-        # analysis refuses the metric then too).
-        return bool(ok) and all(
-            s.iteration_runq_ns is not None
-            and len(s.iteration_runq_ns) >= len(s.iterations_ns)
-            and min(_series(s, metric), default=0) > 0
-            for r in ok
-            for s in (r.baseline, r.candidate)
-        )
-    return bool(ok) and all(
-        s.iteration_cpu_ns is not None and min(s.iteration_cpu_ns, default=0) > 0
-        for r in ok
-        for s in (r.baseline, r.candidate)
-    )
+    registered = get(metric)
+    if registered is None:
+        return f"{metric!r} is not a metric this duet knows"
+    if not ok:
+        return "no successful run"
+    return registered.derive(recorded_of(ok))
 
 
-def _series(side: SideRecord, metric: Metric) -> tuple[int, ...]:
-    """One side's measured iterations of ``metric``. Wall time less run-queue delay caps each
-    delay at its iteration's wall time, as the analysis does (the kernel adds a wait when the
-    task next gets a CPU, so a reading can exceed the iteration)."""
-    if metric == "cpu":
-        assert side.iteration_cpu_ns is not None
-        return side.iteration_cpu_ns
-    if metric == "wall-runq":
-        assert side.iteration_runq_ns is not None
-        return tuple(
-            wall - min(runq, wall)
-            for wall, runq in zip(side.iterations_ns, side.iteration_runq_ns, strict=False)
-        )
-    return side.iterations_ns
+def has_metric(record: BenchmarkRecord, metric: MetricName) -> bool:
+    """Whether every successful run recorded ``metric`` on both sides, in readings the metric
+    can use (CPU time above 0 ns; run-queue delay below the wall time, for ``wall-runq``)."""
+    return not isinstance(metric_matrices(record, metric), str)
 
 
-def aa_data(record: BenchmarkRecord, metric: Metric = "wall") -> AAData:
+def aa_data(record: BenchmarkRecord, metric: MetricName = "wall") -> AAData:
     """The arrays of an A/A benchmark record (its successful runs), of one metric.
 
     Runs of different lengths (an interrupted run kept as ok) are cut to the shortest, as
@@ -164,20 +146,16 @@ def aa_data(record: BenchmarkRecord, metric: Metric = "wall") -> AAData:
             f"{record.name}: {len(ok)} successful run(s); a calibration needs at least 2 "
             "(better 10 or more)"
         )
-    if not has_metric(record, metric):
+    matrices = metric_matrices(record, metric)
+    if isinstance(matrices, str):
         raise ValueError(f"{record.name}: {metric} time was not recorded in every run")
     n = min(len(r.baseline.iterations_ns) for r in ok)
-
-    def series(side: SideRecord) -> tuple[int, ...]:
-        return _series(side, metric)
-
     w = (
         min(min(len(r.baseline.warmup_ns), len(r.candidate.warmup_ns)) for r in ok)
         if metric == "wall"
         else 0
     )
-    base = _rows([series(r.baseline) for r in ok], n)
-    cand = _rows([series(r.candidate) for r in ok], n)
+    base, cand = matrices
     base_w = _rows([r.baseline.warmup_ns[-w:] if w else () for r in ok], w)
     cand_w = _rows([r.candidate.warmup_ns[-w:] if w else () for r in ok], w)
     cpus = tuple(r.baseline.cores[0] if r.baseline.cores else None for r in ok)

@@ -41,7 +41,7 @@ from duet_bench.calibrate.plan import (
     summed,
 )
 from duet_bench.calibrate.steps import pct
-from duet_bench.metrics import Metric
+from duet_bench.metrics import MetricName
 
 __all__ = [
     "CLOSE",
@@ -156,7 +156,7 @@ class DesignChoice:
 class DesignComparison:
     """The designs compared on one metric, and the choice."""
 
-    metric: Metric
+    metric: MetricName
     figures: tuple[DesignFigures, ...]
     choice: DesignChoice
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from duet_bench.analysis.sides import SideAsymmetry  # one record, shared with analysis
 from duet_bench.calibrate.plan import Components, Method, Recommendation
-from duet_bench.metrics import Metric
+from duet_bench.metrics import MetricName
 from duet_stats.crossover import CoreContrast
 from duet_stats.warmup import Warmup
 
@@ -195,7 +195,7 @@ class Calibration:
     warnings: tuple[str, ...] = field(default=())
     #: The metric these figures are of, why it was chosen, and the A/A interval width of every
     #: metric and method measured (``{"wall": {"duet": w, "sequential": w}, "cpu": ...}``).
-    metric: Metric = "wall"
+    metric: MetricName = "wall"
     metric_reason: str | None = None
     widths_by_metric: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
     #: With crossover at every iteration: the core difference from inside the runs.

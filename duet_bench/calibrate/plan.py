@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from duet_bench.metrics import Metric
+from duet_bench.metrics import MetricName
 from duet_stats import FloatArray
 
 if TYPE_CHECKING:
@@ -138,7 +138,7 @@ class Recommendation:
     machine_time_ns: float | None
     reachable: bool
     max_iterations: int = MAX_ITERATIONS
-    metric: Metric = "wall"
+    metric: MetricName = "wall"
     #: The core design, when the designs were compared (``--compare-designs``) and a duet design
     #: won; None otherwise (the configuration's setting is left as it is).
     crossover: Literal["iteration", "run"] | None = None

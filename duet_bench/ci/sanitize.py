@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from duet_bench.metrics import METRICS
+from duet_bench.metrics import get, names
 from duet_bench.results import BenchmarkRecord, ResultsDocument
 from duet_bench.results.analysis import (
     AnalysisBlock,
@@ -169,9 +169,9 @@ def _sanitize_analysis(a: AnalysisBlock) -> AnalysisBlock:
         baseline=side(a.baseline),
         candidate=side(a.candidate),
         note=_opt_text(a.note),
-        metric=a.metric if a.metric in METRICS else None,
+        metric=a.metric if get(a.metric) is not None else None,
         metric_reason=_opt_text(a.metric_reason),
-        metrics={k: metric_block(m) for k in METRICS if (m := a.metrics.get(k)) is not None},
+        metrics={k: metric_block(m) for k in names() if (m := a.metrics.get(k)) is not None},
         interference=interference,
         disagreement=_opt_text(a.disagreement),
         # The comment names failed runs ("run 4: timeout") and what would decide an

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from duet_bench.metrics import METRICS
+from duet_bench.metrics import names
 from duet_bench.results import ResultsDocument
 from duet_bench.results.analysis import AnalysisBlock, SideSummary
 from duet_bench.results.completeness import completeness
@@ -57,7 +57,7 @@ _VERDICT = _Family(
 )
 _METRIC_RATIO = _Family(
     "duet_metric_ratio",
-    "duet_ratio of each metric analysed (wall, cpu, wall-runq); duet_ratio is the deciding one.",
+    f"duet_ratio of each metric analysed ({', '.join(names())}); duet_ratio is the deciding one.",
 )
 _INTERFERED = _Family(
     "duet_interfered_iterations_ratio",
@@ -98,7 +98,7 @@ def render_openmetrics(doc: ResultsDocument) -> str:
         add(_CI_HIGH, a.ci_high, benchmark=b.name, **level)
         add(_BASE, _seconds(a.baseline), benchmark=b.name)
         add(_CAND, _seconds(a.candidate), benchmark=b.name)
-        for key in METRICS:
+        for key in names():
             if (m := a.metrics.get(key)) is not None:
                 add(_METRIC_RATIO, m.ratio, benchmark=b.name, metric=key)
         if a.interference is not None:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from duet_bench import units
-from duet_bench.metrics import METRIC_NAMES, METRICS
+from duet_bench.metrics import METRIC_NAMES, known, names, usable
 from duet_bench.report.plot_style import (
     RUN_SHADE,
     SIDE_STYLE,
@@ -44,21 +44,20 @@ def metric_series(b: BenchmarkRecord) -> dict[str, tuple[Matrix, Matrix]]:
     if not runs:
         return {}
     series = series_of(runs)
-    return {key: pair for key in METRICS if (pair := series.of(key)) is not None}
+    return {key: pair for key in names() if (pair := series.of(key)) is not None}
 
 
 def deciding_metric(b: BenchmarkRecord) -> str:
     """The key of the metric that decided (wall time for a file analysed without one)."""
     a = b.analysis
-    key = None if a is None else a.metric
-    return key if key is not None and key in METRIC_NAMES else "wall"
+    return known(None if a is None else a.metric)
 
 
 def _cell(r: Row, key: str) -> MetricCell | None:
     """The row's estimate of metric ``key``: the deciding one or one of the others (the same
     cells the text, markdown and html reports show), None when it has none."""
     for cell in (r.decided, *r.others):
-        if cell is not None and not cell.missing and (cell.key or "wall") == key:
+        if cell is not None and not cell.missing and known(cell.key) == key:
             return cell
     return None
 
@@ -86,9 +85,8 @@ def iterations_figure(b: BenchmarkRecord) -> Any:
     model = row(b)
     key = deciding_metric(b)
     matrices = metric_series(b)
-    base_m, cand_m = matrices.get(key) or matrices["wall"]
-    if key not in matrices:
-        key = "wall"
+    key = usable(key, matrices.__contains__)
+    base_m, cand_m = matrices[key]
     # The overlay is the estimate of the metric drawn, never another metric's.
     cell = _cell(model, key)
     metric = METRIC_NAMES[key]
@@ -191,8 +189,8 @@ def runs_figure(b: BenchmarkRecord) -> Any:
     runs = b.ok_runs()
     matrices = metric_series(b)
     decided = deciding_metric(b)
-    keys = [decided] + [k for k in METRICS if k != decided and k in matrices]
-    keys = [k for k in keys if k in matrices] or ["wall"]
+    keys = [decided] + [k for k in names() if k != decided and k in matrices]
+    keys = [k for k in keys if k in matrices] or [known(None)]
     fig = figure(max(7.0, 3.0 + 0.22 * len(b.runs)) + 3.2 * (len(keys) - 1), 4.6)
     axes = fig.subplots(1, len(keys), sharey=True, squeeze=False)[0]
     handles: list[Any] = []

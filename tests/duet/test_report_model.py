@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from duet_bench import results, units
+from duet_bench import metrics, results, units
 from duet_bench.analysis import AnalysisSettings, analyze_document
 from duet_bench.report import render
 from duet_bench.report.rows import rows
@@ -144,7 +144,9 @@ def test_the_runs_plot_has_one_panel_per_metric_each_with_its_own_interval(
     titles = [ax.get_title(loc="left") for ax in axes]
     assert titles[0].startswith("CPU time (decided)")
     assert any(t.startswith("wall time (did not decide)") for t in titles)
-    for ax, key in zip(axes, ["cpu", "wall", "wall-runq"], strict=True):
+    # The deciding metric first, then every other one in the registry's order.
+    keys = ["cpu", *(k for k in metrics.names() if k != "cpu")]
+    for ax, key in zip(axes, keys, strict=True):
         estimate = a if key == "cpu" else a["metrics"][key]
         [band] = ax.patches
         low = (

@@ -36,7 +36,7 @@ def test_a_run_queue_reading_above_the_iterations_wall_time_is_capped_at_it() ->
     assert runs[0].baseline.iteration_runq_ns == (1500, 100, 3000)
     # An iteration that waited its whole wall time leaves nothing of wall-runq: not analysed,
     # with the reason, rather than a zero or a negative time.
-    assert series.wall_less_runq() is None
+    assert series.of("wall-runq") is None
     assert series.why_missing("wall-runq") == (
         "the run-queue delay took a whole iteration (clock resolutions)"
     )
@@ -49,10 +49,10 @@ def test_wall_less_run_queue_is_the_difference_where_every_reading_is_below_the_
     )
     series = series_of(runs)
     # 2600 > 2000 is capped at 2000, which leaves 0 ns: the metric is refused.
-    assert series.wall_less_runq() is None
+    assert series.of("wall-runq") is None
     capped = series_of(
         (record(0, wall=(1000, 2000), runq=(100, 1999)), record(1, wall=(1000, 2000), runq=(0, 0)))
     )
-    less = capped.wall_less_runq()
+    less = capped.of("wall-runq")
     assert less is not None
     np.testing.assert_array_equal(less[0], [[900, 1], [1000, 2000]])
