@@ -15,24 +15,22 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, TypeAlias
 
-from duet_bench.errors import UsageError
-from duet_bench.results import SideName
-from duet_bench.settings import (
+from duet_bench.defaults import (
+    CROSSOVERS,
     DEFAULT_CROSSOVER,
     DEFAULT_ITERATIONS,
     DEFAULT_METHOD,
     DEFAULT_RUNS,
     DEFAULT_TIMEOUT_S,
     DEFAULT_WARMUP,
-    runs_problem,
+    Crossover,
+    Kind,
+    Method,
 )
-
-Kind: TypeAlias = Literal["command", "python", "native"]
-Method: TypeAlias = Literal["duet", "sequential"]
-Crossover: TypeAlias = Literal["iteration", "run"]
-KINDS: tuple[Kind, ...] = ("command", "python", "native")
+from duet_bench.errors import UsageError
+from duet_bench.limits import runs_problem
+from duet_bench.results import SideName
 
 DEFAULT_PIDS_MAX = 4096
 
@@ -115,7 +113,7 @@ class BenchmarkSpec:
             raise UsageError(f"benchmark {self.name!r}: timeout_s must be positive")
         if self.baseline.kind != self.candidate.kind:
             raise UsageError("both sides of a benchmark must be of the same kind")
-        if self.crossover not in ("iteration", "run"):
+        if self.crossover not in CROSSOVERS:
             raise UsageError(
                 f"benchmark {self.name!r}: crossover must be iteration or run, "
                 f"got {self.crossover!r}"

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from duet_bench import __version__
 from duet_bench.analysis import AnalysisSettings, analyze_benchmark, running_estimate
+from duet_bench.defaults import DEFAULT_MAX_FAILURES
 from duet_bench.errors import BenchmarkFailed, ResultsError, UsageError
 from duet_bench.isolation import Backend, Request, RunAs, select_backend
 from duet_bench.lock import acquire as acquire_lock
@@ -37,7 +38,6 @@ from duet_bench.runner import (
     measure_benchmark,
     worker_python_for,
 )
-from duet_bench.settings import DEFAULT_MAX_FAILURES
 from duet_bench.settings import record as record_settings
 from duet_bench.units import differing_name
 from duet_bench.untrusted import for_terminal

@@ -10,7 +10,8 @@ One home for every setting duet measures and judges with:
   the built-in default; every value keeps where it came from, for the messages;
 * the **one spec builder**, :func:`build`, used by ``duet run``, ``duet compare`` (through
   :func:`for_suite`) and ``duet calibrate``, which also applies the runs rule
-  (:func:`runs_problem`, the only place it is written) naming where the value came from;
+  (:func:`duet_bench.limits.runs_problem`, the only place it is written) naming where the
+  value came from;
 * the **recorded settings**: every benchmark of a results file keeps its resolved analysis
   settings (``settings.analysis``, :func:`record`), and ``duet analyze`` / ``duet report``
   re-analyse with them unless an option is given explicitly (:func:`for_record`), so a
@@ -27,9 +28,31 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
+from duet_bench.defaults import (
+    ANALYSIS_KEYS,
+    BENCHMARK_KEYS,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_CROSSOVER,
+    DEFAULT_INTERVAL,
+    DEFAULT_ISOLATION,
+    DEFAULT_ITERATIONS,
+    DEFAULT_MAX_FAILURES,
+    DEFAULT_METHOD,
+    DEFAULT_REPS,
+    DEFAULT_RUNS,
+    DEFAULT_SEED,
+    DEFAULT_THRESHOLD,
+    DEFAULT_TIMEOUT_S,
+    DEFAULT_WARMUP,
+    DEFAULT_WINSORIZE,
+    FILE_KEYS,
+    INTERVALS,
+    RUN_KEYS,
+)
 from duet_bench.errors import ResultsError, UsageError
+from duet_bench.limits import runs_problem
 from duet_bench.metrics import DEFAULT_METRIC, METRIC_CHOICES
 
 if TYPE_CHECKING:
@@ -37,41 +60,6 @@ if TYPE_CHECKING:
     from duet_bench.config import BenchmarkConfig, Config
     from duet_bench.plan import BenchmarkSpec, SideSpec
     from duet_bench.results import BenchmarkRecord
-
-# --------------------------------------------------------------------------------------------
-# The built-in defaults (method.md's), each written once
-
-DEFAULT_RUNS = 10
-DEFAULT_ITERATIONS = 30
-DEFAULT_WARMUP = 2
-DEFAULT_TIMEOUT_S = 60.0
-DEFAULT_METHOD: Literal["duet"] = "duet"
-#: Which core each side runs on (method.md 1b): ``iteration`` crosses the sides over the two
-#: CPUs at every iteration, ``run`` keeps them for a run and swaps them between runs. The
-#: default follows the prototype (measured-here.md, "Crossing the sides"): about 10x narrower.
-DEFAULT_CROSSOVER: Literal["iteration"] = "iteration"
-#: The choices of ``crossover``.
-CROSSOVERS = ("iteration", "run")
-DEFAULT_ISOLATION: Literal["auto"] = "auto"
-DEFAULT_MAX_FAILURES = 2
-DEFAULT_CONFIDENCE = 0.99
-DEFAULT_THRESHOLD = 0.02
-DEFAULT_REPS = 10_000
-DEFAULT_SEED = 0
-DEFAULT_INTERVAL: Literal["expanded"] = "expanded"
-DEFAULT_WINSORIZE = True
-#: Runs per condition of ``duet demo`` (12 iterations of a ~60 ms process each). At 8 runs a host
-#: whose vCPUs change speed for seconds at a time (per-run ratios from 1.006 to 1.083 on a quiet
-#: VM) left the demo's 5% inconclusive once in CI; 16 took 39 s for both conditions.
-DEMO_RUNS = 16
-
-#: The bootstrap interval methods (``--interval``).
-INTERVALS = ("percentile", "expanded", "bca", "basic", "studentized")
-
-#: The fewest runs a benchmark may have: the ratio needs two run means to vary at all.
-MIN_RUNS = 2
-#: From this many successful runs on, the analysis gives an interval.
-INTERVAL_RUNS = 5
 
 #: Every setting by field name, with its built-in default.
 BUILTIN: Mapping[str, Any] = {
@@ -93,48 +81,7 @@ BUILTIN: Mapping[str, Any] = {
     "winsorize": DEFAULT_WINSORIZE,
 }
 
-#: The settings of the plan of one benchmark (:class:`duet_bench.plan.BenchmarkSpec`).
-RUN_KEYS = (
-    "runs",
-    "iterations",
-    "warmup",
-    "timeout_s",
-    "memory_limit_bytes",
-    "method",
-    "crossover",
-)
-#: The settings of the analysis (:class:`duet_bench.analysis.AnalysisSettings`).
-ANALYSIS_KEYS = ("confidence", "threshold", "reps", "seed", "interval", "winsorize", "metric")
-#: What a ``[[benchmark]]`` table may set.
-BENCHMARK_KEYS = (
-    "runs",
-    "iterations",
-    "warmup",
-    "timeout_s",
-    "memory_limit_bytes",
-    "threshold",
-    "confidence",
-    "method",
-    "crossover",
-    "metric",
-)
-#: What the suite table may set besides :data:`BENCHMARK_KEYS`: settings of one invocation.
-SUITE_ONLY_KEYS = ("isolation", "max_failures")
-
-#: Field names that differ from the key in the configuration file (and from the parameter
-#: of the command-line option).
-FILE_KEYS = {"timeout_s": "timeout", "memory_limit_bytes": "memory_limit"}
-
 Origin: TypeAlias = str
-
-
-def runs_problem(runs: int) -> str | None:
-    """What is wrong with ``runs`` as a number of runs, or None: the one place of the rule."""
-    if runs < MIN_RUNS:
-        return f"must be at least {MIN_RUNS}, got {runs} ({INTERVAL_RUNS} or more give an interval)"
-    from duet_bench.limits import problem
-
-    return problem("runs", runs)
 
 
 def option_name(name: str) -> str:

@@ -42,7 +42,7 @@ from duet_bench.analysis.model import (
 )
 from duet_bench.analysis.runs_needed import PRACTICAL_RUNS
 from duet_bench.analysis.sides import SideAsymmetry
-from duet_bench.analysis.verdict import VERDICTS, FailOn, Verdict, fails, verdict
+from duet_bench.analysis.verdict import VERDICTS, Verdict, fails, verdict
 
 __all__ = [
     "IMPACT_REPS",
@@ -50,7 +50,6 @@ __all__ = [
     "VERDICTS",
     "AnalysisSettings",
     "BenchmarkAnalysis",
-    "FailOn",
     "Interference",
     "MetricEstimate",
     "SideAsymmetry",

@@ -14,15 +14,16 @@ import numpy as np
 from duet_bench.analysis.interference import Interference
 from duet_bench.analysis.sides import CoreDifference, SideAsymmetry
 from duet_bench.analysis.verdict import Verdict
-from duet_bench.metrics import DEFAULT_METRIC, METRIC_CHOICES, Metric, MetricChoice
-from duet_bench.settings import (
+from duet_bench.defaults import (
     DEFAULT_CONFIDENCE,
     DEFAULT_INTERVAL,
     DEFAULT_REPS,
     DEFAULT_SEED,
     DEFAULT_THRESHOLD,
     DEFAULT_WINSORIZE,
+    Interval,
 )
+from duet_bench.metrics import DEFAULT_METRIC, METRIC_CHOICES, Metric, MetricChoice
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +35,7 @@ class AnalysisSettings:
     threshold: float = DEFAULT_THRESHOLD
     reps: int = DEFAULT_REPS
     seed: int = DEFAULT_SEED
-    interval: Literal["percentile", "expanded", "bca", "basic", "studentized"] = DEFAULT_INTERVAL
+    interval: Interval = DEFAULT_INTERVAL
     winsorize: bool = DEFAULT_WINSORIZE
     metric: MetricChoice = DEFAULT_METRIC
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Literal, TypeAlias
 
+from duet_bench.defaults import FailOn
+
 Verdict: TypeAlias = Literal["regression", "improvement", "no change", "inconclusive"]
 VERDICTS: tuple[Verdict, ...] = ("regression", "improvement", "no change", "inconclusive")
-FailOn: TypeAlias = Literal["regression", "inconclusive", "any", "never"]
 
 
 def verdict(*, ratio: float, ci_low: float, ci_high: float, threshold: float) -> Verdict:

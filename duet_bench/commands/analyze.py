@@ -16,7 +16,8 @@ from duet_bench.commands.options import (
     explicit_analysis_options,
     fail_on_option,
 )
-from duet_bench.commands.output import RESULTS_FORMATS, format_option
+from duet_bench.commands.output import format_option
+from duet_bench.defaults import RESULTS_FORMATS, Format
 from duet_bench.errors import EXIT_REGRESSION
 
 
@@ -32,7 +33,7 @@ def analyze(
     ctx: click.Context,
     /,
     results: str,
-    fmt: str,
+    fmt: Format,
     fail_on: str,
     allow_incomplete: bool,
     **_analysis_options: Any,
@@ -51,7 +52,7 @@ def analyze(
     doc = load_given(results)
     analysed = reanalyze(doc, explicit_analysis_options(ctx), only_missing=False)
     color, width = fmt == "text" and color_for(sys.stdout), terminal_width(sys.stdout)
-    click.echo(render(analysed, fmt, color=color, width=width), nl=False)  # type: ignore[arg-type]
+    click.echo(render(analysed, fmt, color=color, width=width), nl=False)
     raise_if_incomplete(analysed, allow=allow_incomplete)
     if fails_on(analysed, fail_on):
         sys.exit(EXIT_REGRESSION)

@@ -11,7 +11,6 @@ import click
 from duet_bench.cli import install_signal_handlers, reports_errors
 from duet_bench.commands.help import Command
 from duet_bench.commands.options import (
-    ANALYSIS_KEYS,
     analysis_options,
     bench_option,
     bounded,
@@ -21,6 +20,7 @@ from duet_bench.commands.options import (
     versions_options,
 )
 from duet_bench.commands.output import format_option, out_option
+from duet_bench.defaults import ANALYSIS_KEYS
 
 #: Exit code of a search that stopped undecided (the machine could not tell; see the advice).
 EXIT_UNDECIDED = 3

@@ -13,7 +13,8 @@ from duet_bench.commands.options import (
     allow_incomplete_option,
     fail_on_option,
 )
-from duet_bench.commands.output import RESULTS_FORMATS, format_option, out_option
+from duet_bench.commands.output import format_option, out_option
+from duet_bench.defaults import RESULTS_FORMATS, Format
 from duet_bench.errors import EXIT_REGRESSION
 
 
@@ -25,7 +26,7 @@ from duet_bench.errors import EXIT_REGRESSION
 @allow_incomplete_option
 @reports_errors
 def merge(
-    shards: tuple[str, ...], out: str, fmt: str, fail_on: str, allow_incomplete: bool
+    shards: tuple[str, ...], out: str, fmt: Format, fail_on: str, allow_incomplete: bool
 ) -> None:
     """Merge the results of a suite split with `duet compare --shard i/n` into one document.
 
@@ -48,7 +49,7 @@ def merge(
         from duet_bench.compare.outputs import write_outputs
 
         write_outputs(doc, path.parent, plots=False)
-    click.echo(render(doc, fmt), nl=False)  # type: ignore[arg-type]
+    click.echo(render(doc, fmt), nl=False)
     click.echo(f"merged {len(shards)} shards into {path}", err=True)
     raise_if_incomplete(doc, allow=allow_incomplete)
     if fails_on(doc, fail_on):

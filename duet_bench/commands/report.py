@@ -17,7 +17,8 @@ from duet_bench.commands.options import (
     analysis_options,
     explicit_analysis_options,
 )
-from duet_bench.commands.output import FORMATS, format_option
+from duet_bench.commands.output import format_option
+from duet_bench.defaults import FORMATS, Format
 
 
 @click.command(
@@ -82,14 +83,14 @@ def report(ctx: click.Context, /, **o: Any) -> None:
     explicit = explicit_analysis_options(ctx)
     doc = reanalyze(load_given(o["results"]), explicit, only_missing=not explicit)
 
-    fmt: str = o["fmt"]
+    fmt: Format = o["fmt"]
     plots: dict[str, str] | None = None
     if o["plot_dir"] or fmt == "html":
         plots = _plots(doc, o["plot_dir"], required=bool(o["plot_dir"]))
     out = _report_file(o["out"], o["output"], fmt)
     to_terminal = out is None and color_for(sys.stdout)
     width = terminal_width(sys.stdout) if out is None else None
-    text = render(doc, fmt, color=fmt == "text" and to_terminal, plots=plots, width=width)  # type: ignore[arg-type]
+    text = render(doc, fmt, color=fmt == "text" and to_terminal, plots=plots, width=width)
     if out is None:
         click.echo(text, nl=False)
         raise_if_incomplete(doc, allow=o["allow_incomplete"])

@@ -12,13 +12,13 @@ from duet_bench import settings
 from duet_bench.cli import finish, install_signal_handlers, reports_errors
 from duet_bench.commands.help import Command
 from duet_bench.commands.options import (
-    ANALYSIS_KEYS,
     analysis_options,
     fail_on_option,
     run_options,
     session_options,
 )
-from duet_bench.commands.output import RESULTS_FORMATS, format_option, out_option
+from duet_bench.commands.output import format_option, out_option
+from duet_bench.defaults import ANALYSIS_KEYS, RESULTS_FORMATS
 
 if TYPE_CHECKING:
     from duet_bench.plan import SideSpec

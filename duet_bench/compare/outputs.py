@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from duet_bench import files, results
+from duet_bench.defaults import Format
 from duet_bench.errors import ResultsError
 from duet_bench.results import ResultsDocument
 
@@ -20,13 +21,14 @@ def write_outputs(doc: ResultsDocument, out_dir: Path, *, plots: bool = True) ->
     from duet_bench.report import render
 
     written = []
-    for name, fmt in (
+    reports: tuple[tuple[str, Format], ...] = (
         ("report.md", "markdown"),
         ("junit.xml", "junit"),
         ("metrics.txt", "openmetrics"),
-    ):
+    )
+    for name, fmt in reports:
         try:
-            text = render(doc, fmt)  # type: ignore[arg-type]
+            text = render(doc, fmt)
         except ValueError as e:  # a format this build does not have
             log.warning("could not write %s: %s", name, e)
             continue

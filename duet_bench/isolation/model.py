@@ -14,12 +14,14 @@ from dataclasses import dataclass, fields, replace
 from types import MappingProxyType
 from typing import Literal
 
+from duet_bench.defaults import Isolation
 from duet_bench.errors import IsolationError
 
 __all__ = ["Level", "Limits", "Probe", "Request", "RunAs", "Usage"]
 
 Level = Literal["cgroup-v2", "cgroup-v1", "affinity-only"]
-Request = Literal["auto", "cgroup", "affinity"]
+#: What the user asks for (``isolation``): the choices of the setting.
+Request = Isolation
 
 
 @dataclass(frozen=True, slots=True)

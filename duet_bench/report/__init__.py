@@ -6,12 +6,9 @@ Only this package and the CLI print; every renderer is a pure function ``documen
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal, TypeAlias
 
+from duet_bench.defaults import FORMATS, Format
 from duet_bench.results import ResultsDocument
-
-Format: TypeAlias = Literal["text", "markdown", "json", "junit", "openmetrics", "html"]
-FORMATS: tuple[Format, ...] = ("text", "markdown", "json", "junit", "openmetrics", "html")
 
 
 def render(

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from duet_bench import results, settings
+from duet_bench import defaults, results, settings
 from duet_bench.analysis import AnalysisSettings, analyze_benchmark
 from duet_bench.cli import main
 from duet_bench.config import DEFAULT_PYTHON
@@ -83,7 +83,7 @@ def test_every_value_says_where_it_came_from() -> None:
         "duet.toml: runs"
     )
     assert r.origins["iterations"] == "the built-in default"
-    assert r["iterations"] == settings.DEFAULT_ITERATIONS
+    assert r["iterations"] == defaults.DEFAULT_ITERATIONS
 
 
 def test_the_built_in_defaults_are_the_ones_of_every_record() -> None:
@@ -105,10 +105,10 @@ def test_the_built_in_defaults_are_the_ones_of_every_record() -> None:
     from duet_bench.commands.run import run
 
     for command in (run, compare):
-        defaults = {p.name: p.default for p in command.params}
+        given = {p.name: p.default for p in command.params}
         for name, value in settings.BUILTIN.items():
             if value is not None:  # no default: click's own marker
-                assert defaults[settings.FILE_KEYS.get(name, name)] == value, (command.name, name)
+                assert given[defaults.FILE_KEYS.get(name, name)] == value, (command.name, name)
 
 
 def test_a_config_built_in_code_is_resolved_like_a_file() -> None:
@@ -124,7 +124,7 @@ def test_a_config_built_in_code_is_resolved_like_a_file() -> None:
         raw={},
     )
     r = settings.resolve(config=c, benchmark=b)
-    assert (r["runs"], r["threshold"], r["iterations"]) == (5, 0.1, settings.DEFAULT_ITERATIONS)
+    assert (r["runs"], r["threshold"], r["iterations"]) == (5, 0.1, defaults.DEFAULT_ITERATIONS)
     assert r.origins["runs"] == "suite.toml: runs"
     assert r.origins["iterations"] == "the built-in default"
 
