@@ -38,7 +38,6 @@ from duet_bench.runner import (
     measure_benchmark,
     worker_python_for,
 )
-from duet_bench.settings import record as record_settings
 from duet_bench.units import differing_name
 from duet_bench.untrusted import for_terminal
 
@@ -333,7 +332,7 @@ def _measure_one(
         "seed": options.seed,
         "inner_loops": inner_loops,
         # What duet analyze and duet report analyse with again, unless told otherwise.
-        "analysis": record_settings(analysis_settings),
+        "analysis": analysis_settings.to_record(),
     }
     record = BenchmarkRecord(
         name=bench.name,

@@ -13,10 +13,10 @@ from duet_bench import units
 from duet_bench.analysis.benchmark import analyze_benchmark
 from duet_bench.analysis.choice import choose_metric
 from duet_bench.analysis.interference import busy_share, interference
-from duet_bench.analysis.model import AnalysisSettings
+from duet_bench.analysis.model import AnalysisSettings, recorded_metric
 from duet_bench.analysis.series import series_of
 from duet_bench.analysis.verdict import VERDICTS, Verdict
-from duet_bench.metrics import METRIC_CHOICES, METRIC_NAMES, METRICS, MetricChoice
+from duet_bench.metrics import METRIC_NAMES, METRICS, MetricChoice
 from duet_bench.results import BenchmarkRecord, ResultsDocument
 
 
@@ -35,12 +35,6 @@ def analyze_document(
             these = replace(settings, metric=metric)
         out = out.with_benchmark(replace(b, analysis=analyze_benchmark(b, these).to_dict()))
     return out
-
-
-def recorded_metric(record: BenchmarkRecord) -> MetricChoice | None:
-    """The metric a benchmark was analysed with before (its configured choice), if any."""
-    value = (record.analysis or {}).get("metric_requested")
-    return value if value in METRIC_CHOICES else None
 
 
 def verdicts_of(doc: ResultsDocument) -> list[Verdict | None]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from duet_bench import files, results
+from duet_bench.analysis import AnalysisSettings
 from duet_bench.bisect.comparisons import Comparer
 from duet_bench.bisect.history import Commit, first_parent_line
 from duet_bench.bisect.search import (
@@ -157,7 +158,7 @@ def bisect(
         resolved = resolve(
             {**options.overrides, **options.analysis_overrides}, config=config, benchmark=bench
         )
-        settings = resolved.analysis()
+        settings = AnalysisSettings.from_values(resolved.values)
         runs = resolved["runs"]
         max_runs = options.max_runs or MAX_RUNS_FACTOR * runs
         if max_runs < runs:

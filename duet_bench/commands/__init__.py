@@ -36,15 +36,15 @@ def reanalyze(
     doc: ResultsDocument, explicit: Mapping[str, Any], *, only_missing: bool
 ) -> ResultsDocument:
     """``doc`` with its benchmarks analysed again from the raw samples, each with the settings
-    recorded with it except the ``explicit`` options (:func:`duet_bench.settings.for_record`).
+    recorded with it except the ``explicit`` options
+    (:meth:`duet_bench.analysis.AnalysisSettings.from_record`).
     ``only_missing``: only the benchmarks without an analysis."""
     from dataclasses import replace
 
-    from duet_bench import settings
-    from duet_bench.analysis import analyze_benchmark
+    from duet_bench.analysis import AnalysisSettings, analyze_benchmark
 
     for b in doc.benchmarks:
         if not only_missing or b.analysis is None:
-            these = settings.for_record(b, explicit)
+            these = AnalysisSettings.from_record(b, explicit)
             doc = doc.with_benchmark(replace(b, analysis=analyze_benchmark(b, these).to_dict()))
     return doc

@@ -247,11 +247,11 @@ def _check_options(o: dict[str, Any]) -> AnalysisSettings:
 
 
 def _spec(o: dict[str, Any]) -> BenchmarkSpec:
-    """The A/A spec, through the one spec builder (:mod:`duet_bench.settings`). A calibration's
+    """The A/A spec, through the one spec builder (:func:`duet_bench.plan.build`). A calibration's
     runs, iterations and warm-up are its own options (it needs more than a comparison), so they
     win over the configuration whether given or not; the timeout only when given."""
     from duet_bench import settings
-    from duet_bench.plan import SideSpec
+    from duet_bench.plan import SideSpec, build, for_suite
 
     explicit = {
         **{k: o[k] for k in ("runs", "iterations", "warmup")},
@@ -268,7 +268,7 @@ def _spec(o: dict[str, Any]) -> BenchmarkSpec:
         # A/A: the baseline's side on both sides (the same directory, so the same version).
         (planned,) = [
             p
-            for p in settings.for_suite(
+            for p in for_suite(
                 config,
                 baseline_dir=root,
                 candidate_dir=root,
@@ -296,7 +296,7 @@ def _spec(o: dict[str, Any]) -> BenchmarkSpec:
         # Whole: the name is stored; the reports shorten it for display.
         name = " ".join(o["command"].split())
     resolved = settings.resolve({**explicit, "timeout_s": o["timeout"]})
-    return settings.build(name, side, side, resolved).spec
+    return build(name, side, side, resolved).spec
 
 
 def _given(name: str) -> bool:

@@ -77,6 +77,7 @@ def run(**o: Any) -> None:
       duet run --python-baseline old/.venv/bin/python --python-candidate new/.venv/bin/python \\
                --callable mypkg.bench:parse
     """
+    from duet_bench.plan import build
     from duet_bench.session import measure
 
     python = _is_python(o)
@@ -95,7 +96,7 @@ def run(**o: Any) -> None:
         }
     )
     sides = (_side(o, "baseline", python), _side(o, "candidate", python))
-    planned = settings.build(name, *sides, resolved)
+    planned = build(name, *sides, resolved)
     bench = planned.spec
     from duet_bench.commands.output import is_file_form, results_path
 

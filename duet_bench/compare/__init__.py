@@ -41,7 +41,7 @@ from duet_bench.compare.measuring import MachineOptions, session_options
 from duet_bench.compare.outputs import write_outputs, write_stopped
 from duet_bench.config import Config
 from duet_bench.errors import ConfigError, DuetError, VersionError
-from duet_bench.plan import select_shard
+from duet_bench.plan import for_suite, select_shard
 from duet_bench.results import BenchmarkRecord, ResultsDocument
 from duet_bench.session import measure
 
@@ -259,7 +259,7 @@ def _measure(
     document."""
     planned = {
         p.spec.name: p
-        for p in settings.for_suite(
+        for p in for_suite(
             chosen.config,
             baseline_dir=base.directory,
             candidate_dir=head.directory,
@@ -272,14 +272,16 @@ def _measure(
         options.machine,
         isolation=resolved["isolation"],
         max_failures=resolved["max_failures"],
-        analysis=resolved.analysis(),
+        analysis=AnalysisSettings.from_values(resolved.values),
         per_benchmark={n: planned[n].analysis for n in chosen.measured},
         config=_recorded(options, suite, chosen, commits, resolved["max_failures"]),
     )
     specs = [planned[n].spec for n in chosen.measured]
     doc = measure(specs, session, versions=_described((base, head)))
     unmeasured = [(name, planned[name].analysis) for name in chosen.missing]
-    return _with_unmeasured(doc, options, chosen, unmeasured, resolved.analysis())
+    return _with_unmeasured(
+        doc, options, chosen, unmeasured, AnalysisSettings.from_values(resolved.values)
+    )
 
 
 def _recorded(
@@ -338,7 +340,7 @@ def _with_unmeasured(
             )
         ]
     for record, judged_with in records:
-        record = replace(record, settings={"analysis": settings.record(judged_with)})
+        record = replace(record, settings={"analysis": judged_with.to_record()})
         analysis = analyze_benchmark(record, judged_with).to_dict()
         doc = doc.with_benchmark(replace(record, analysis=analysis))
     return doc
