@@ -18,6 +18,7 @@ from duet_bench.analysis.series import series_of
 from duet_bench.analysis.verdict import VERDICTS, Verdict
 from duet_bench.metrics import METRIC_NAMES, METRICS, MetricChoice
 from duet_bench.results import BenchmarkRecord, ResultsDocument
+from duet_stats.crossover import crossover_runs
 
 
 def analyze_document(
@@ -65,7 +66,6 @@ def running_estimate(record: BenchmarkRecord, requested: MetricChoice) -> str | 
     if series.crossover is not None:
         # The same equal weighting of the two CPU assignments as the final estimate, so that the
         # progress line does not carry a core difference the analysis will not.
-        from duet_stats.crossover import crossover_runs
 
         runs = crossover_runs(log_ratios, series.crossover.assignment, winsorize="off")
         log_ratios = np.asarray(runs.log_run_ratios)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from duet_bench.errors import IncompleteResults
+
 if TYPE_CHECKING:
     from duet_bench.results import ResultsDocument
 
@@ -19,7 +21,6 @@ def raise_if_incomplete(doc: ResultsDocument, *, allow: bool) -> None:
     """Raise :class:`duet_bench.errors.IncompleteResults` (exit 3) when ``doc`` does not hold
     every planned run (:mod:`duet_bench.results.completeness`), unless ``allow``. Called after
     the command said its verdicts, which carry the same sentence."""
-    from duet_bench.errors import IncompleteResults
     from duet_bench.results.completeness import completeness
 
     sentence = completeness(doc).sentence

@@ -12,6 +12,7 @@ from duet_bench.cli import color_for, install_signal_handlers, reports_errors
 from duet_bench.commands.help import Command
 from duet_bench.commands.options import bounded, crossover_option
 from duet_bench.commands.output import out_option
+from duet_bench.report import render
 
 
 @click.command(
@@ -65,7 +66,6 @@ def demo(
     more work, measured on the machine as it is and with one busy process beside it. Needs gcc.
     Takes about a minute."""
     from duet_bench.demo import CONDITIONS, expected_against_measured, run_demo
-    from duet_bench.report import render
     from duet_bench.session import raise_if_broken
 
     install_signal_handlers()

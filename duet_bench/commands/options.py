@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from duet_bench import defaults, settings
 from duet_bench.limits import LIMITS
@@ -403,8 +404,6 @@ def explicit_settings(ctx: click.Context) -> dict[str, Any]:
     """Every setting (:data:`duet_bench.settings.BUILTIN`, by field name) the command has as an
     option and that was given on the command line; ``reps`` and ``seed`` always (the
     configuration cannot set them, and the results file says which were used)."""
-    from click.core import ParameterSource
-
     out: dict[str, Any] = {}
     for name in settings.BUILTIN:
         param = defaults.FILE_KEYS.get(name, name)
@@ -419,8 +418,6 @@ def explicit_settings(ctx: click.Context) -> dict[str, Any]:
 
 def explicit_analysis_options(ctx: click.Context) -> dict[str, Any]:
     """The :func:`analysis_options` given on the command line (the others are defaults)."""
-    from click.core import ParameterSource
-
     return {
         k: ctx.params[k]
         for k in defaults.ANALYSIS_KEYS

@@ -17,8 +17,9 @@ from duet_bench.commands.options import (
     run_options,
     session_options,
 )
-from duet_bench.commands.output import format_option, out_option
+from duet_bench.commands.output import format_option, is_file_form, out_option, results_path
 from duet_bench.defaults import ANALYSIS_KEYS, RESULTS_FORMATS
+from duet_bench.errors import UsageError
 
 if TYPE_CHECKING:
     from duet_bench.plan import SideSpec
@@ -98,7 +99,6 @@ def run(**o: Any) -> None:
     sides = (_side(o, "baseline", python), _side(o, "candidate", python))
     planned = build(name, *sides, resolved)
     bench = planned.spec
-    from duet_bench.commands.output import is_file_form, results_path
 
     out = results_path(o["out"])
     options = session_options(o, planned.analysis, "run", out)
@@ -120,8 +120,6 @@ def run(**o: Any) -> None:
 def _is_python(o: Mapping[str, Any]) -> bool:
     """Whether the options name a python benchmark (all three of its options) rather than two
     commands; anything in between is a usage error."""
-    from duet_bench.errors import UsageError
-
     python = bool(o["python_baseline"] or o["python_candidate"] or o["callable_"])
     if python:
         if not (o["python_baseline"] and o["python_candidate"] and o["callable_"]):

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from duet_bench import files, results, settings
+from duet_bench.adapters.expand import expand_config, select_names, unmeasured
 from duet_bench.analysis import AnalysisSettings, analyze_benchmark
 from duet_bench.compare.configuration import (
     ConfigSource,
@@ -44,6 +45,7 @@ from duet_bench.errors import ConfigError, DuetError, VersionError
 from duet_bench.plan import for_suite, select_shard
 from duet_bench.results import BenchmarkRecord, ResultsDocument
 from duet_bench.session import measure
+from duet_bench.versions import Versions
 
 if TYPE_CHECKING:
     from duet_bench.adapters.expand import Expansion
@@ -121,8 +123,6 @@ def compare(
     ``on_note`` gets what the user should know before the measurement starts (where the
     configuration is read from, BASE and HEAD being the same commit); by default it is logged.
     """
-    from duet_bench.versions import Versions
-
     note = on_note or (lambda text: log.warning("%s", text))
     out_dir = options.out_dir
     files.make_out_directory(out_dir)
@@ -182,8 +182,6 @@ def _discovered(
 ) -> Chosen:
     """The benchmarks selected among those configured and those the suites found in both
     built versions."""
-    from duet_bench.adapters.expand import expand_config, select_names
-
     with _stopped_by(ConfigError, "discovery failed", options, suite, commits, (base, head)):
         config, found = expand_config(
             suite.config,
@@ -327,8 +325,6 @@ def _with_unmeasured(
         for name, judged_with in missing
     ]
     if chosen.found is not None:
-        from duet_bench.adapters.expand import unmeasured
-
         records += [
             (record, suite_settings)
             for record in unmeasured(

@@ -8,9 +8,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from duet_bench import files, results
+from duet_bench import __version__, extras, files, results
 from duet_bench.defaults import Format
 from duet_bench.errors import ResultsError
+from duet_bench.report import render
 from duet_bench.results import ResultsDocument
 
 log = logging.getLogger(__name__)
@@ -18,8 +19,6 @@ log = logging.getLogger(__name__)
 
 def write_outputs(doc: ResultsDocument, out_dir: Path, *, plots: bool = True) -> list[Path]:
     """report.md, junit.xml, metrics.txt and plots/ next to results.json."""
-    from duet_bench.report import render
-
     written = []
     reports: tuple[tuple[str, Format], ...] = (
         ("report.md", "markdown"),
@@ -44,8 +43,6 @@ def write_outputs(doc: ResultsDocument, out_dir: Path, *, plots: bool = True) ->
             ) from e
         written.append(out_dir / name)
     if plots:
-        from duet_bench import extras
-
         if extras.available("matplotlib"):
             from duet_bench.report.plots import write_plots
 
@@ -75,8 +72,6 @@ def write_stopped(
     config_source: Mapping[str, Any],
 ) -> None:
     """A results file that says why nothing was measured (CI keeps it as an artifact)."""
-    from duet_bench import __version__
-
     doc = ResultsDocument(
         benchmarks=(),
         tool={"name": "duet-bench", "version": __version__},

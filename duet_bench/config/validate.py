@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from duet_bench.adapters.suites import parse_suites
 from duet_bench.config.model import (
     DEFAULT_PYTHON,
     BenchmarkConfig,
@@ -211,7 +212,6 @@ class _Validator:
                 values[target] = parse(key, value)
             except _Invalid as e:
                 raise self.error(e.problem, e.fix, key=key) from None
-        from duet_bench.adapters.suites import parse_suites
 
         suites = parse_suites(table.get("suite"), self.path, self.form, self.text, _BENCHMARK_KEYS)
         values.pop("suite", None)

@@ -30,6 +30,7 @@ from duet_bench.defaults import (
 )
 from duet_bench.manual import cite
 from duet_bench.metrics import DEFAULT_METRIC
+from duet_bench.units import parse_size
 
 #: Where messages send the reader.
 _DOCS = f"see {cite('configuration.md')}"
@@ -177,8 +178,6 @@ def _choice(key: str, value: Any, choices: Sequence[str]) -> str:
 
 
 def _size(key: str, value: Any) -> int:
-    from duet_bench.units import parse_size
-
     if isinstance(value, int) and not isinstance(value, bool):
         if value <= 0:
             raise _Invalid(f"must be a positive size, got {value}", f'write e.g. {key} = "2G"')

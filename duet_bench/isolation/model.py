@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields, replace
 from types import MappingProxyType
 from typing import Literal
 
+from duet_bench import units
 from duet_bench.defaults import Isolation
 from duet_bench.errors import IsolationError
 
@@ -109,8 +110,6 @@ class Limits:
 
     def describe(self) -> str:
         """``memory 2.00 GiB, 4096 processes`` (``no limits`` when none is set): for messages."""
-        from duet_bench import units
-
         parts = []
         if self.memory_bytes is not None:
             parts.append(f"memory {units.size(self.memory_bytes)}")

@@ -10,7 +10,9 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from duet_bench.metrics import METRIC_NAMES
 from duet_bench.report.layout import wrap
+from duet_bench.units import change, duration, interval, percent, sig
 
 if TYPE_CHECKING:
     from duet_bench.calibrate import Calibration, Recommendation
@@ -52,14 +54,11 @@ def config_lines(rec: Recommendation, target: tuple[Path, str, str | None] | Non
 def pct(x: float | None, digits: int = 3) -> str:
     if x is None or not math.isfinite(x):
         return "n/a"
-    from duet_bench.units import sig
 
     return f"{sig(x * 100, digits)}%"
 
 
 def _change(ratio: float) -> str:
-    from duet_bench.units import change
-
     return change(ratio)
 
 
@@ -117,8 +116,6 @@ def _head(cal: Calibration, context: dict[str, Any]) -> list[str]:
 
 def _interval_lines(cal: Calibration) -> list[str]:
     """The A/A ratio, its interval and verdict, and the sync and accuracy gains."""
-    from duet_bench.units import interval, percent, sig
-
     out: list[str] = []
     if cal.ci_low is not None and cal.ci_high is not None:
         verdict_text = (
@@ -169,8 +166,6 @@ def _interval_lines(cal: Calibration) -> list[str]:
 
 def _noise_lines(cal: Calibration) -> list[str]:
     """Impact factors, variance components, the cost of a run and the warm-up."""
-    from duet_bench.units import duration, sig
-
     parts = []
     for key, label in (
         ("baseline", "baseline"),
@@ -230,8 +225,6 @@ def _noise_lines(cal: Calibration) -> list[str]:
 
 def _machine_lines(cal: Calibration) -> list[str]:
     """Side asymmetry, start skew, and which method and metric measure better here."""
-    from duet_bench.units import duration, interval, percent
-
     out: list[str] = []
     if cal.side_asymmetry is not None:
         cpus, a = cal.side_asymmetry, cal.side_asymmetry.estimate
@@ -282,8 +275,6 @@ def _recommendation_lines(
     cal: Calibration, config_target: tuple[Path, str, str | None] | None, written: str | None
 ) -> list[str]:
     """The plan, how it was reached, the widths by runs and the configuration lines."""
-    from duet_bench.units import percent, sig
-
     rec = cal.recommended
     if rec is None:
         return ["No recommendation: too little data for the variance components."]
@@ -349,8 +340,6 @@ def _recommendation_lines(
 
 def _long_duration(ns: float) -> str:
     """A machine-time budget: seconds up to 100 s, then minutes, then hours."""
-    from duet_bench.units import duration, sig
-
     seconds = ns / 1e9
     if seconds < 100:
         return duration(ns)
@@ -382,8 +371,6 @@ def finite(value: Any) -> Any:
 
 def contrast_text(cal: Calibration) -> str | None:
     """The within-run core contrast in words, or None without crossover."""
-    from duet_bench.units import change, interval, percent
-
     c = cal.core_contrast
     if c is None:
         return None
@@ -402,7 +389,6 @@ def contrast_text(cal: Calibration) -> str | None:
 
 def _row(f: DesignFigures, eq: float | None, cost: float | None) -> list[str]:
     from duet_bench.calibrate.designs import DESIGN_NAMES
-    from duet_bench.units import change, sig
 
     core = "-"
     if f.core_ratio is not None:
@@ -426,8 +412,6 @@ def _row(f: DesignFigures, eq: float | None, cost: float | None) -> list[str]:
 def design_lines(cal: Calibration) -> list[str]:
     """The designs compared, as a table, and the choice with its reason; nothing without
     ``--compare-designs``."""
-    from duet_bench.metrics import METRIC_NAMES
-
     d = cal.designs
     if d is None:
         return []
