@@ -24,10 +24,11 @@ from duet_bench.bisect.search import (
     describe_step,
     search,
 )
-from duet_bench.compare import MachineOptions
-from duet_bench.config import CONFIG_FILES, BenchmarkConfig, Config
+from duet_bench.compare import MachineOptions, config_source, read_configuration, repo_root
+from duet_bench.config import CONFIG_FILES, BenchmarkConfig, Config, load_config
 from duet_bench.errors import ConfigError, UsageError
 from duet_bench.settings import resolve
+from duet_bench.versions import Versions
 
 #: ``--max-runs`` default: this many times the configured runs.
 MAX_RUNS_FACTOR = 4
@@ -102,8 +103,6 @@ class Bisection:
 def _config_at(versions: Any, root: Path, sha: str, explicit: str | None) -> tuple[str, str]:
     """The suite: BAD's configuration, or the ``--config`` file from disk when it lies outside
     the repository (the rules of ``duet compare``)."""
-    from duet_bench.compare import config_source, read_configuration
-
     source = config_source(root, explicit)
     found = read_configuration(versions, source, sha)
     if found is None:
@@ -136,10 +135,6 @@ def bisect(
     and UsageError for a GOOD that is not an ancestor of BAD or a suite of several benchmarks
     without ``--bench``. ``bisect.json`` says where a stopped search stopped.
     """
-    from duet_bench.compare import repo_root
-    from duet_bench.config import load_config
-    from duet_bench.versions import Versions
-
     out = options.out_dir
     run_as, keep_env = options.machine.run_as, options.machine.keep_env
     root = repo_root(options.repo, run_as)
