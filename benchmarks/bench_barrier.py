@@ -9,7 +9,8 @@ barrier in /dev/shm; each records the release time (``CLOCK_MONOTONIC``) of ever
 
 The first ``--discard`` iterations (process start-up) are left out. ``--hog`` adds a noisy
 neighbour pinned on each of the two CPUs (random read-modify-writes over 64 MiB plus integer
-work, SCHED_OTHER, nice 0), the interference generator of docs/measured-here.md, always on.
+work, SCHED_OTHER, nice 0), the interference generator of docs/accuracy.md ("The prototype"), always
+on.
 
 ``--crossover`` has the parties cross over the two CPUs at every wait (duet's default,
 ``Barrier.cross`` / ``duet_barrier_cross``: a rendezvous, the move, a second rendezvous), and

@@ -27,9 +27,8 @@ verdict
     One of ``regression``, ``improvement``, ``no change``, ``inconclusive``
     (``docs/results-schema.md``).
 
-Data flow, one module per arrow: config -> versions -> plan -> runner (isolation + barrier +
-workers) -> results (raw samples, written after every run) -> analysis (``stats`` + verdict) ->
-report -> ci.
+The data flow, one module per arrow, is the diagram at the top of ``docs/architecture.md`` (the
+project's one map of its modules).
 """
 
 __version__ = "0.1.0"

@@ -22,8 +22,8 @@ KINDS: tuple[Kind, ...] = ("command", "python", "native")
 #: ``duet``: both sides at once on a core pair; ``sequential``: one side after the other.
 Method: TypeAlias = Literal["duet", "sequential"]
 METHODS: tuple[Method, ...] = ("duet", "sequential")
-#: Which core each side runs on (method.md 1b): ``iteration`` crosses the sides over the two
-#: CPUs at every iteration, ``run`` keeps them for a run and swaps them between runs.
+#: Which core each side runs on (docs/statistics.md, method 1b): ``iteration`` crosses the sides
+#: over the two CPUs at every iteration, ``run`` keeps them for a run and swaps them between runs.
 Crossover: TypeAlias = Literal["iteration", "run"]
 CROSSOVERS: tuple[Crossover, ...] = ("iteration", "run")
 Isolation: TypeAlias = Literal["auto", "cgroup", "affinity"]
@@ -41,15 +41,15 @@ FORMATS: tuple[Format, ...] = ("text", "markdown", "json", "junit", "openmetrics
 RESULTS_FORMATS: tuple[Format, ...] = ("text", "markdown", "json", "junit", "openmetrics")
 
 # --------------------------------------------------------------------------------------------
-# The built-in defaults (method.md's), each written once
+# The built-in defaults (the method's: docs/statistics.md), each written once
 
 DEFAULT_RUNS = 10
 DEFAULT_ITERATIONS = 30
 DEFAULT_WARMUP = 2
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_METHOD: Method = "duet"
-#: The default follows the prototype (measured-here.md, "Crossing the sides"): about 10x
-#: narrower than crossing over between runs.
+#: The default follows the prototype (docs/accuracy.md, "The prototype"): about 10x narrower
+#: than crossing over between runs.
 DEFAULT_CROSSOVER: Crossover = "iteration"
 DEFAULT_ISOLATION: Isolation = "auto"
 DEFAULT_MAX_FAILURES = 2

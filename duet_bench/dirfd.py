@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
+from duet_bench.machine import THIS
 from duet_bench.manual import cite
 
 __all__ = [
@@ -192,12 +193,9 @@ def _mode_for(directory: int, name: str) -> int:
 
 
 def _umask() -> int:
-    """The process umask, read without setting it (os.umask would, for every thread)."""
-    with contextlib.suppress(OSError, ValueError):
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    return 0o022
+    """The process umask (:meth:`duet_bench.machine.Machine.umask`); 0o022 when unknown."""
+    umask = THIS.umask()
+    return 0o022 if umask is None else umask
 
 
 @contextlib.contextmanager

@@ -206,7 +206,7 @@ def _core_pair(options: SessionOptions) -> tuple[Topology, CorePair]:
 def _environment(
     topology: Topology, pair: CorePair, backend: Backend, options: SessionOptions
 ) -> dict[str, Any]:
-    """The environment record of method.md section 7, with the user the sides run as."""
+    """The environment record of docs/statistics.md, method 7, with the user the sides run as."""
     environment = dict(capture_environment(topology=topology, pair=pair, isolation=backend.level))
     environment["run_as"] = options.run_as.describe() if options.run_as else None
     return environment

@@ -1,4 +1,5 @@
-"""Numbers for people (method.md section 8): 3 significant digits, SI units, binary memory units.
+"""Numbers for people (docs/statistics.md, method 8): 3 significant digits, SI units, binary memory
+units.
 
 Fixed decimals hide small differences in small numbers and print noise in large ones; three
 significant digits keep the resolution relative, which is how ratios and times are compared.

@@ -1,9 +1,9 @@
 """Pure statistics for duet benchmarking: numpy arrays in, numbers out.
 
-``stats`` never imports ``duet``: thresholds and verdict words live on the ``duet`` side; these
-functions return numbers (ratios, intervals, impact factors, variance components), never opinions.
-Only numpy is imported here; scipy and the optional arch are imported inside the functions that
-need them, so that ``import duet_stats`` stays fast.
+``duet_stats`` never imports ``duet_bench``: thresholds and verdict words live on the ``duet_bench``
+side; these functions return numbers (ratios, intervals, impact factors, variance components), never
+opinions. Only numpy is imported here; scipy and the optional arch are imported inside the functions
+that need them, so that ``import duet_stats`` stays fast.
 
 Modules: :mod:`duet_stats.ratio` (the duet ratio), :mod:`duet_stats.intervals` (its bootstrap
 interval, five methods), :mod:`duet_stats.winsor`

@@ -1,5 +1,5 @@
-"""Array aliases used across ``stats``; public as ``stats.FloatArray`` and so on (callers outside
-``stats`` import them from the package, not from this private module)."""
+"""Array aliases used across ``duet_stats``; public as ``duet_stats.FloatArray`` and so on (callers
+outside ``duet_stats`` import them from the package, not from this private module)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Argument checks shared by the ``stats`` modules.
+"""Argument checks shared by the ``duet_stats`` modules.
 
 Every public function checks its arguments on entry with these helpers, so that a bad input fails
 early with a ``ValueError`` that names the argument, the rule broken and what was found, instead of

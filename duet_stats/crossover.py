@@ -1,4 +1,4 @@
-"""The crossover design: the sides change CPUs at every iteration (method.md section 1b).
+"""The crossover design: the sides change CPUs at every iteration (docs/statistics.md, method 1b).
 
 The two CPUs of a pair are not equal, and on a virtual machine their difference changes within
 seconds. With the baseline on CPU ``a`` and the candidate on CPU ``b`` an iteration's log ratio is

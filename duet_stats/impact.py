@@ -1,4 +1,5 @@
-"""Impact factor of the random initial state (Kalibera, Bulej, Tůma, Figure 2; method.md section 5).
+"""Impact factor of the random initial state (Kalibera, Bulej, Tůma, Figure 2; docs/statistics.md,
+method 5).
 
 A benchmark run starts from a random initial state (memory layout, JIT decisions, physical pages)
 that stays fixed for the whole run. The impact factor compares the spread of samples taken from

@@ -1,4 +1,4 @@
-"""The bootstrap interval over runs of the duet ratio, five ways (method.md section 1).
+"""The bootstrap interval over runs of the duet ratio, five ways (docs/statistics.md, method 1).
 
 The interval is built on the log scale, around the mean of the log run ratios ``log g[r]``, and
 its bounds transformed back with ``exp``. ``"percentile"`` is the duet paper's method;
@@ -27,9 +27,9 @@ __all__ = [
     "expanded_confidence",
 ]
 
-#: The confidence level of every interval in ``stats`` when the caller gives none: the one
+#: The confidence level of every interval in ``duet_stats`` when the caller gives none: the one
 #: default of the package, for using it on its own. duet does not rely on it: it always passes
-#: the level it resolved (``duet_bench.settings``; ``stats`` never imports ``duet``).
+#: the level it resolved (``duet_bench.settings``; ``duet_stats`` never imports ``duet_bench``).
 DEFAULT_CONFIDENCE = 0.99
 
 _METHODS: tuple[str, ...] = get_args(IntervalMethod)

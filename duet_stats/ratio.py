@@ -1,4 +1,5 @@
-"""The duet ratio and its bootstrap confidence interval (duet paper section 3, method.md section 1).
+"""The duet ratio and its bootstrap confidence interval (duet paper section 3, docs/statistics.md,
+method 1).
 
 Both versions run at the same time, one core each, and start every iteration together, so
 interference that hits the machine hits both sides of an iteration alike. The estimator works on
@@ -45,8 +46,8 @@ __all__ = [
 ]
 
 
-#: Below this many runs a bootstrap over runs is meaningless (method.md section 1): with 4 runs
-#: there are only 35 distinct resamples. ``duet_ratio`` then reports the point estimate only.
+#: Below this many runs a bootstrap over runs is meaningless (docs/statistics.md, method 1): with 4
+#: runs there are only 35 distinct resamples. ``duet_ratio`` then reports the point estimate only.
 MIN_BOOTSTRAP_RUNS = 5
 
 
@@ -134,8 +135,8 @@ def iteration_ratios(baseline_ns: ArrayLike, candidate_ns: ArrayLike) -> FloatAr
     References
     ----------
     .. [1] Bulej et al., "Duet Benchmarking: Improving Measurement Accuracy in the Cloud",
-       ICPE 2020, section 3, step 2 (the paper writes ``x/y``; method.md section 1 fixes the
-       direction to candidate over baseline).
+       ICPE 2020, section 3, step 2 (the paper writes ``x/y``; docs/statistics.md, method 1 fixes
+       the direction to candidate over baseline).
     """
     a, b = _paired_runs(baseline_ns, candidate_ns, min_runs=1)
     return b / a
@@ -250,8 +251,8 @@ def duet_ratio(
         (docs/statistics.md, "Winsorization with few iterations"). 3 is the paper's rule
         unguarded.
     assignment : array_like of {0, 1}, shape (runs, iterations), optional
-        Crossover (method.md 1b): the CPU assignment of each iteration; each run then weighs
-        its two assignments equally (:func:`duet_stats.crossover.crossover_runs`).
+        Crossover (docs/statistics.md, method 1b): the CPU assignment of each iteration; each run
+        then weighs its two assignments equally (:func:`duet_stats.crossover.crossover_runs`).
     rng : numpy.random.Generator
         Source of randomness for the bootstrap.
 

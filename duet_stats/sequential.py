@@ -1,4 +1,5 @@
-"""The two baselines duet is judged against (method.md section 4; duet paper, sections 4.1-4.2).
+"""The two baselines duet is judged against (docs/statistics.md, method 4; duet paper, sections
+4.1-4.2).
 
 *Shuffled duet* keeps everything of the duet estimator except the synchronisation: each baseline
 run is paired with the candidate series of a different run, so the two sides of a pair no longer
@@ -167,7 +168,7 @@ def shuffled_ratio(
     -----
     Without winsorization the point estimate is the same for every pairing (the grand geometric
     mean of ``b / a`` equals ``gm(b) / gm(a)`` however the runs are paired); only the interval
-    changes. Pairing within a run would change nothing at all (method.md section 4).
+    changes. Pairing within a run would change nothing at all (docs/statistics.md, method 4).
 
     References
     ----------
@@ -253,8 +254,8 @@ def sequential_ci(
     reps : int, default 10_000
         Bootstrap replicates, >= 1.
     winsorize : bool, default True
-        Winsorize the times within each run (method.md section 3) before anything else; runs
-        of fewer than ``duet_stats.winsor.MIN_ITERATIONS`` iterations are left alone.
+        Winsorize the times within each run (docs/statistics.md, method 3) before anything else;
+        runs of fewer than ``duet_stats.winsor.MIN_ITERATIONS`` iterations are left alone.
     rng : numpy.random.Generator
         Source of randomness.
 
@@ -351,8 +352,8 @@ def sync_gain(*, shuffled_width: float, duet_width: float) -> float:
 
     References
     ----------
-    .. [1] Bulej et al., "Duet Benchmarking", ICPE 2020, section 4.2 (RQ2, Figure 4); method.md
-       section 4.
+    .. [1] Bulej et al., "Duet Benchmarking", ICPE 2020, section 4.2 (RQ2, Figure 4);
+       docs/statistics.md, method 4.
     """
     return _gain(shuffled_width, duet_width, names=("shuffled_width", "duet_width"))
 

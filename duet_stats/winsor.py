@@ -1,4 +1,5 @@
-"""Winsorization of one extreme observation per run (duet paper, section 4; method.md section 3).
+"""Winsorization of one extreme observation per run (duet paper, section 4; docs/statistics.md,
+method 3).
 
 Within a run, at most one observation is replaced by its nearest neighbour, and only when it lies
 further outside the min-max range of the *remaining* observations than ``fraction`` (20%) of that

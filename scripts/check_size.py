@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The size guard of ``make lint``: no module over 500 lines, no function over 100 lines.
 
-A module that long holds more than one job (docs/style.md: one job per module) and a function
-that long more than one step; both are where a reader gets lost and a merge conflicts. ruff
+A module that long holds more than one job (docs/architecture.md, rule 1: one job per module) and a
+function that long more than one step; both are where a reader gets lost and a merge conflicts. ruff
 cannot say it: it has no module-length rule (pylint's C0302 is not implemented,
 astral-sh/ruff#25001) and PLR0915 counts statements, not lines. So this script does, with the
 standard library's ``ast``: a function's size is its lines from ``def`` to its last line

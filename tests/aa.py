@@ -39,9 +39,9 @@ AA_ALPHA = 1e-4
 def run_log_ratios(benchmark: Mapping[str, Any], metric: str | None = None) -> list[float]:
     """Each good run's log ratio (candidate over baseline) of one benchmark of a results
     document, in the analysed ``metric`` (the analysis's choice when None)."""
+    from duet_bench.analysis.estimate import run_log_ratios
     from duet_bench.analysis.series import series_of
     from duet_bench.results import from_dict
-    from duet_stats.crossover import crossover_runs
 
     doc = from_dict({"schema": "duet-results/3", "benchmarks": [dict(benchmark)]})
     record = doc.benchmarks[0]
@@ -49,12 +49,8 @@ def run_log_ratios(benchmark: Mapping[str, Any], metric: str | None = None) -> l
     chosen = cast("Metric", metric or benchmark.get("analysis", {}).get("metric") or "wall")
     pair = series.of(chosen)
     assert pair is not None, f"{record.name}: no {chosen} data: {series.why_missing(chosen)}"
-    a, b = pair
-    log_ratios = np.log(b / a)
-    if series.crossover is None:
-        return [float(x) for x in log_ratios.mean(axis=1)]
-    runs = crossover_runs(log_ratios, series.crossover.assignment, winsorize="off")
-    return [float(x) for x in runs.log_run_ratios]
+    assignment = None if series.crossover is None else series.crossover.assignment
+    return run_log_ratios(*pair, assignment)
 
 
 def sign_test_p(log_ratios: list[float]) -> float:

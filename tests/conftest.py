@@ -77,7 +77,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 @pytest.fixture(autouse=True, scope="session")
 def _own_measuring_lock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Every duet this test run starts, in-process or as a subprocess, takes a measuring lock
-    of its own (``DUET_LOCK``, see ``duet.lock``): the suite never refuses or waits because a
+    of its own (``DUET_LOCK``, see ``duet_bench.lock``): the suite never refuses or waits because a
     real duet measures on the machine, nor because another test run does. Worktrees go to a
     cache of this run's own, which the leftover check watches."""
     patch = pytest.MonkeyPatch()

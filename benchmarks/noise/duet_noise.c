@@ -1,7 +1,6 @@
 /*
- * duet_noise.c: the reference interference generator of docs/accuracy.md (and of the
- * prototype figures in ../shared/docs/measured-here.md). A noisy neighbour that hits the
- * whole VM:
+ * duet_noise.c: the reference interference generator of docs/accuracy.md (the one of the
+ * prototype figures there, "The prototype"). A noisy neighbour that hits the whole VM:
  *
  * - one hog thread per CPU (all online CPUs, or --cpus), pinned with sched_setaffinity,
  *   SCHED_OTHER at nice 0, started by the caller outside the measured cgroups;

@@ -1,7 +1,7 @@
-"""From raw samples to a verdict: the ``duet`` side of the statistics.
+"""From raw samples to a verdict: the ``duet_bench`` side of the statistics.
 
-``duet_stats`` computes numbers; this package decides what they mean (method.md section 2): the
-verdict words, the practical-significance threshold, which metric decides, how many runs would
+``duet_stats`` computes numbers; this package decides what they mean (docs/statistics.md, method 2):
+the verdict words, the practical-significance threshold, which metric decides, how many runs would
 decide an inconclusive benchmark, and which runs are analysed (the successful ones).
 
 One module per concern, in the order :func:`analyze_benchmark` takes them:

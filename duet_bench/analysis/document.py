@@ -12,13 +12,13 @@ import numpy as np
 from duet_bench import units
 from duet_bench.analysis.benchmark import analyze_benchmark
 from duet_bench.analysis.choice import choose_metric
+from duet_bench.analysis.estimate import run_log_ratios
 from duet_bench.analysis.interference import busy_share, interference
 from duet_bench.analysis.model import AnalysisSettings, recorded_metric
 from duet_bench.analysis.series import series_of
 from duet_bench.analysis.verdict import VERDICTS, Verdict
 from duet_bench.metrics import METRIC_NAMES, METRICS, MetricChoice
 from duet_bench.results import BenchmarkRecord, ResultsDocument
-from duet_stats.crossover import crossover_runs
 
 
 def analyze_document(
@@ -62,12 +62,6 @@ def running_estimate(record: BenchmarkRecord, requested: MetricChoice) -> str | 
         interference=interference(series),
     )
     a, b = series.of(metric) or series.wall
-    log_ratios = np.log(b / a)
-    if series.crossover is not None:
-        # The same equal weighting of the two CPU assignments as the final estimate, so that the
-        # progress line does not carry a core difference the analysis will not.
-
-        runs = crossover_runs(log_ratios, series.crossover.assignment, winsorize="off")
-        log_ratios = np.asarray(runs.log_run_ratios)
-    ratio = float(np.exp(np.mean(log_ratios)))
+    assignment = None if series.crossover is None else series.crossover.assignment
+    ratio = float(np.exp(np.mean(run_log_ratios(a, b, assignment))))
     return f"ratio {units.ratio(ratio)} so far ({METRIC_NAMES[metric]})"

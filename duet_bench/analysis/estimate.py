@@ -27,6 +27,20 @@ def rng_for(name: str, seed: int) -> np.random.Generator:
     return np.random.default_rng([seed, zlib.crc32(name.encode("utf-8"))])
 
 
+def run_log_ratios(a: Matrix, b: Matrix, assignment: Matrix | None = None) -> list[float]:
+    """Each run's log ratio of ``b`` over ``a`` as the analysis weighs it, untrimmed: the mean
+    of its iterations' log ratios, or with the CPU ``assignment`` of every iteration (crossover)
+    the two assignments weighed equally (:func:`duet_stats.crossover.crossover_runs`). What the
+    progress line and the per-run plot show, so that neither carries a core difference the
+    estimate does not."""
+
+    log_ratios = np.log(b / a)
+    if assignment is None:
+        return [float(x) for x in np.mean(log_ratios, axis=1)]
+    runs = crossover_runs(log_ratios, assignment, winsorize="off")
+    return [float(x) for x in runs.log_run_ratios]
+
+
 def estimate_metrics(
     series: Series, *, name: str, settings: AnalysisSettings
 ) -> tuple[dict[str, MetricEstimate], dict[str, str]]:
@@ -60,12 +74,7 @@ def estimate(
     log_ratios = np.log(b / a)
     if a.shape[0] < 2:
         # One run has no interval and is not winsorized (as duet_ratio would not be asked).
-        log_run = (
-            np.mean(log_ratios)
-            if assignment is None
-            else crossover_runs(log_ratios, assignment, winsorize="off").log_run_ratios[0]
-        )
-        ratio = float(np.exp(log_run))
+        ratio = float(np.exp(run_log_ratios(a, b, assignment)[0]))
         lo: float | None = None
         hi: float | None = None
         winsorized = 0

@@ -34,9 +34,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class AnalysisSettings:
-    """How to analyse. The defaults are method.md's, from :mod:`duet_bench.defaults`;
-    :mod:`duet_bench.settings` resolves them per benchmark against the configuration and the
-    options, and :meth:`from_values` takes them from there."""
+    """How to analyse. The defaults are the method's (``docs/statistics.md``), from
+    :mod:`duet_bench.defaults`; :mod:`duet_bench.settings` resolves them per benchmark against
+    the configuration and the options, and :meth:`from_values` takes them from there."""
 
     confidence: float = DEFAULT_CONFIDENCE
     threshold: float = DEFAULT_THRESHOLD
@@ -181,7 +181,7 @@ class Design:
     ``crossover`` is the benchmark's ``settings["crossover"]`` (``"iteration"``: the sides change
     CPUs at every iteration; ``"run"``: at most between runs). ``estimate`` is
     ``"assignment-balanced"`` when every run's log ratio weighed its two CPU assignments equally
-    (method.md section 1b; the CPUs of every iteration were recorded), else ``"run-mean"``.
+    (docs/statistics.md, method 1b; the CPUs of every iteration were recorded), else ``"run-mean"``.
     """
 
     crossover: Literal["iteration", "run"]

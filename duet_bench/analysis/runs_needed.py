@@ -1,4 +1,4 @@
-"""How many runs would decide an inconclusive benchmark (method.md section 5), and the note
+"""How many runs would decide an inconclusive benchmark (docs/statistics.md, method 5), and the note
 that says so, or that no practical number of runs would."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ PRACTICAL_RUNS = 1000
 
 
 def runs_needed(log_ratios: FloatArray, *, ratio: float, settings: AnalysisSettings) -> int | None:
-    """Runs that would shrink the interval enough to decide (method.md section 5).
+    """Runs that would shrink the interval enough to decide (docs/statistics.md, method 5).
 
     In log space the decision boundary is ``log(1 + t)``: to call a change, the half-width must
     be below the distance from ``log G`` to 1 (then ``lo > 1``); to call "no change" it must be

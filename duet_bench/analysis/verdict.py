@@ -1,5 +1,6 @@
 """The verdict words: what a ratio and its interval mean at a threshold, and which verdicts
-fail a CI job (method.md section 2). Thresholds and words live here, not in ``duet_stats``."""
+fail a CI job (docs/statistics.md, method 2). Thresholds and words live here, not in
+``duet_stats``."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ VERDICTS: tuple[Verdict, ...] = ("regression", "improvement", "no change", "inco
 
 
 def verdict(*, ratio: float, ci_low: float, ci_high: float, threshold: float) -> Verdict:
-    """The verdict of method.md section 2.
+    """The verdict of docs/statistics.md, method 2.
 
     ``regression`` needs the whole interval above 1 *and* a point estimate at least ``1 + t``;
     ``no change`` needs the whole interval inside ``[1/(1+t), 1+t]``: a wide interval is never

@@ -6,7 +6,9 @@ comparisons, in about log2(n) steps; ``docs/bisect.md`` has the rules.
   rounds until decided or capped, every round a results file;
 - :mod:`duet_bench.bisect.search`: the search itself, over any comparison function;
 - :mod:`duet_bench.bisect.run`: the command's orchestration and ``bisect.json``;
-- :mod:`duet_bench.bisect.render`: the summary as text, markdown or json.
+
+the summary as text, markdown or json is :mod:`duet_bench.report.bisect` (every renderer
+lives in ``report/``).
 """
 
 from __future__ import annotations

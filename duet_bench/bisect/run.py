@@ -227,7 +227,7 @@ def _log2(n: int) -> int:
 def save(state: Bisection, out: Path) -> None:
     import json
 
-    from duet_bench.bisect.render import render
+    from duet_bench.report.bisect import render
 
     results.write_atomic(out / "bisect.json", json.dumps(state.to_dict(), indent=2) + "\n")
     results.write_atomic(out / "report.md", render(state, "markdown"))

@@ -1,4 +1,4 @@
-"""The A/A calibrator (``method.md`` sections 4-6): what this machine can detect, and how to
+"""The A/A calibrator (``docs/statistics.md``, method 4-6): what this machine can detect, and how to
 spend a CI budget on it.
 
 An A/A duet runs the *same* version on both sides, swapping the sides' cores across runs. From
@@ -21,7 +21,7 @@ it this package computes, without measuring anything itself:
 document's :class:`~duet_bench.results.BenchmarkRecord`) and the analysis settings, and returns a
 frozen :class:`Calibration`; :func:`calibrate_metrics` runs it on wall and CPU time and keeps the
 metric that measures better. :func:`recommend` is the planning step on its own. The choices
-made where ``method.md`` is silent are listed in ``docs/calibration.md``.
+made where the method (``docs/statistics.md``) is silent are listed in ``docs/calibration.md``.
 
 The package, one job per module, in the order a calibration runs:
 
@@ -35,9 +35,10 @@ The package, one job per module, in the order a calibration runs:
 - :mod:`~duet_bench.calibrate.calibration`: :func:`calibrate`, the steps in sequence, and
   :func:`calibrate_metrics`.
 
-The numerics live in ``stats``: warm-up detection in :mod:`duet_stats.warmup`, the side asymmetry
-and its two-group bootstrap in :mod:`duet_stats.asymmetry`, the rest in :mod:`duet_stats.ratio`,
-:mod:`duet_stats.sequential`, :mod:`duet_stats.impact` and :mod:`duet_stats.planning`.
+The numerics live in ``duet_stats``: warm-up detection in :mod:`duet_stats.warmup`, the side
+asymmetry and its two-group bootstrap in :mod:`duet_stats.asymmetry`, the rest in
+:mod:`duet_stats.ratio`, :mod:`duet_stats.sequential`, :mod:`duet_stats.impact` and
+:mod:`duet_stats.planning`.
 
 References
 ----------

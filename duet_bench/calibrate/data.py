@@ -45,8 +45,8 @@ class AAData:
     failed_runs : int
         Runs that failed and are not in the arrays.
     assignment : ndarray of shape (runs, iterations), or None
-        Crossover at every iteration (method.md 1b): per measured iteration, 0 with the
-        baseline on the lower-numbered CPU of the pair, 1 on the other; None when the sides
+        Crossover at every iteration (docs/statistics.md, method 1b): per measured iteration, 0 with
+        the baseline on the lower-numbered CPU of the pair, 1 on the other; None when the sides
         kept their CPUs for a run (or the CPUs were not recorded).
     """
 

@@ -1,5 +1,5 @@
 """Which design measures best here: crossover at every iteration, the per-run swap, or the
-sequential method (issue 21; method.md 1b and 6).
+sequential method (issue 21; docs/statistics.md, method 1b and 6).
 
 ``duet calibrate --compare-designs`` measures the same A/A with each design, interleaved so that
 they see the same machine minutes. :func:`design_figures` turns one design's A/A into the figures
@@ -74,8 +74,8 @@ DESIGN_NAMES: Mapping[Design, str] = {
 NOMINAL_COST: Mapping[Design, float] = {"iteration": 1.0, "run": 1.0, "sequential": 2.0}
 
 #: A winner less than this factor narrower than the runner-up is "close": with fewer than 30
-#: runs such a difference is within the noise of the widths (measured-here.md saw widths at 10
-#: runs move by a factor of 3 between replicates).
+#: runs such a difference is within the noise of the widths (the prototype of docs/accuracy.md saw
+#: widths at 10 runs move by a factor of 3 between replicates).
 CLOSE = 1.25
 
 

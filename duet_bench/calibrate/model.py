@@ -1,9 +1,9 @@
 """What a calibration tells, as frozen records: :class:`Calibration` and its parts.
 
 :meth:`Calibration.to_dict` is the JSON output of ``duet calibrate``; ``docs/calibration.md``
-explains every figure. The numbers inside come from ``stats`` (:class:`duet_stats.warmup.Warmup`,
-:class:`duet_stats.asymmetry.Asymmetry`); these records add what the duet side knows (the CPUs, the
-verdict, the warnings) and the JSON form.
+explains every figure. The numbers inside come from ``duet_stats``
+(:class:`duet_stats.warmup.Warmup`, :class:`duet_stats.asymmetry.Asymmetry`); these records add what
+the duet side knows (the CPUs, the verdict, the warnings) and the JSON form.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Planning from an A/A (``method.md`` section 5): variance components of the duet's data, the
-runs and iterations that decide at a threshold, and the interval width a plan buys.
+"""Planning from an A/A (``docs/statistics.md``, method 5): variance components of the duet's data,
+the runs and iterations that decide at a threshold, and the interval width a plan buys.
 
 The numbers come from :mod:`duet_stats.planning` ([KBT] formulas 3-5 and 8); this module adds the
 duet side: the unbiased run-effect variance the formulas need, the bounds a recommendation
@@ -49,7 +49,8 @@ __all__ = [
 Method: TypeAlias = Literal["duet", "sequential"]
 
 #: Fewer runs than this are never recommended: a percentile bootstrap over fewer runs
-#: under-covers (method.md says nothing below 5 at all; 10 is the paper's and duet's default).
+#: under-covers (the method, docs/statistics.md, says nothing below 5 at all; 10 is the paper's and
+#: duet's default).
 MIN_RUNS = 10
 #: Fewer measured iterations per run than this are never recommended: winsorization and the
 #: within-run variance need a few values per run, and they cost little next to a run's start-up.
@@ -75,7 +76,7 @@ class Components:
     within_run_var : float
         ``S_X^2``, the mean within-run sample variance (formula 3).
     between_run_var : float
-        ``S_A^2``, the sample variance of the run means (formula 4, method.md section 5).
+        ``S_A^2``, the sample variance of the run means (formula 4, docs/statistics.md, method 5).
         Its expectation is ``var A + var X / n``: it still holds the within-run noise of a
         mean of ``n`` iterations.
     run_effect_var : float

@@ -351,8 +351,8 @@ def core_contrast(
     steady: Steady, settings: AnalysisSettings, rng: np.random.Generator
 ) -> tuple[CoreContrast | None, Warnings]:
     """With crossover at every iteration, the core difference from inside the runs
-    (:func:`duet_stats.crossover.core_contrast`, method.md 1b), and a warning when the cores
-    differ; None for the per-run design (the side asymmetry says it there)."""
+    (:func:`duet_stats.crossover.core_contrast`, docs/statistics.md, method 1b), and a warning when
+    the cores differ; None for the per-run design (the side asymmetry says it there)."""
     if steady.assignment is None:
         return None, ()
     contrast = contrast_of(

@@ -93,7 +93,7 @@ def bisect(ctx: click.Context, /, **o: Any) -> None:
     """
     from duet_bench.bisect import BisectOptions
     from duet_bench.bisect import bisect as run_bisect
-    from duet_bench.bisect.render import render
+    from duet_bench.report.bisect import render
 
     explicit = explicit_settings(ctx)
     analysis = {k: v for k, v in explicit.items() if k in ANALYSIS_KEYS}

@@ -1,5 +1,6 @@
 """``duet calibrate``: an A/A duet that tells what this machine can detect and how to spend CI
-minutes on it (``method.md`` section 6; the figures are explained in ``docs/calibration.md``).
+minutes on it (``docs/statistics.md``, method 6; the figures are explained in
+``docs/calibration.md``).
 
 The same version runs on both sides, the sides crossing over the two CPUs at every iteration
 (or swapping them between runs, ``--crossover run``); the measurement goes through

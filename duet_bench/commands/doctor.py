@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, cast
+from typing import cast
 
 import click
 
 from duet_bench.cli import color_for, reports_errors
 from duet_bench.commands.help import Command
 from duet_bench.commands.output import format_option
-from duet_bench.report.layout import wrap
+from duet_bench.report.doctor import render_text
 
 #: Seconds between the two /proc/stat readings that measure steal and busy time *now*.
 SAMPLE_S = 0.5
-_LABEL = 13
 
 
 @click.command(
@@ -74,40 +73,3 @@ def doctor(fmt: str, require: str) -> None:
         if fixes:
             click.echo(f"  fix: {fixes[0]}", err=True)
         sys.exit(EXIT_INFRASTRUCTURE)
-
-
-def render_text(d: dict[str, Any], *, color: bool = False) -> str:
-    """The human report: facts one per aligned line, then the findings, most severe first."""
-
-    def style(text: str, **kw: Any) -> str:
-        return click.style(text, **kw) if color else text
-
-    lines = ["duet doctor: what this machine allows and what will disturb measurements", ""]
-    level = d["isolation"]
-    lines.append(
-        f"{'isolation':<{_LABEL}}"
-        + style(level, fg="green" if level != "affinity-only" else "yellow", bold=True)
-        + " (what `duet run` gets)"
-    )
-    for check in d["checks"]:
-        if check["topic"] == "isolation":
-            continue  # the level is the first line
-        lines.append(wrap(f"{check['topic']:<{_LABEL}}{check['summary']}", _LABEL))
-    findings = d["findings"]
-    if not findings:
-        lines += ["", style("No problems found.", fg="green")]
-        return "\n".join(lines) + "\n"
-    counts = {
-        s: sum(1 for f in findings if f["severity"] == s) for s in ("error", "warning", "notice")
-    }
-    summary = ", ".join(f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items() if n)
-    lines += ["", f"Findings ({summary}):"]
-    colours = {"error": "red", "warning": "yellow", "notice": "cyan"}
-    pad = 10
-    for f in findings:
-        head = style(f"{f['severity']:<{pad}}", fg=colours[f["severity"]], bold=True)
-        lines.append("")
-        lines.append(head + wrap(f["what"], pad, first=pad))
-        lines.append(" " * pad + wrap(f"why: {f['why']}", pad + 5, first=pad))
-        lines.append(" " * pad + wrap(f"fix: {f['fix']}", pad + 5, first=pad))
-    return "\n".join(lines) + "\n"

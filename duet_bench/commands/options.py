@@ -337,8 +337,8 @@ def machine_options(fn: F) -> F:
 
 
 def crossover_option(fn: F) -> F:
-    """``--crossover``: which core each side runs on (method.md 1b), for every command that
-    measures a duet."""
+    """``--crossover``: which core each side runs on (docs/statistics.md, method 1b), for every
+    command that measures a duet."""
     return click.option(
         "--crossover",
         type=click.Choice(defaults.CROSSOVERS),

@@ -1,7 +1,8 @@
 """``duet compare BASE HEAD``: the command CI calls.
 
-config (read from HEAD's commit) -> versions (two worktrees, two builds) -> plan and runner
-(through :func:`duet_bench.session.measure`) -> results -> reports in ``duet-results/``.
+The data flow of duet (the diagram at the top of ``docs/architecture.md``) for two commits: the
+configuration read from HEAD's commit, two worktrees and two builds, the runs through
+:func:`duet_bench.session.measure`, the results and the reports in ``duet-results/``.
 
 The suite is HEAD's configuration (or, with ``--config`` outside the repository, that file as
 it is on disk, for both versions: :func:`config_source`). A benchmark that BASE's configuration

@@ -1,11 +1,11 @@
 """What this machine allows and what will disturb measurements (``duet doctor``).
 
 Pure checks: everything is read through the machine reader (:mod:`duet_bench.machine`) from
-injectable
-``/sys`` and ``/proc`` roots (synthetic trees in the tests, the real ones in ``duet doctor``) and
-returned as a frozen :class:`Diagnosis`; nothing is printed here. Each problem is a
+injectable ``/sys`` and ``/proc`` roots (synthetic trees in the tests, the real ones in
+``duet doctor``) and returned as a frozen :class:`Diagnosis`; nothing is printed here. Each
+problem is a
 :class:`Finding` that says *what* was found, *why* it matters for a measurement and the exact
-command that *fixes* it (``style.md`` item 9).
+command that *fixes* it (``docs/architecture.md``, rule 2).
 
 What is checked, and where the advice comes from:
 

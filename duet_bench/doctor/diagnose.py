@@ -12,7 +12,7 @@ from typing import Any
 from duet_bench.doctor.duets import other_duets
 from duet_bench.doctor.frequency import clocksource_findings, frequency_findings
 from duet_bench.doctor.isolation import cgroup_facts, isolation_findings, level_of, real_probes
-from duet_bench.doctor.load import cpu_times, load_findings, neighbour_findings
+from duet_bench.doctor.load import load_findings, neighbour_findings
 from duet_bench.doctor.memory import memory_findings
 from duet_bench.doctor.model import SEVERITIES, Check, Diagnosis, Finding, dig
 from duet_bench.doctor.thermal import thermal_findings
@@ -21,7 +21,7 @@ from duet_bench.environment import capture_environment
 from duet_bench.errors import DuetError
 from duet_bench.isolation import Probe
 from duet_bench.lock import lock_path
-from duet_bench.machine import Machine
+from duet_bench.machine import CpuTicks, Machine
 from duet_bench.topology import CorePair, Topology, choose_pair, read_topology
 
 __all__ = ["diagnose"]
@@ -70,16 +70,16 @@ def _cores(sysfs: Path, allowed: Iterable[int] | None) -> _Cores:
 class _Sample:
     """Two readings of the CPU times, ``sample_s`` apart (None when not sampled)."""
 
-    cpu: tuple[tuple[int, int, int], tuple[int, int, int], float] | None
+    cpu: tuple[CpuTicks, CpuTicks, float] | None
     ticks: tuple[dict[int, int], dict[int, int], float] | None
 
 
 def _sample(machine: Machine, sample_s: float, sleep: Callable[[float], None]) -> _Sample:
-    first = cpu_times(machine.proc) if sample_s > 0 else None
+    first = machine.cpu_ticks() if sample_s > 0 else None
     ticks_before = machine.process_ticks() if sample_s > 0 else {}
     if first is not None or ticks_before:
         sleep(sample_s)
-    second = cpu_times(machine.proc) if first is not None else None
+    second = machine.cpu_ticks() if first is not None else None
     ticks_after = machine.process_ticks() if ticks_before else {}
     return _Sample(
         cpu=(first, second, sample_s) if first is not None and second is not None else None,
@@ -154,7 +154,7 @@ def diagnose(
     self_pid : int, optional
         Our pid, never reported as "another duet" (default: ours).
     lock_file : str or Path, optional
-        The machine-wide measuring lock (default: :func:`duet.lock.lock_path`), whose holder
+        The machine-wide measuring lock (default: :func:`duet_bench.lock.lock_path`), whose holder
         is another duet measuring now.
     sleep : callable
         How to wait ``sample_s`` (injectable so tests need not wait).
@@ -187,7 +187,7 @@ def diagnose(
     )
     parts += [(freq_f, freq_c), clocksource_findings(env), memory_findings(env)]
     load_f, load_c, load_facts = load_findings(
-        env, machine.proc, len(topology.online) if topology else 0, sample.cpu
+        env, machine, len(topology.online) if topology else 0, sample.cpu
     )
     # On this machine our parent (the shell, pytest) is no neighbour either.
     exclude = {self_pid, os.getppid()} if machine.live else {self_pid}

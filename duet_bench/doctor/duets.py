@@ -38,7 +38,8 @@ def _cgroup_dirs(machine: Machine) -> list[Path]:
 
 
 def _lock_holder(lock_file: Path) -> tuple[int, str] | None:
-    """``(pid, command)`` written in the measuring lock file (:mod:`duet.lock`), possibly stale.
+    """``(pid, command)`` written in the measuring lock file (:mod:`duet_bench.lock`), possibly
+    stale.
 
     Read without taking the lock: the doctor must not make a starting duet wait or fail."""
     try:

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from duet_bench.doctor.model import Check, Finding, dig, num
-from duet_bench.machine import Machine, read_text
+from duet_bench.machine import CpuTicks, Machine
 
 __all__ = [
     "BUSY_WARNING",
@@ -19,8 +18,6 @@ __all__ = [
     "PRESSURE_WARNING_PCT",
     "STEAL_WARNING",
     "command_of",
-    "cpu_pressure",
-    "cpu_times",
     "load_findings",
     "neighbour_findings",
 ]
@@ -45,58 +42,27 @@ def command_of(machine: Machine, pid: int) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def cpu_times(proc: Path) -> tuple[int, int, int] | None:
-    """``(steal, idle + iowait, total)`` ticks from the aggregate ``cpu`` line of /proc/stat."""
-    text = read_text(proc / "stat")
-    if text is None:
-        return None
-    line = next((ln for ln in text.splitlines() if ln.startswith("cpu ")), None)
-    if line is None:
-        return None
-    numbers = [int(x) for x in line.split()[1:] if x.isdigit()]
-    if len(numbers) < 8:
-        return None
-    # user nice system idle iowait irq softirq steal (guest time is already counted in user)
-    return numbers[7], numbers[3] + numbers[4], sum(numbers[:8])
-
-
-def cpu_pressure(proc: Path) -> float | None:
-    """PSI: percentage of the last 10 s in which some runnable task waited for a CPU."""
-    text = read_text(proc / "pressure" / "cpu")
-    if text is None:
-        return None
-    for line in text.splitlines():
-        if line.startswith("some "):
-            for word in line.split()[1:]:
-                key, _, value = word.partition("=")
-                if key == "avg10":
-                    try:
-                        return float(value)
-                    except ValueError:
-                        return None
-    return None
-
-
 def load_findings(
     env: Mapping[str, Any],
-    proc: Path,
+    machine: Machine,
     n_cpus: int,
-    sample: tuple[tuple[int, int, int], tuple[int, int, int], float] | None,
+    sample: tuple[CpuTicks, CpuTicks, float] | None,
 ) -> tuple[list[Finding], list[Check], dict[str, Any]]:
     findings: list[Finding] = []
     checks: list[Check] = []
     loads = env.get("load_average")
     load1 = num(loads[0]) if isinstance(loads, list) and loads else None
-    pressure = cpu_pressure(proc)
+    pressure = machine.cpu_pressure()
     steal_boot = num(dig(env, "steal", "fraction_since_boot"))
     steal_now: float | None = None
     busy_now: float | None = None
     interval_s: float | None = None
     if sample is not None:
-        (s0, i0, t0), (s1, i1, t1), interval_s = sample
-        if t1 > t0:
-            steal_now = (s1 - s0) / (t1 - t0)
-            busy_now = 1.0 - (i1 - i0) / (t1 - t0)
+        first, second, interval_s = sample
+        if second.total > first.total:
+            total = second.total - first.total
+            steal_now = (second.steal - first.steal) / total
+            busy_now = 1.0 - (second.idle - first.idle) / total
     facts: dict[str, Any] = {
         "load_average": loads,
         "cpu_pressure_some_avg10_pct": pressure,

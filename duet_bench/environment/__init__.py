@@ -1,4 +1,4 @@
-"""The environment a measurement was taken in (``method.md`` section 7 of the design documents).
+"""The environment a measurement was taken in (``docs/statistics.md``, method 7).
 
 :func:`capture_environment` returns a JSON-ready dict for the results file: the CPU and its
 topology, the chosen pair with its SMT siblings, kernel, cgroup version and isolation level,

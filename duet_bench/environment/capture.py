@@ -1,4 +1,4 @@
-"""The environment record of a measurement, assembled from its parts (method.md section 7).
+"""The environment record of a measurement, assembled from its parts (docs/statistics.md, method 7).
 
 Each part has its reader in a module of its own (:mod:`.cpu`, :mod:`.kernel`,
 :mod:`.frequency`, :mod:`.memory`, :mod:`.load`); this module puts them together in the order

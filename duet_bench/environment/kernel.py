@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from duet_bench.environment.record import Record
-from duet_bench.machine import Machine, cgroup_version, parse_mountinfo, read_text_or_reason
+from duet_bench.machine import Machine, cgroup_version, read_text_or_reason
 
 __all__ = ["boot_options", "read_cgroup", "read_clocksource", "read_kernel"]
 
@@ -68,17 +68,15 @@ def read_kernel(proc: Path, rec: Record) -> dict[str, object]:
 
 def read_cgroup(machine: Machine, rec: Record) -> dict[str, object]:
     """The record's ``cgroup``: version, v1 controllers, the v2 mount and its controllers."""
-    mountinfo = machine.proc / "self" / "mountinfo"
-    text, reason = read_text_or_reason(mountinfo)
-    if text is None:
+    # The same reader and parser as the isolation backends' (duet_bench.machine).
+    mounts, reason = machine.cgroup_mounts_or_reason()
+    if mounts is None:
         return {
             "version": rec.get("cgroup.version", None, reason),
             "v1_controllers": rec.get("cgroup.v1_controllers", None, reason),
             "v2_mount": rec.get("cgroup.v2_mount", None, reason),
             "v2_controllers": rec.get("cgroup.v2_controllers", None, reason),
         }
-    # The same parser as the isolation backends' (duet_bench.machine).
-    mounts = parse_mountinfo(text)
     v1 = {c for m in mounts if m.fstype == "cgroup" for c in m.controllers}
     v2_mount = next((m.mountpoint for m in mounts if m.fstype == "cgroup2"), None)
     v2_controllers: list[str] | None = []

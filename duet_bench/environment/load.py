@@ -6,13 +6,14 @@ import os
 from pathlib import Path
 
 from duet_bench.environment.record import Record
-from duet_bench.machine import read_text_or_reason
+from duet_bench.machine import Machine
 
 __all__ = ["load_average", "read_load_average", "read_steal"]
 
 
 def load_average(proc: str | Path = "/proc") -> tuple[float, float, float]:
-    """The 1, 5 and 15 minute load averages from ``<proc>/loadavg``.
+    """The 1, 5 and 15 minute load averages from ``<proc>/loadavg``
+    (:meth:`duet_bench.machine.Machine.load_average`).
 
     Parameters
     ----------
@@ -31,14 +32,7 @@ def load_average(proc: str | Path = "/proc") -> tuple[float, float, float]:
     ValueError
         If it does not start with three numbers.
     """
-    path = Path(proc) / "loadavg"
-    fields = path.read_text(encoding="ascii").split()
-    if len(fields) < 3:
-        raise ValueError(f"{path} holds {' '.join(fields)!r}, not three load averages")
-    try:
-        return float(fields[0]), float(fields[1]), float(fields[2])
-    except ValueError:
-        raise ValueError(f"{path} does not start with three numbers: {fields[:3]}") from None
+    return Machine(proc=Path(proc)).load_average()
 
 
 def read_load_average(proc: Path, rec: Record) -> object:
@@ -57,21 +51,9 @@ def read_load_average(proc: Path, rec: Record) -> object:
 
 def read_steal(proc: Path, rec: Record) -> dict[str, object]:
     """The record's ``steal``: ticks stolen since boot, of how many, in ticks of ``user_hz``."""
-    text, reason = read_text_or_reason(proc / "stat")
-    steal: int | None = None
-    total: int | None = None
-    if text is not None:
-        line = next((ln for ln in text.splitlines() if ln.startswith("cpu ")), None)
-        if line is None:
-            reason = f"{proc / 'stat'} has no aggregate 'cpu' line"
-        else:
-            numbers = [int(x) for x in line.split()[1:] if x.isdigit()]
-            if len(numbers) < 8:
-                reason = f"{proc / 'stat'} has no steal column (kernel older than 2.6.11)"
-            else:
-                # user nice system idle iowait irq softirq steal; guest time is already
-                # counted in user, so the first eight columns are the whole.
-                steal, total = numbers[7], sum(numbers[:8])
+    ticks, reason = Machine(proc=proc).cpu_ticks_or_reason()
+    steal = ticks.steal if ticks is not None else None
+    total = ticks.total if ticks is not None else None
     fraction = steal / total if steal is not None and total else None
     return {
         "ticks": rec.get("steal.ticks", steal, reason),

@@ -1,5 +1,5 @@
 """Files that run inside the measured environment (standard library only, or a C header).
 
-They are executed by path with the version's own interpreter and never import ``duet`` or
-``stats``; the runner imports ``duet_barrier`` from here to create and watch the barrier.
+They are executed by path with the version's own interpreter and never import ``duet_bench`` or
+``duet_stats``; the runner imports ``duet_barrier`` from here to create and watch the barrier.
 """

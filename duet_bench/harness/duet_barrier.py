@@ -1,6 +1,6 @@
 """Python client of the duet barrier, protocol version 1 (``docs/barrier-protocol.md``).
 
-Standard library only, and no import of ``duet``: this file runs inside the measured process,
+Standard library only, and no import of ``duet_bench``: this file runs inside the measured process,
 under whatever interpreter (Python >= 3.8) the benchmarked version uses.
 
 The orchestrator calls :func:`create`; each side calls :func:`attach` with the slot it was given

@@ -2,7 +2,7 @@
 
 Lives beside ``duet_worker.py`` and runs inside the measured environment, with the version's
 own interpreter and pytest (Python >= 3.8, standard library and pytest only, never imports
-``duet``). pytest-benchmark itself need not be installed: the ``benchmark`` fixture is ours.
+``duet_bench``). pytest-benchmark itself need not be installed: the ``benchmark`` fixture is ours.
 
 Two uses:
 

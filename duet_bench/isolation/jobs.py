@@ -26,6 +26,7 @@ from duet_bench.isolation.affinity import AffinityBackend
 from duet_bench.isolation.base import Container
 from duet_bench.isolation.model import Limits, RunAs
 from duet_bench.isolation.select import select_backend
+from duet_bench.machine import THIS
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +98,7 @@ def run_job(
             # outlive us.
             stop_group(proc)
             raise
-        if group_alive(proc.pid) or container.processes():
+        if THIS.group_alive(proc.pid) or container.processes():
             log.warning(
                 "%s left processes running; stopping them (they would disturb the measurement)",
                 what,
@@ -140,34 +141,6 @@ def _text(f: IO[bytes]) -> str:
     return f.read().decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
 
 
-def group_alive(pgid: int) -> bool:
-    """Whether a process of group ``pgid`` still runs. Zombies do not count: orphans of the
-    job are reparented to PID 1, which in a container may never reap them, and
-    ``killpg(pgid, 0)`` succeeds on zombies."""
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        entries = []
-    if not entries:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        # After the command name: state, ppid, pgrp.
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
-
-
 def stop_group(proc: subprocess.Popen[bytes]) -> None:
     """SIGTERM the job's process group, SIGKILL what is left after a grace period, reap."""
     for sig, grace in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, KILL_GRACE_S)):
@@ -175,7 +148,7 @@ def stop_group(proc: subprocess.Popen[bytes]) -> None:
             os.killpg(proc.pid, sig)
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline:
-            if proc.poll() is not None and not group_alive(proc.pid):
+            if proc.poll() is not None and not THIS.group_alive(proc.pid):
                 return
             time.sleep(0.02)
     with contextlib.suppress(subprocess.TimeoutExpired):

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from duet_bench.errors import IsolationError
+from duet_bench.machine import THIS, Machine
 
 __all__ = ["Sandbox", "make_sandbox", "namespaces_available"]
 
@@ -47,15 +48,9 @@ _IFREQ = struct.Struct("16sh22x")
 CAP_SYS_ADMIN = 21
 
 
-def _has_sys_admin(status: str = "/proc/self/status") -> bool:
-    try:
-        with open(status, encoding="ascii") as f:
-            for line in f:
-                if line.startswith("CapEff:"):
-                    return bool(int(line.split()[1], 16) >> CAP_SYS_ADMIN & 1)
-    except (OSError, ValueError, IndexError):
-        return False
-    return False
+def _has_sys_admin(machine: Machine = THIS) -> bool:
+    capabilities = machine.capabilities()
+    return capabilities is not None and bool(capabilities >> CAP_SYS_ADMIN & 1)
 
 
 def namespaces_available() -> bool:

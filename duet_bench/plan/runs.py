@@ -1,13 +1,14 @@
 """The runs of one benchmark, the core each side sits on in each run, and the shards of a suite.
 
-Pure logic, no processes. The two vCPUs of a cloud VM are not equal (measured-here.md: CPU 1 ran
-1-2.5 % slower than CPU 0, and fixed sides gave false positives in 3 of 12 A/A comparisons), and
-their difference changes within a run (tens to hundreds of ms). With ``crossover = "iteration"``
-(the default, method.md 1b) the sides cross over the two CPUs at every iteration: iteration k of
-run r (warm-up included) runs the baseline on ``pair[(r + k) % 2]`` and the candidate on the
-other. With ``crossover = "run"`` the sides keep their cores for a run and swap them between runs
-in a randomized, *balanced* order: each side sits on each core in half of the runs (one extra
-run either way when R is odd). The sequential method has no crossover: one side at a time.
+Pure logic, no processes. The two vCPUs of a cloud VM are not equal (docs/accuracy.md, "The
+prototype": CPU 1 ran 1-2.5 % slower than CPU 0, and fixed sides gave false positives in 3 of 12
+A/A comparisons), and their difference changes within a run (tens to hundreds of ms). With
+``crossover = "iteration"`` (the default, docs/statistics.md, method 1b) the sides cross over the
+two CPUs at every iteration: iteration k of run r (warm-up included) runs the baseline on
+``pair[(r + k) % 2]`` and the candidate on the other. With ``crossover = "run"`` the sides keep
+their cores for a run and swap them between runs in a randomized, *balanced* order: each side
+sits on each core in half of the runs (one extra run either way when R is odd). The sequential
+method has no crossover: one side at a time.
 """
 
 from __future__ import annotations
@@ -77,8 +78,9 @@ def plan_runs(
     plans = []
     for index, swap in enumerate(swaps):
         if (method or spec.method) == "duet" and crossover:
-            # method.md 1b: iteration k of run r on pair[(r + k) % 2]; the draw of the swaps
-            # above still happens, so the sequential order of a plan does not depend on it.
+            # docs/statistics.md, method 1b: iteration k of run r on pair[(r + k) % 2]; the draw of
+            # the swaps above still happens, so the sequential order of a plan does not depend on
+            # it.
             start: dict[SideName, int] = {
                 "baseline": pair[index % 2],
                 "candidate": pair[(index + 1) % 2],

@@ -70,7 +70,8 @@ def _threshold(a: Mapping[str, Any]) -> str | None:
 
 
 def _interval(r: Row) -> str:
-    """``[1.05, 1.06] 99% CI``: the confidence always next to the interval (method.md sec. 8)."""
+    """``[1.05, 1.06] 99% CI``: the confidence always next to the interval (docs/statistics.md,
+    method 8)."""
     if r.interval == "n/a":
         return "no interval"
     conf = f" {units.percent(r.confidence)}" if r.confidence is not None else ""

@@ -237,7 +237,7 @@ def _runs_panel(
         )
     ax.axhline(1.0, color="#333333", lw=0.9, ls="--", zorder=1)
     handles.append(Line2D([], [], color="#333333", lw=0.9, ls="--", label="1 = same speed"))
-    per_run = _run_ratios(pair) if pair is not None else []
+    per_run = _run_ratios(runs, pair) if pair is not None else []
     # Which core the baseline sat on: a faster core shows as two clusters of run ratios.
     cores = sorted({r.baseline.cores[0] for r in runs if r.baseline.cores})
     markers = ["o", "D", "s", "^"]
@@ -270,10 +270,16 @@ def _runs_panel(
     return handles
 
 
-def _run_ratios(pair: tuple[Matrix, Matrix]) -> list[float]:
-    """The geometric mean of the paired ratios of every run (row)."""
-    base, cand = pair
-    return [math.exp(float(x)) for x in np.mean(np.log(cand / base), axis=1)]
+def _run_ratios(runs: Sequence[RunRecord], pair: tuple[Matrix, Matrix]) -> list[float]:
+    """The ratio of every run (row) as the analysis weighs it: with crossover, the two CPU
+    assignments of the run weighed equally (:func:`duet_bench.analysis.estimate.run_log_ratios`),
+    so the points do not carry the core difference the grand ratio does not."""
+    from duet_bench.analysis.estimate import run_log_ratios
+    from duet_bench.analysis.series import series_of
+
+    crossover = series_of(tuple(runs)).crossover
+    assignment = None if crossover is None else crossover.assignment
+    return [math.exp(x) for x in run_log_ratios(*pair, assignment)]
 
 
 def _starts_usable(runs: Sequence[RunRecord]) -> bool:

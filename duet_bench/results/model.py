@@ -1,5 +1,5 @@
-"""The records of the results document ``duet-results/3`` (frozen; method.md section 7) and the
-names of its schema: sides, run statuses, methods, the per-iteration series."""
+"""The records of the results document ``duet-results/3`` (frozen; docs/statistics.md, method 7) and
+the names of its schema: sides, run statuses, methods, the per-iteration series."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ SIDE_SERIES = ("iteration_cpu_ns", "iteration_runq_ns", "iteration_nivcsw", "ite
 
 @dataclass(frozen=True, slots=True)
 class SideRecord:
-    """What one side recorded in one run (method.md section 7).
+    """What one side recorded in one run (docs/statistics.md, method 7).
 
     Every optional number is ``None`` when it was not measured; ``missing`` then says why.
     """

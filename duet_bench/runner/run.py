@@ -3,8 +3,8 @@ planned run of a benchmark with the rules that stop early.
 
 For a duet run both sides start together, each in a fresh container pinned to its CPU, and
 meet at a two-party barrier before every iteration. Crossing over (``crossover = "iteration"``,
-method.md 1b) each container holds both CPUs of the pair and the sides' barrier waits move them
-to the iteration's CPU (the worker spec's ``cpus`` and ``tasks``, a native program's
+docs/statistics.md, method 1b) each container holds both CPUs of the pair and the sides' barrier
+waits move them to the iteration's CPU (the worker spec's ``cpus`` and ``tasks``, a native program's
 ``DUET_CPUS`` and ``DUET_TASKS``). For a sequential run each side runs alone
 (a one-party barrier) on the same CPU, one after the other.
 

@@ -7,12 +7,12 @@ which CPUs share a physical core, and the kernel's numbering follows no scheme o
 adjacent or far apart, core ids repeat across NUMA nodes, ``(package, core id)`` is not unique).
 So a physical core here is *the set of CPUs the kernel lists as thread siblings*, not a core id.
 
-The package is split on purpose (``style.md`` item 14): :mod:`~duet_bench.topology.model` holds the
-frozen records, :mod:`~duet_bench.topology.read` does the file reads (through the machine reader,
-:mod:`duet_bench.machine`) and returns a :class:`Topology`; :func:`choose_pair`
-(:mod:`~duet_bench.topology.pair`) is pure, so the rules are tested on synthetic machines (Intel SMT
-with far-apart sibling ids, AMD modules, NUMA nodes numbered out of order, small VMs) as well as
-on the real one.
+The package is split on purpose (``docs/architecture.md``, rule 3):
+:mod:`~duet_bench.topology.model` holds the frozen records, :mod:`~duet_bench.topology.read` does
+the file reads (through the machine reader, :mod:`duet_bench.machine`) and returns a
+:class:`Topology`; :func:`choose_pair` (:mod:`~duet_bench.topology.pair`) is pure, so the rules are
+tested on synthetic machines (Intel SMT with far-apart sibling ids, AMD modules, NUMA nodes numbered
+out of order, small VMs) as well as on the real one.
 
 Glossary: a *CPU* is what Linux schedules on (a "processing unit", a hardware thread or a vCPU);
 a *physical core* is a set of CPUs that share execution units (SMT siblings); the *pair* is the

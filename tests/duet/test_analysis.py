@@ -1,4 +1,4 @@
-"""The verdict (method.md section 2) and the analysis of a benchmark from raw samples."""
+"""The verdict (docs/statistics.md, method 2) and the analysis of a benchmark from raw samples."""
 
 from __future__ import annotations
 

@@ -248,3 +248,31 @@ def test_runs_needed_does_not_count_the_swing_between_the_cpus() -> None:
     assert centred is not None
     assert raw is not None
     assert centred * 3 < raw, (centred, raw)
+
+
+def test_the_per_run_plot_weighs_the_two_assignments_as_the_estimate_does() -> None:
+    """A/A on a pair whose second CPU is 50% slower, 21 iterations per run: one assignment has 11
+    iterations, the other 10, so a run's plain mean leans 1.5^(±1/21) (about 1.9%) one way. The
+    runs plot draws each run as the analysis weighs it, at 1 within the side noise (about 0.3%;
+    the data are seeded, so the test is deterministic)."""
+    from duet_bench.report.plot_benchmark import runs_figure
+
+    record = _record(runs=4, ratio=1.0, core=1.5)
+    analysed = analyze_document(
+        results.ResultsDocument(benchmarks=(record,)), AnalysisSettings(reps=200)
+    ).benchmarks[0]
+    figure = runs_figure(analysed)
+    points = [
+        float(y)
+        for line in figure.axes[0].get_lines()
+        if line.get_marker() not in ("None", "", None)
+        for y in line.get_ydata()
+    ]
+    assert len(points) == 4
+    assert all(abs(y - 1.0) < 0.004 for y in points), points
+    a, b = (
+        np.array([r.baseline.iterations_ns for r in record.runs]),
+        np.array([r.candidate.iterations_ns for r in record.runs]),
+    )
+    plain = np.exp(np.mean(np.log(b / a), axis=1))
+    assert all(abs(y - 1.0) > 0.012 for y in plain), f"the test needs biased plain means: {plain}"

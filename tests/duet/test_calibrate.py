@@ -103,7 +103,7 @@ def test_variance_components_are_recovered() -> None:
     # log ratio: 2 var X within runs, 2 var A between runs (the shared noise cancels)
     assert c.components.within_run_var == pytest.approx(2 * 0.02**2, rel=0.05)
     assert c.components.run_effect_var == pytest.approx(2 * 0.01**2, rel=0.25)
-    # method.md's S_A^2 (formula 4) still holds var X / n
+    # The method's S_A^2 (docs/statistics.md, method 5; [KBT] formula 4) still holds var X / n
     expected_sa = 2 * 0.01**2 + 2 * 0.02**2 / 40
     assert c.components.between_run_var == pytest.approx(expected_sa, rel=0.25)
     assert c.components.between_run_var > c.components.run_effect_var

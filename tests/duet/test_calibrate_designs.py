@@ -43,7 +43,7 @@ def aa(
 ) -> AAData:
     """A synthetic A/A of one design. CPU 1 runs ``slow_cpu1`` times slower, and that factor
     drifts from run to run with a log-sd of ``drift`` (a core difference that changes over
-    seconds, as on the VMs of measured-here.md)."""
+    seconds, as on the VMs of docs/accuracy.md, "The prototype")."""
     rng = np.random.default_rng(seed)
     shape = (runs, iterations)
     slow = np.log(slow_cpu1) + rng.normal(0, drift, (runs, 1))

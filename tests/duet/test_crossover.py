@@ -1,8 +1,8 @@
 """The move of crossover inside the barrier clients (duet_barrier.py ``Barrier.cross``,
 duet_barrier.h ``duet_barrier_cross`` and ``DUET_CPUS``), in real processes through a real
 barrier: each side on its own CPU of the iteration, and no side moving before both finished
-(the trap of measured-here.md: a side that moved at once landed on the CPU where the other one
-still worked).
+(the trap of docs/accuracy.md, "The prototype": a side that moved at once landed on the CPU where
+the other one still worked).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The environment record (method.md section 7) on this machine and on synthetic /proc and /sys."""
+"""The environment record (docs/statistics.md, method 7) on this machine and on synthetic /proc and
+/sys."""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@ synthetic mountinfo, cgroup and /sys text for what this machine lacks."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -15,12 +16,15 @@ from duet_bench.doctor.isolation import cgroup_facts
 from duet_bench.machine import (
     THIS,
     CgroupMount,
+    CpuTicks,
     Machine,
     cgroup_mounts,
     cgroup_version,
     format_cpu_list,
     parse_cpu_list,
+    parse_load_average,
     parse_mountinfo,
+    parse_pressure_some_avg10,
     parse_proc_cgroup,
     read_cpu_list,
     read_int,
@@ -136,8 +140,99 @@ def test_real_processes() -> None:
     assert not THIS.pid_alive(0)
 
 
+def test_status_fields_of_real_processes() -> None:
+    """The umask and the capabilities (dirfd's mode of a new file, the sandbox's CAP_SYS_ADMIN)
+    of a process started with a known umask and, when we are root, as nobody."""
+    nobody = 65534 if os.geteuid() == 0 else None
+    child = subprocess.Popen(["sleep", "30"], umask=0o027, user=nobody)
+    try:
+        assert THIS.umask(child.pid) == 0o027
+        # A process that is not root has no effective capabilities (no file capabilities).
+        assert THIS.capabilities(child.pid) == 0
+        assert THIS.status_field(child.pid, "Pid") == str(child.pid)
+        assert THIS.status_field(child.pid, "NoSuchField") is None
+    finally:
+        child.kill()
+        child.wait()
+    assert THIS.umask(child.pid) is None
+    assert THIS.capabilities() is not None  # our own, "self"
+
+
+def test_a_process_group_is_alive_until_its_last_process_is_a_zombie() -> None:
+    """isolation.jobs waits on this: the leader and an orphan of its group, zombies not
+    counted (an orphan's zombie may never be reaped by a container's PID 1)."""
+    leader = subprocess.Popen(
+        ["sh", "-c", "sleep 30 & echo $!; exec sleep 30"],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert leader.stdout is not None
+    orphan = int(leader.stdout.readline())
+    try:
+        assert THIS.group_alive(leader.pid)
+        leader.kill()
+        deadline = time.monotonic() + 10
+        while (stat := THIS.stat(leader.pid)) is not None and stat.state != "Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert THIS.group_alive(leader.pid)  # the leader is a zombie, its orphan runs
+        leader.wait()
+        os.kill(orphan, 9)
+        while THIS.pid_alive(orphan):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert not THIS.group_alive(leader.pid)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(leader.pid, 9)
+        leader.wait()
+        leader.stdout.close()
+
+
+def test_machine_wide_figures_of_this_machine() -> None:
+    """/proc/stat, /proc/loadavg and /proc/pressure/cpu, read as the environment record and the
+    doctor read them."""
+    first = THIS.cpu_ticks()
+    assert first is not None
+    assert 0 <= first.steal <= first.total
+    assert 0 < first.idle <= first.total
+    time.sleep(0.05)
+    second = THIS.cpu_ticks()
+    assert second is not None
+    assert second.total >= first.total
+    assert second.idle >= first.idle
+    assert THIS.load_average() == pytest.approx(os.getloadavg(), abs=1.0)
+    pressure = THIS.cpu_pressure()
+    if Path("/proc/pressure/cpu").exists():
+        assert pressure is not None
+        assert 0.0 <= pressure <= 100.0
+    else:
+        assert pressure is None
+
+
+def test_machine_wide_texts_that_say_less() -> None:
+    assert CpuTicks.parse("cpu  1 2 3 4 5 6 7 8 9 10\n", "s") == (CpuTicks(8, 9, 36), "")
+    assert CpuTicks.parse("cpu0 1 2 3 4 5 6 7 8\n", "s") == (None, "s has no aggregate 'cpu' line")
+    assert CpuTicks.parse("cpu  1 2 3 4 5 6 7\n", "s")[1] == (
+        "s has no steal column (kernel older than 2.6.11)"
+    )
+    assert parse_load_average("0.50 0.25 0.10 1/99 42\n", "l") == (0.5, 0.25, 0.1)
+    with pytest.raises(ValueError, match="not three load averages"):
+        parse_load_average("0.5", "l")
+    some = "some avg10=1.50 avg60=0.20 avg300=0.00 total=1\nfull avg10=0.00 avg60=0 total=0\n"
+    assert parse_pressure_some_avg10(some) == 1.5
+    assert parse_pressure_some_avg10("full avg10=3.00\n") is None
+
+
 def test_the_doctor_sees_the_mounts_the_isolation_backends_see() -> None:
     mounts = cgroup_mounts()
+    # The environment record reads them through the same reader, with a reason when it cannot.
+    assert THIS.cgroup_mounts_or_reason() == (mounts, "")
+    assert Machine(proc=Path("/nonexistent")).cgroup_mounts_or_reason() == (
+        None,
+        "/nonexistent/self/mountinfo does not exist",
+    )
     facts = cgroup_facts(THIS, os.geteuid())
     v2 = [m.mountpoint for m in mounts if m.fstype == "cgroup2"]
     assert facts["v2_mount"] == (v2[0] if v2 else None)

@@ -25,7 +25,8 @@ def spec(runs: int = 10, name: str = "b", crossover: Crossover = "run") -> Bench
 
 @given(runs=st.integers(2, 60), seed=st.integers(0, 1000))
 def test_crossover_plans_iteration_k_of_run_r_on_pair_r_plus_k(runs: int, seed: int) -> None:
-    """method.md 1b: iteration k of run r runs the baseline on pair[(r + k) % 2]."""
+    """docs/statistics.md, method 1b: iteration k of run r runs the baseline on pair[(r + k) %
+    2]."""
     pair = (3, 1)
     plans = plan_runs(spec(runs, crossover="iteration"), pair, seed=seed)
     for r, p in enumerate(plans):

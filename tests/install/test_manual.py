@@ -3,7 +3,8 @@
 A message read by a user who installed a wheel must name a file on their machine: messages cite
 pages through :func:`duet_bench.manual.cite` (the installed copy), never a literal ``docs/...``
 path. Comments and docstrings are read by developers in a checkout: their ``docs/`` paths must exist
-there, and the only other ``.md`` names they may mention are the project's design documents.
+there, and so must every other ``.md`` name they mention (no design document outside the
+repository: ``DESIGN_DOCS`` is empty).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import ast
 import io
 import re
+import subprocess
 import tokenize
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,16 +24,18 @@ from duet_bench import manual
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "duet_bench"
 DOCS = ROOT / "docs"
-#: The project's design documents (shared/docs beside the repository): developers cite them in
-#: comments; a message never does, since no user has them.
-DESIGN_DOCS = {"method.md", "measured-here.md", "style.md", "product.md", "runner-vm.md"}
+#: Documents outside the repository that comments may cite: none. What the code relies on is
+#: written in the repository's own docs (the method: docs/statistics.md; the prototype's figures:
+#: docs/accuracy.md; the rules: docs/architecture.md and tests/README.md), so every citation
+#: names a file a developer has in the checkout.
+DESIGN_DOCS: set[str] = set()
 #: Files duet writes, not pages of the manual.
 OUTPUTS = {"report.md"}
 MD_NAME = re.compile(r"(?<![\w./-])((?:[\w.-]+/)*[\w-]+\.md)\b")
 
 
 def _sources() -> Iterator[Path]:
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in sorted([*PACKAGE.rglob("*.py"), *(ROOT / "duet_stats").rglob("*.py")]):
         if "_docs" not in path.parts:
             yield path
 
@@ -124,4 +128,37 @@ def test_comments_cite_pages_that_exist() -> None:
                     ok = base in DESIGN_DOCS or base in OUTPUTS or (DOCS / name).is_file()
                 if not ok:
                     bad.append(f"{path.relative_to(ROOT)}:{line}: {name}")
+    assert not bad, "\n".join(bad)
+
+
+#: Files the benchmarks and CI write (not documents to read): cited as outputs, never as pages.
+WRITTEN = {"report.md", "summary.md", "crossover-study.md", "metric-study.md"}
+
+
+def _tracked(*patterns: str) -> list[Path]:
+    done = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-files", *patterns], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        pytest.skip(f"not a git checkout: {done.stderr.strip()}")
+    return [ROOT / name for name in done.stdout.split()]
+
+
+def test_the_repository_cites_only_documents_it_has() -> None:
+    """Every ``.md`` name in the docs, README, benchmarks, scripts and the tests' comments and
+    docstrings is a file of the repository (beside the citing file, at the root or in docs/), or
+    a file duet writes: a developer never reads a citation of a page the checkout lacks."""
+    texts: list[tuple[Path, int, str]] = []
+    for path in _tracked("*.md", "benchmarks/*", "scripts/*"):
+        if path.suffix in {".md", ".py", ".c", ".h", ".sh"} and path.is_file():
+            texts += [(path, n, line) for n, line in enumerate(path.read_text().splitlines(), 1)]
+    for path in _tracked("tests/*.py"):
+        texts += [(path, n, text) for n, text in _texts(path)[1]]
+    bad = [
+        f"{path.relative_to(ROOT)}:{line}: {name}"
+        for path, line, text in texts
+        for name in MD_NAME.findall(text)
+        if Path(name).name not in WRITTEN
+        and not any((base / name).is_file() for base in (path.parent, ROOT, DOCS))
+    ]
     assert not bad, "\n".join(bad)

@@ -213,6 +213,11 @@ def test_bad_not_slower_than_good_is_a_result_not_a_search(tmp_path: Path) -> No
     [round_file] = step["files"]
     measured = json.loads((tmp_path / "out" / round_file).read_text())
     assert measured["environment"]["isolation"] == "affinity-only"
+    # Not slower because BAD was measured doing half the work: a duet whose two sides ran the
+    # same version would also say "not slower", for the wrong reason.
+    [analysed] = measured["benchmarks"]
+    assert analysed["analysis"]["ratio"] < 0.75, analysed["analysis"]
+    assert analysed["analysis"]["verdict"] == "improvement", analysed["analysis"]
 
 
 def test_good_not_an_ancestor_of_bad_is_a_usage_error(tmp_path: Path) -> None:

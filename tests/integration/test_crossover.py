@@ -1,6 +1,6 @@
-"""Crossover at every iteration (method.md 1b), end to end: ``duet run`` with real processes,
-the real barrier, real cgroup v1 (root) or CPU affinity only. Every kind moves: a command's
-children, every thread of a python callable, a native program through ``duet_barrier.h``.
+"""Crossover at every iteration (docs/statistics.md, method 1b), end to end: ``duet run`` with real
+processes, the real barrier, real cgroup v1 (root) or CPU affinity only. Every kind moves: a
+command's children, every thread of a python callable, a native program through ``duet_barrier.h``.
 
 What each test checks is what the sides saw from inside (``/proc/self/stat`` field 39, the CPU a
 task last ran on, and the kernel's affinity of every thread), not only what the harness says it
@@ -56,7 +56,8 @@ def measure(out: Path, isolation: str, *args: str, crossover: str = "iteration")
 
 
 def planned(doc: dict[str, Any], run: int, side: str, k: int) -> int:
-    """method.md 1b: the CPU of ``side`` in iteration k (warm-up included) of run ``run``."""
+    """docs/statistics.md, method 1b: the CPU of ``side`` in iteration k (warm-up included) of run
+    ``run``."""
     pair = doc["environment"]["pair"]["cpus"]
     offset = 0 if side == "baseline" else 1
     return int(pair[(run + k + offset) % 2])

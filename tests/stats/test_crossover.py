@@ -1,4 +1,5 @@
-"""duet_stats.crossover: the sides change CPUs at every iteration (method.md section 1b)."""
+"""duet_stats.crossover: the sides change CPUs at every iteration (docs/statistics.md, method
+1b)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Impact factor of the random initial state (Kalibera et al., Figure 2; method.md section 5)."""
+"""Impact factor of the random initial state (Kalibera et al., Figure 2; docs/statistics.md, method
+5)."""
 
 from __future__ import annotations
 

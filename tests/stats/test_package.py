@@ -1,4 +1,4 @@
-"""The package surface: exports, import cost, independence from ``duet``."""
+"""The package surface: exports, import cost, independence from ``duet_bench``."""
 
 from __future__ import annotations
 

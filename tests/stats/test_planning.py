@@ -1,4 +1,5 @@
-"""Variance components and planning (Kalibera et al., formulas 3-5 and 8; method.md section 5)."""
+"""Variance components and planning (Kalibera et al., formulas 3-5 and 8; docs/statistics.md, method
+5)."""
 
 from __future__ import annotations
 

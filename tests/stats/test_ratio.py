@@ -1,4 +1,4 @@
-"""The duet ratio and its interval (duet paper section 3, method.md section 1)."""
+"""The duet ratio and its interval (duet paper section 3, docs/statistics.md, method 1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shuffled duet and the sequential two-level bootstrap (method.md section 4)."""
+"""Shuffled duet and the sequential two-level bootstrap (docs/statistics.md, method 4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Winsorization (duet paper section 4, method.md section 3): hand-made cases."""
+"""Winsorization (duet paper section 4, docs/statistics.md, method 3): hand-made cases."""
 
 from __future__ import annotations
 

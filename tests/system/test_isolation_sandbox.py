@@ -183,11 +183,14 @@ def test_sandbox_checks_its_arguments(tmp_path: Path) -> None:
 def test_namespaces_need_the_capability_not_only_uid_0(tmp_path: Path) -> None:
     """A container's root without CAP_SYS_ADMIN is uid 0 but may not unshare."""
     from duet_bench.isolation.sandbox import _has_sys_admin
+    from duet_bench.machine import Machine
 
-    status = tmp_path / "status"
+    status = tmp_path / "self" / "status"
+    status.parent.mkdir()
+    machine = Machine(proc=tmp_path)
     status.write_text("Name:\tx\nCapEff:\t00000000a80425fb\n")  # docker's default set
-    assert not _has_sys_admin(str(status))
+    assert not _has_sys_admin(machine)
     status.write_text("Name:\tx\nCapEff:\t000001ffffffffff\n")  # full root
-    assert _has_sys_admin(str(status))
+    assert _has_sys_admin(machine)
     status.write_text("Name:\tx\n")
-    assert not _has_sys_admin(str(status))
+    assert not _has_sys_admin(machine)

@@ -1,5 +1,5 @@
-"""The summary of a bisection: ``text`` (terminal), ``markdown`` (``report.md``), ``json``
-(``bisect.json``'s content)."""
+"""The summary of a bisection (``duet bisect``): ``text`` (terminal), ``markdown``
+(``report.md``), ``json`` (``bisect.json``'s content)."""
 
 from __future__ import annotations
 

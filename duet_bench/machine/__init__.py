@@ -1,12 +1,14 @@
 """One reader of the machine: ``/sys`` and ``/proc`` files, cgroup mounts, our own cgroups, CPU
-lists and processes.
+lists, processes, and the machine-wide figures (CPU ticks, load average, CPU pressure).
 
 Everything duet learns about the machine it runs on is read here, once, with one return type
 per fact, so that ``duet doctor`` (:mod:`duet_bench.doctor`), the environment record
 (:mod:`duet_bench.environment`), the topology (:mod:`duet_bench.topology`), the measuring lock
-(:mod:`duet.lock`) and the isolation backends (:mod:`duet_bench.isolation`) cannot disagree about
-what they read: the doctor promises never to claim what the runner then refuses, so both parse the
-cgroup mounts with :func:`parse_mountinfo`.
+(:mod:`duet_bench.lock`), the file writer (:mod:`duet_bench.dirfd`), the version's jobs
+(:mod:`duet_bench.isolation.jobs`) and the isolation backends (:mod:`duet_bench.isolation`)
+cannot disagree about what they read: the doctor promises never to claim what the runner then
+refuses, so both parse the cgroup mounts with :func:`parse_mountinfo`. The texts are parsed by
+:mod:`duet_bench.machine.parse` (pure functions, every name re-exported here).
 
 Conventions:
 
@@ -26,17 +28,30 @@ Standard library only: the isolation backends import it inside the measured envi
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypeAlias
+
+from duet_bench.machine.parse import (
+    V1_CONTROLLERS,
+    CgroupMount,
+    CgroupVersion,
+    CpuTicks,
+    ProcessStat,
+    cgroup_version,
+    format_cpu_list,
+    parse_cpu_list,
+    parse_load_average,
+    parse_mountinfo,
+    parse_pressure_some_avg10,
+    parse_proc_cgroup,
+)
 
 __all__ = [
     "THIS",
     "V1_CONTROLLERS",
     "CgroupMount",
     "CgroupVersion",
+    "CpuTicks",
     "Machine",
     "ProcessStat",
     "cgroup_mounts",
@@ -45,7 +60,9 @@ __all__ = [
     "online_cpus",
     "own_cgroups",
     "parse_cpu_list",
+    "parse_load_average",
     "parse_mountinfo",
+    "parse_pressure_some_avg10",
     "parse_proc_cgroup",
     "pid_alive",
     "read_cpu_list",
@@ -54,30 +71,6 @@ __all__ = [
     "read_text",
     "read_text_or_reason",
 ]
-
-# Controllers a cgroup-v1 mount can carry; its other super options (rw, name=systemd, ...) are
-# not controllers.
-V1_CONTROLLERS = frozenset(
-    {
-        "blkio",
-        "cpu",
-        "cpuacct",
-        "cpuset",
-        "devices",
-        "freezer",
-        "hugetlb",
-        "memory",
-        "misc",
-        "net_cls",
-        "net_prio",
-        "perf_event",
-        "pids",
-        "rdma",
-    }
-)
-
-CgroupVersion: TypeAlias = Literal["v1", "v2", "hybrid", "none"]
-
 
 # --------------------------------------------------------------------------------------------
 # Files
@@ -126,180 +119,7 @@ def read_cpu_list(path: Path) -> tuple[int, ...] | None:
 
 
 # --------------------------------------------------------------------------------------------
-# CPU lists
-
-
-def parse_cpu_list(text: str) -> tuple[int, ...]:
-    """Parse a kernel CPU list such as ``"0-3,8,10-11"``.
-
-    Parameters
-    ----------
-    text : str
-        The list as the kernel writes it in ``online``, ``thread_siblings_list``,
-        ``shared_cpu_list``, ``node*/cpulist``, ``cpuset.cpus``, ``Cpus_allowed_list``.
-        Surrounding whitespace is ignored; an empty string is the empty list.
-
-    Returns
-    -------
-    tuple of int
-        The CPU ids, sorted and without duplicates.
-
-    Raises
-    ------
-    ValueError
-        If an element is not a number or a range ``a-b`` with ``a <= b``.
-    """
-    ids: set[int] = set()
-    text = text.strip()
-    if not text:
-        return ()
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        first, sep, last = part.partition("-")
-        try:
-            lo = int(first)
-            hi = int(last) if sep else lo
-        except ValueError:
-            raise ValueError(f"not a CPU list: {text!r} (bad element {part!r})") from None
-        if lo < 0 or hi < lo:
-            raise ValueError(f"not a CPU list: {text!r} (bad range {part!r})")
-        ids.update(range(lo, hi + 1))
-    return tuple(sorted(ids))
-
-
-def format_cpu_list(ids: Iterable[int]) -> str:
-    """Write CPU ids the way the kernel does (``"0-3,8"``), the inverse of :func:`parse_cpu_list`.
-
-    Parameters
-    ----------
-    ids : iterable of int
-        CPU ids in any order; duplicates are ignored.
-
-    Returns
-    -------
-    str
-        Ascending ranges joined by commas; ``""`` for no ids.
-    """
-    parts: list[str] = []
-    ordered = sorted(set(ids))
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
-        i = j + 1
-    return ",".join(parts)
-
-
-# --------------------------------------------------------------------------------------------
-# Cgroups
-
-
-@dataclass(frozen=True, slots=True)
-class CgroupMount:
-    """One cgroup file system mount from ``/proc/<pid>/mountinfo``."""
-
-    mountpoint: str
-    fstype: str  # "cgroup" (v1) or "cgroup2"
-    root: str  # the cgroup mounted there ("/" unless inside a cgroup namespace or bind mount)
-    controllers: frozenset[str]  # v1 only: the controllers among the super options
-
-
-def _unescape(text: str) -> str:
-    # mountinfo escapes space, tab, newline and backslash as octal (\040 ...).
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), text)
-
-
-def parse_mountinfo(text: str) -> list[CgroupMount]:
-    """The cgroup (v1) and cgroup2 mounts in the text of a ``mountinfo`` file, in its order.
-
-    Each line is ``id parent major:minor root mountpoint options [optional...] - fstype source
-    super-options`` (``proc(5)``); the optional fields end at the ``-`` separator.
-    """
-    found: list[CgroupMount] = []
-    for line in text.splitlines():
-        left, _, right = line.partition(" - ")
-        left_fields = left.split()
-        right_fields = right.split()
-        if len(left_fields) < 5 or len(right_fields) < 3:
-            continue
-        fstype = right_fields[0]
-        if fstype not in ("cgroup", "cgroup2"):
-            continue
-        options = right_fields[2].split(",") if fstype == "cgroup" else []
-        found.append(
-            CgroupMount(
-                mountpoint=_unescape(left_fields[4]),
-                fstype=fstype,
-                root=_unescape(left_fields[3]),
-                controllers=frozenset(o for o in options if o in V1_CONTROLLERS),
-            )
-        )
-    return found
-
-
-def parse_proc_cgroup(text: str) -> dict[str, str]:
-    """``/proc/<pid>/cgroup``: controller -> cgroup path; the cgroup2 entry has key ``""``.
-
-    Named v1 hierarchies keep their key as the kernel writes it (``name=systemd``)."""
-    result: dict[str, str] = {}
-    for line in text.splitlines():
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        _, controllers, path = parts
-        if not controllers:
-            result[""] = path
-        for controller in controllers.split(","):
-            if controller:
-                result[controller] = path
-    return result
-
-
-def cgroup_version(mounts: Iterable[CgroupMount]) -> CgroupVersion:
-    """The layout: ``v1``, ``v2``, ``hybrid`` (v1 controllers and a cgroup2 hierarchy beside
-    them, systemd's layout with ``/sys/fs/cgroup/unified``) or ``none``.
-
-    A v1 hierarchy without controllers (systemd's ``name=systemd`` beside a pure cgroup2
-    mount) does not make a layout v1 or hybrid: no controller can be used through it."""
-    kinds = {m.fstype for m in mounts if m.fstype == "cgroup2" or m.controllers}
-    if kinds == {"cgroup", "cgroup2"}:
-        return "hybrid"
-    if "cgroup" in kinds:
-        return "v1"
-    if "cgroup2" in kinds:
-        return "v2"
-    return "none"
-
-
-# --------------------------------------------------------------------------------------------
 # The machine
-
-
-@dataclass(frozen=True, slots=True)
-class ProcessStat:
-    """The fields of ``/proc/<pid>/stat`` that duet uses (``proc(5)``)."""
-
-    state: str  # R, S, D, Z (zombie), X (dead), ...
-    parent_pid: int
-    process_group: int
-    ticks: int | None  # utime + stime in clock ticks; None when the line is cut short
-
-    @classmethod
-    def parse(cls, text: str) -> ProcessStat | None:
-        """Parse the text of a stat file; None when it is not one."""
-        # The command name in parentheses may hold spaces and ")": split after the last ")".
-        # After it: state is field 3, ppid 4, pgrp 5, utime 14 and stime 15 (1-based).
-        fields = text.rpartition(")")[2].split()
-        if len(fields) < 3 or not (fields[1].isdigit() and fields[2].isdigit()):
-            return None
-        ticks = None
-        if len(fields) > 12 and fields[11].isdigit() and fields[12].isdigit():
-            ticks = int(fields[11]) + int(fields[12])
-        return cls(fields[0], int(fields[1]), int(fields[2]), ticks)
 
 
 def _under(path: str, top: str) -> bool:
@@ -335,12 +155,17 @@ class Machine:
     def cgroup_mounts(self, under: str | None = None) -> list[CgroupMount]:
         """The cgroup mounts of this process (at or below ``under`` when given); ``[]`` when
         ``<proc>/self/mountinfo`` cannot be read."""
-        text = read_text(self.proc / "self" / "mountinfo")
-        mounts = parse_mountinfo(text or "")
+        mounts = self.cgroup_mounts_or_reason()[0] or []
         if under is None:
             return mounts
         top = os.path.normpath(under)
         return [m for m in mounts if _under(m.mountpoint, top)]
+
+    def cgroup_mounts_or_reason(self) -> tuple[list[CgroupMount] | None, str]:
+        """``(mounts, "")`` from ``<proc>/self/mountinfo`` (:func:`parse_mountinfo`), or
+        ``(None, why)`` when it cannot be read (the environment record's ``missing``)."""
+        text, reason = read_text_or_reason(self.proc / "self" / "mountinfo")
+        return (None, reason) if text is None else (parse_mountinfo(text), "")
 
     def own_cgroups(self, pid: int | str = "self") -> dict[str, str]:
         """The cgroups of ``pid`` (:func:`parse_proc_cgroup`).
@@ -405,16 +230,39 @@ class Machine:
 
     def allowed_cpus(self, pid: int) -> tuple[int, ...] | None:
         """The CPUs ``pid`` may run on (``Cpus_allowed_list``), None when unreadable."""
-        text = read_text(self.proc / str(pid) / "status")
-        if text is None:
+        value = self.status_field(pid, "Cpus_allowed_list")
+        try:
+            return None if value is None else parse_cpu_list(value)
+        except ValueError:
             return None
-        for line in text.splitlines():
-            if line.startswith("Cpus_allowed_list:"):
-                try:
-                    return parse_cpu_list(line.split(":", 1)[1])
-                except ValueError:
-                    return None
+
+    def status_field(self, pid: int | str, key: str) -> str | None:
+        """The value of ``key`` (``Umask``, ``CapEff``, ...) in ``<proc>/<pid>/status``, None
+        when the file cannot be read or has no such line."""
+        text = read_text(self.proc / str(pid) / "status")
+        for line in (text or "").splitlines():
+            name, colon, value = line.partition(":")
+            if colon and name == key:
+                return value.strip()
         return None
+
+    def umask(self, pid: int | str = "self") -> int | None:
+        """The umask of ``pid``, read without setting it (``os.umask`` would, for every
+        thread); None when unknown (``Umask`` is in ``status`` from Linux 4.7)."""
+        value = self.status_field(pid, "Umask")
+        try:
+            return None if value is None else int(value, 8)
+        except ValueError:
+            return None
+
+    def capabilities(self, pid: int | str = "self") -> int | None:
+        """The effective capabilities of ``pid`` (``CapEff``, a bit per capability of
+        ``linux/capability.h``), None when unknown."""
+        value = self.status_field(pid, "CapEff")
+        try:
+            return None if value is None else int(value, 16)
+        except ValueError:
+            return None
 
     def pids(self) -> list[int]:
         """The pids listed in the procfs root (sorted)."""
@@ -422,6 +270,23 @@ class Machine:
             return sorted(int(e.name) for e in self.proc.iterdir() if e.name.isdigit())
         except OSError:
             return []
+
+    def group_alive(self, pgid: int) -> bool:
+        """Whether a process of group ``pgid`` still runs. Zombies do not count: orphans of a
+        group are reparented to PID 1, which in a container may never reap them. Without a
+        procfs to list, the kernel is asked (``killpg(pgid, 0)``, which counts zombies)."""
+        pids = self.pids()
+        if not pids and self.live:
+            try:
+                os.killpg(pgid, 0)
+            except ProcessLookupError:
+                return False
+            return True
+        for pid in pids:
+            stat = self.stat(pid)
+            if stat is not None and stat.process_group == pgid and stat.state not in ("Z", "X"):
+                return True
+        return False
 
     def process_ticks(self) -> dict[int, int]:
         """``pid -> utime + stime`` (clock ticks) of every process that can be read."""
@@ -431,6 +296,37 @@ class Machine:
             if stat is not None and stat.ticks is not None:
                 out[pid] = stat.ticks
         return out
+
+    # ---- the whole machine
+
+    def cpu_ticks_or_reason(self) -> tuple[CpuTicks | None, str]:
+        """``<proc>/stat``'s aggregate CPU times (:class:`CpuTicks`), or None and why."""
+        path = self.proc / "stat"
+        text, reason = read_text_or_reason(path)
+        return (None, reason) if text is None else CpuTicks.parse(text, str(path))
+
+    def cpu_ticks(self) -> CpuTicks | None:
+        """:meth:`cpu_ticks_or_reason` without the reason."""
+        return self.cpu_ticks_or_reason()[0]
+
+    def load_average(self) -> tuple[float, float, float]:
+        """The 1, 5 and 15 minute load averages from ``<proc>/loadavg``.
+
+        Raises
+        ------
+        OSError
+            If the file cannot be read.
+        ValueError
+            If it does not start with three numbers.
+        """
+        path = self.proc / "loadavg"
+        return parse_load_average(path.read_text(encoding="ascii"), str(path))
+
+    def cpu_pressure(self) -> float | None:
+        """PSI: the percentage of the last 10 s in which some runnable task waited for a CPU
+        (``<proc>/pressure/cpu``), None without PSI."""
+        text = read_text(self.proc / "pressure" / "cpu")
+        return None if text is None else parse_pressure_some_avg10(text)
 
 
 #: This machine: the real ``/sys`` and ``/proc``.
