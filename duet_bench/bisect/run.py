@@ -27,6 +27,7 @@ from duet_bench.bisect.search import (
 from duet_bench.compare import MachineOptions, config_source, read_configuration, repo_root
 from duet_bench.config import CONFIG_FILES, BenchmarkConfig, Config, load_config
 from duet_bench.errors import ConfigError, UsageError
+from duet_bench.report.bisect import render
 from duet_bench.settings import resolve
 from duet_bench.versions import Versions
 
@@ -226,8 +227,6 @@ def _log2(n: int) -> int:
 
 def save(state: Bisection, out: Path) -> None:
     import json
-
-    from duet_bench.report.bisect import render
 
     results.write_atomic(out / "bisect.json", json.dumps(state.to_dict(), indent=2) + "\n")
     results.write_atomic(out / "report.md", render(state, "markdown"))

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from duet_bench.cli import color_for, fails_on, reports_errors
+from duet_bench.commands import raise_if_incomplete, reanalyze
 from duet_bench.commands.help import READS_RESULTS, Command
 from duet_bench.commands.options import (
     allow_incomplete_option,
@@ -19,6 +20,9 @@ from duet_bench.commands.options import (
 from duet_bench.commands.output import format_option
 from duet_bench.defaults import RESULTS_FORMATS, Format
 from duet_bench.errors import EXIT_REGRESSION
+from duet_bench.report import render
+from duet_bench.report.layout import terminal_width
+from duet_bench.results import load_given
 
 
 @click.command(cls=Command, exits=READS_RESULTS, interrupts=False)
@@ -44,11 +48,6 @@ def analyze(
     Each benchmark is analysed with the settings it was measured with (duet.toml's
     `threshold`, `confidence` and `metric`, or the options of the run), except those given
     here explicitly."""
-    from duet_bench.commands import raise_if_incomplete, reanalyze
-    from duet_bench.report import render
-    from duet_bench.report.layout import terminal_width
-    from duet_bench.results import load_given
-
     doc = load_given(results)
     analysed = reanalyze(doc, explicit_analysis_options(ctx), only_missing=False)
     color, width = fmt == "text" and color_for(sys.stdout), terminal_width(sys.stdout)

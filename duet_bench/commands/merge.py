@@ -8,14 +8,16 @@ from pathlib import Path
 import click
 
 from duet_bench.cli import fails_on, reports_errors
+from duet_bench.commands import raise_if_incomplete
 from duet_bench.commands.help import READS_RESULTS, Command
 from duet_bench.commands.options import (
     allow_incomplete_option,
     fail_on_option,
 )
-from duet_bench.commands.output import format_option, out_option
+from duet_bench.commands.output import format_option, is_file_form, out_option, results_path
 from duet_bench.defaults import RESULTS_FORMATS, Format
 from duet_bench.errors import EXIT_REGRESSION
+from duet_bench.report import render
 
 
 @click.command(cls=Command, exits=READS_RESULTS, interrupts=False)
@@ -38,10 +40,7 @@ def merge(
     An interrupted shard is merged: its benchmarks never started stay listed, and the merged
     document is incomplete (exit 3 after writing it, unless --allow-incomplete).
     """
-    from duet_bench.commands import raise_if_incomplete
-    from duet_bench.commands.output import is_file_form, results_path
     from duet_bench.merge import merge_files
-    from duet_bench.report import render
 
     path = results_path(out)
     doc = merge_files([Path(s) for s in shards], path)
