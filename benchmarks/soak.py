@@ -151,7 +151,7 @@ def benchmark(
 
 def summary(doc: ResultsDocument) -> dict[str, Any]:
     bench = doc.benchmarks[0]
-    analysis = dict(bench.analysis or {})
+    analysis = {} if bench.analysis is None else bench.analysis.to_dict()
     failed = [f"run {r.index}: {r.status}: {r.reason}" for r in bench.runs if not r.ok]
     return {
         "runs": len(bench.runs),

@@ -1,7 +1,9 @@
 """The ``duet`` command line: the group, exit codes and signals.
 
-Only this module turns errors into messages and exit codes (0 no regression, 1 regression
-found, 2 usage error, 3 environment or infrastructure failure). Every command lives in its own
+Only this module exits: it turns the :class:`~duet_bench.errors.DuetError` a command raises,
+or the :class:`~duet_bench.errors.Outcome` it returns, into a message and an exit code (0 no
+regression, 1 regression found, 2 usage error, 3 environment or infrastructure failure; the table
+is :data:`duet_bench.errors.EXIT_CODES`). Every command lives in its own
 module under ``duet_bench/commands/`` (:data:`LAZY_COMMANDS`), imported only when it runs or is
 listed, and the options they share in :mod:`duet_bench.commands.options`; heavy modules (numpy,
 scipy, matplotlib, GitPython) are imported inside the commands, so ``duet --help`` starts fast.
@@ -20,7 +22,7 @@ import click
 
 from duet_bench import __version__
 from duet_bench.commands.help import exit_codes_epilog
-from duet_bench.errors import EXIT_REGRESSION, DuetError
+from duet_bench.errors import DuetError, Outcome
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -38,6 +40,12 @@ def fails_on(doc: Any, fail_on: str) -> bool:
     from duet_bench.analysis import fails, verdicts_of
 
     return fails(verdicts_of(doc), fail_on)  # type: ignore[arg-type]  # FAIL_ON's choices
+
+
+def outcome_of(doc: Any, fail_on: str) -> Outcome:
+    """:attr:`Outcome.FAILS` when the verdicts of ``doc`` fail a CI job under ``--fail-on``
+    (:func:`fails_on`), else :attr:`Outcome.OK`."""
+    return Outcome.FAILS if fails_on(doc, fail_on) else Outcome.OK
 
 
 def _die(error: DuetError) -> NoReturn:
@@ -59,12 +67,14 @@ def _die(error: DuetError) -> NoReturn:
 
 
 def reports_errors(fn: F) -> F:
-    """Turn a :class:`DuetError` raised by library code into its message and exit code."""
+    """The exit of a command: a :class:`DuetError` raised by library code becomes its message
+    and exit code, and the :class:`Outcome` the command returns its exit code (``None`` is
+    :attr:`Outcome.OK`)."""
 
     @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: Any, **kwargs: Any) -> None:
         try:
-            return fn(*args, **kwargs)
+            outcome: Outcome | None = fn(*args, **kwargs)
         except DuetError as e:
             _die(e)
         except ModuleNotFoundError as e:
@@ -75,6 +85,8 @@ def reports_errors(fn: F) -> F:
             if known is None:
                 raise
             _die(known)
+        if outcome:  # Outcome.OK ends as click ends a command: exit 0
+            sys.exit(int(outcome))
 
     return wrapper  # type: ignore[return-value]  # functools.wraps keeps the signature
 
@@ -107,6 +119,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "compare": "duet_bench.commands.compare:compare",
     "demo": "duet_bench.commands.demo:demo",
     "doctor": "duet_bench.commands.doctor:doctor",
+    "github": "duet_bench.commands.github:github",
     "merge": "duet_bench.commands.merge:merge",
     "report": "duet_bench.commands.report:report",
     "run": "duet_bench.commands.run:run",
@@ -174,10 +187,11 @@ def finish(
     max_failures: int | None,
     *,
     missing: Sequence[str] = (),
-) -> None:
-    """Print the report, then exit by contract: 3 when a benchmark is broken or ``missing`` in
-    one version (that outranks a regression: a verdict from a broken suite is not to be
-    trusted), 1 on a regression per ``--fail-on``, else 0."""
+) -> Outcome:
+    """Print the report, then the outcome by contract: raise (exit 3) when a benchmark is broken
+    or ``missing`` in one version (that outranks a regression: a verdict from a broken suite is
+    not to be trusted), else :attr:`Outcome.FAILS` on a regression per ``--fail-on``, else
+    :attr:`Outcome.OK`."""
     from duet_bench.report import render
     from duet_bench.report.layout import terminal_width
     from duet_bench.session import raise_if_broken
@@ -186,8 +200,19 @@ def finish(
     click.echo(render(doc, fmt, color=color, width=width), nl=False)  # type: ignore[arg-type]
     click.echo(f"results: {out}", err=True)
     raise_if_broken(doc, max_failures, missing=missing)
-    if fails_on(doc, fail_on):
-        sys.exit(EXIT_REGRESSION)
+    return outcome_of(doc, fail_on)
+
+
+def deprecated_entry(old: str, command: str) -> None:
+    """``old``, a way to run ``duet COMMAND`` kept for CI workflows written for it: a warning
+    that names ``duet COMMAND`` (on stderr, whose lines GitHub also reads as workflow
+    commands), then the command with the same arguments and exit code."""
+    text = f"`{old}` is deprecated: run `duet {command}` with the same arguments"
+    if os.environ.get("GITHUB_ACTIONS") == "true":  # ``text`` has nothing to escape (%, CR, LF)
+        click.echo(f"::warning title=duet::{text}", err=True)
+    else:
+        click.echo(f"duet: warning: {text}", err=True)
+    main([command, *sys.argv[1:]], prog_name="duet")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -31,6 +31,7 @@ from duet_bench.plan import BenchmarkSpec, SideSpec
 from duet_bench.report import render
 from duet_bench.report.text import table
 from duet_bench.results import ResultsDocument
+from duet_bench.results.analysis import AnalysisBlock
 from duet_bench.session import SessionOptions, measure
 
 SOURCE = Path(__file__).parent / "examples" / "demo" / "work.c"
@@ -185,15 +186,14 @@ def expected_against_measured(measured: list[tuple[Condition, ResultsDocument]])
     body: list[list[str]] = []
     misses: list[str] = []
     for condition, doc in measured:
-        a = doc.benchmarks[0].analysis or {}
-        metrics = a.get("metrics") or {}
-        deciding = str(a.get("metric", "wall"))
+        a = doc.benchmarks[0].analysis or AnalysisBlock()
+        deciding = a.metric or "wall"
         for key in (deciding, *(k for k in METRIC_NAMES if k != deciding)):
-            m = metrics.get(key)
-            if not isinstance(m, dict) or "ratio" not in m:
+            m = a.metrics.get(key)
+            if m is None or m.missing is not None:
                 continue
-            ratio, lo, hi = m.get("ratio"), m.get("ci_low"), m.get("ci_high")
-            verdict = m.get("verdict") or "no verdict"
+            ratio, lo, hi = m.ratio, m.ci_low, m.ci_high
+            verdict = m.verdict or "no verdict"
             found = verdict == "regression" and holds_expected(lo, hi)
             if key == deciding:
                 outcome = "detected" if found else "MISSED"
@@ -214,17 +214,13 @@ def expected_against_measured(measured: list[tuple[Condition, ResultsDocument]])
     return "\n".join([*lines, *misses]) + "\n"
 
 
-def _ratio_and_interval(ratio: object, lo: object, hi: object) -> str:
+def _ratio_and_interval(ratio: float | None, lo: float | None, hi: float | None) -> str:
     """The ratio and its interval with the digits that tell them apart (``1.0500 [1.0483,
     1.0518]``, not ``1.05 [1.05, 1.05]``), as every report prints them."""
-    if isinstance(ratio, float) and isinstance(lo, float) and isinstance(hi, float):
+    if ratio is not None and lo is not None and hi is not None:
         digits = units.telling_digits(ratio, lo, hi)
         return f"{units.sig(ratio, digits)} {units.interval(lo, hi, digits)}"
-    return f"{units.ratio(_num(ratio))} {units.interval(_num(lo), _num(hi))}"
-
-
-def _num(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) else None
+    return f"{units.ratio(ratio)} {units.interval(lo, hi)}"
 
 
 def holds_expected(lo: object, hi: object) -> bool:
@@ -240,18 +236,17 @@ def holds_expected(lo: object, hi: object) -> bool:
 def _miss(condition: Condition, doc: ResultsDocument, verdict: str) -> str:
     """One line saying why the deciding metric of ``condition`` did not find the 5%."""
     bench = doc.benchmarks[0]
-    a = bench.analysis or {}
-    interference = a.get("interference")
-    share = interference.get("share") if isinstance(interference, dict) else None
-    ratio, lo, hi = a.get("ratio"), a.get("ci_low"), a.get("ci_high")
-    shown = units.ratio(ratio) if isinstance(ratio, float) else "no ratio"
+    a = bench.analysis or AnalysisBlock()
+    share = None if a.interference is None else a.interference.share
+    lo, hi = a.ci_low, a.ci_high
+    shown = units.ratio(a.ratio) if a.ratio is not None else "no ratio"
     why = f"  {condition.name}: the deciding metric said {verdict} at {shown}"
     if verdict == "regression":
         return (
             why + f", but its interval {units.interval(lo, hi)} does not hold 1.05: the host "
             "changed speed between runs more than the runs could average out; run the demo again"
         )
-    if a.get("metric") == "wall" and isinstance(share, float) and share > 0.05:
+    if a.metric == "wall" and share is not None and share > 0.05:
         return why + (
             f"; other processes delayed a side in {units.share(share)} of iterations and only "
             "wall time was usable"

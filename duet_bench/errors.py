@@ -1,8 +1,15 @@
-"""The errors duet raises. Library code raises these; only ``duet_bench.cli`` turns them into
-messages and exit codes (0 no regression, 1 regression found, 2 usage error, 3 environment or
-infrastructure failure)."""
+"""The errors duet raises, and the one table of duet's exit codes. Library code raises these
+errors, and a command that runs to its end returns an :class:`Outcome`; only ``duet_bench.cli``
+turns either into a message and an exit code (0 no regression, 1 regression found, 2 usage
+error, 3 environment or infrastructure failure).
+
+The exit codes of the processes duet starts are not these: the worker's are in
+``duet_bench/harness/duet_worker.py``, the pytest driver's in ``duet_pytest.py`` beside it
+(standard library only: they run inside the measured environment)."""
 
 from __future__ import annotations
+
+import enum
 
 EXIT_OK = 0
 EXIT_REGRESSION = 1
@@ -20,6 +27,19 @@ EXIT_CODES: dict[int, str] = {
 }
 #: The exit codes of an interrupted command (:class:`Interrupted`).
 EXIT_INTERRUPTED = ("128+N", "interrupted by signal N: 130 SIGINT, 143 SIGTERM, 129 SIGHUP")
+
+
+class Outcome(enum.IntEnum):
+    """What a command that ran to its end returns; its value is the exit code
+    (:func:`duet_bench.cli.reports_errors` exits with it). A failure raises a
+    :class:`DuetError` instead, whose ``exit_code`` says 2 or 3."""
+
+    #: No regression (per ``--fail-on``); doctor: what ``--require`` asks; bisect: not slower.
+    OK = EXIT_OK
+    #: A regression per ``--fail-on``; bisect: the slowdown was located.
+    FAILS = EXIT_REGRESSION
+    #: bisect: the search stopped undecided (what would decide it is in bisect.json).
+    UNDECIDED = EXIT_INFRASTRUCTURE
 
 
 class DuetError(Exception):

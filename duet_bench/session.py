@@ -368,7 +368,7 @@ def _measure_one(
         inner_loops=inner_loops,
         on_stop=on_stop,
     )
-    analysis = analyze_benchmark(recorder.record, analysis_settings).to_dict()
+    analysis = analyze_benchmark(recorder.record, analysis_settings).to_block()
     recorder.record = replace(recorder.record, analysis=analysis)
     recorder.save()
     return recorder.doc

@@ -22,7 +22,8 @@ Every command that has these options gives them the same name and meaning.
   `report.txt`, `report.json`). A directory, because most commands write several files and three
   already took one: with a file for some commands and a directory for others, the same
   `--out duet-results` meant two things. The commands that read results (`analyze`, `report`,
-  `comment`, `merge`, `calibrate --results`) take that directory or the `results.json` in it.
+  `comment`, `github`, `merge`, `calibrate --results`) take that directory or the `results.json`
+  in it.
 - **Deprecated, still working:** a `--out` of `run`, `calibrate` or `merge` that ends in `.json`
   or `.json.gz` is the results file, as before, with a warning that names the directory form
   (`--out r/x.json` -> `--out r`, which writes `r/results.json`); `report -o/--output FILE` writes

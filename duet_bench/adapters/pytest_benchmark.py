@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from duet_bench.adapters.base import Checkout, Suite
 from duet_bench.config import BenchmarkConfig
 from duet_bench.errors import ConfigError
+from duet_bench.harness import duet_pytest
 from duet_bench.isolation.jobs import run_job_captured
 from duet_bench.isolation.privileges import without_secrets
 from duet_bench.runner.harness import install_harness
@@ -43,9 +44,6 @@ NODEID_VARIABLE = "DUET_PYTEST_NODEID"
 ARGS_VARIABLE = "DUET_PYTEST_ARGS"
 #: Collection of a large suite imports every test module: minutes, not hours.
 DISCOVERY_TIMEOUT_S = 600.0
-#: What duet_pytest.py --list exits with when pytest is missing / cannot collect.
-_EXIT_NO_PYTEST = 3
-_EXIT_COLLECTION = 4
 _OPTIONS = frozenset({"args"})
 _OUTPUT_TAIL_CHARS = 3000
 
@@ -104,7 +102,7 @@ class PytestBenchmarkAdapter:
             if suite.filter:
                 argv += ["-k", suite.filter]
             done = _collect(argv, suite, checkout, where)
-        if done.returncode == _EXIT_NO_PYTEST:
+        if done.returncode == duet_pytest.EXIT_NO_PYTEST:
             raise ConfigError(
                 f"{where}: {_tail(done.stderr).removeprefix('duet_pytest: ')}",
                 fix=f"install pytest in that environment ({checkout.python} -m pip install "

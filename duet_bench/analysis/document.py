@@ -3,9 +3,7 @@ asked for before, and the running estimate of a benchmark still being measured."
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 
@@ -16,7 +14,7 @@ from duet_bench.analysis.estimate import run_log_ratios
 from duet_bench.analysis.interference import busy_share, interference
 from duet_bench.analysis.model import AnalysisSettings, recorded_metric
 from duet_bench.analysis.series import series_of
-from duet_bench.analysis.verdict import VERDICTS, Verdict
+from duet_bench.analysis.verdict import Verdict
 from duet_bench.metrics import METRIC_NAMES, METRICS, MetricChoice
 from duet_bench.results import BenchmarkRecord, ResultsDocument
 
@@ -34,18 +32,13 @@ def analyze_document(
         these = settings
         if keep_recorded_metric and (metric := recorded_metric(b)) is not None:
             these = replace(settings, metric=metric)
-        out = out.with_benchmark(replace(b, analysis=analyze_benchmark(b, these).to_dict()))
+        out = out.with_benchmark(replace(b, analysis=analyze_benchmark(b, these).to_block()))
     return out
 
 
 def verdicts_of(doc: ResultsDocument) -> list[Verdict | None]:
     """Every benchmark's recorded verdict, None where it has none (or an unknown word)."""
-    out: list[Verdict | None] = []
-    for b in doc.benchmarks:
-        a: Mapping[str, Any] = b.analysis or {}
-        v = a.get("verdict")
-        out.append(v if v in VERDICTS else None)
-    return out
+    return [None if b.analysis is None else b.analysis.verdict for b in doc.benchmarks]
 
 
 def running_estimate(record: BenchmarkRecord, requested: MetricChoice) -> str | None:

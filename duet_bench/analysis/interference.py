@@ -4,13 +4,13 @@ CPU time and run-queue delay: the figures :mod:`duet_bench.analysis.choice` weig
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from duet_bench.analysis.series import Series
 from duet_bench.metrics import INTERFERED_RUNQ_SHARE
 from duet_bench.results import SIDES
+from duet_bench.results import analysis as stored
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,15 +27,16 @@ class Interference:
     def share(self) -> float:
         return self.interfered / self.iterations if self.iterations else 0.0
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "iterations": self.iterations,
-            "interfered": self.interfered,
-            "share": self.share,
-            "runq_ns": self.runq_ns,
-            "wall_ns": self.wall_ns,
-            "threshold": INTERFERED_RUNQ_SHARE,
-        }
+    def to_block(self) -> stored.Interference:
+        """What ``results.json`` stores, with the threshold it was counted at."""
+        return stored.Interference(
+            iterations=self.iterations,
+            interfered=self.interfered,
+            share=self.share,
+            runq_ns=self.runq_ns,
+            wall_ns=self.wall_ns,
+            threshold=INTERFERED_RUNQ_SHARE,
+        )
 
 
 def busy_share(series: Series) -> dict[str, float]:

@@ -27,6 +27,7 @@ from duet_bench.defaults import (
 )
 from duet_bench.errors import ResultsError
 from duet_bench.metrics import DEFAULT_METRIC, METRIC_CHOICES, Metric, MetricChoice
+from duet_bench.results import analysis as stored
 
 if TYPE_CHECKING:
     from duet_bench.results import BenchmarkRecord
@@ -121,8 +122,11 @@ def _recorded_problem(values: Mapping[str, Any]) -> str | None:
 
 def recorded_metric(record: BenchmarkRecord) -> MetricChoice | None:
     """The metric a benchmark was analysed with before (its configured choice), if any."""
-    value = (record.analysis or {}).get("metric_requested")
-    return value if value in METRIC_CHOICES else None
+    value = None if record.analysis is None else record.analysis.metric_requested
+    for choice in METRIC_CHOICES:
+        if value == choice:
+            return choice
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,8 +144,10 @@ class SideSummary:
     impact_transformed: float | None = None
     impact_missing: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"geomean_ns": self.geomean_ns, "median_ns": self.median_ns, "mean_ns": self.mean_ns}
+    def to_block(self) -> stored.SideSummary:
+        return stored.SideSummary(
+            geomean_ns=self.geomean_ns, median_ns=self.median_ns, mean_ns=self.mean_ns
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,16 +168,16 @@ class MetricEstimate:
     #: the estimate then weighed each run's two assignments equally (not stored).
     assignment: np.ndarray[Any, np.dtype[np.float64]] | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "ratio": self.ratio,
-            "ci_low": self.ci_low,
-            "ci_high": self.ci_high,
-            "verdict": self.verdict,
-            "winsorized": self.winsorized,
-            "baseline": self.baseline.to_dict(),
-            "candidate": self.candidate.to_dict(),
-        }
+    def to_block(self) -> stored.MetricBlock:
+        return stored.MetricBlock(
+            ratio=self.ratio,
+            ci_low=self.ci_low,
+            ci_high=self.ci_high,
+            verdict=self.verdict,
+            winsorized=self.winsorized,
+            baseline=self.baseline.to_block(),
+            candidate=self.candidate.to_block(),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,13 +197,13 @@ class Design:
     #: Iterations in which both sides were recorded on the same CPU.
     clashes: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "crossover": self.crossover,
-            "estimate": self.estimate,
-            "single_assignment_runs": self.single_assignment_runs,
-            "clashes": self.clashes,
-        }
+    def to_block(self) -> stored.Design:
+        return stored.Design(
+            crossover=self.crossover,
+            estimate=self.estimate,
+            single_assignment_runs=self.single_assignment_runs,
+            clashes=self.clashes,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,50 +250,59 @@ class BenchmarkAnalysis:
     #: ``design`` key, so that their stored analyses stay as they were.
     design: Design | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        def side(s: SideSummary | None) -> dict[str, Any] | None:
-            return None if s is None else s.to_dict()
+    def to_block(self) -> stored.AnalysisBlock:
+        """The record ``results.json`` stores (:class:`duet_bench.results.analysis.AnalysisBlock`);
+        ``design`` is left out when None, so that older files' analyses stay as they were."""
 
-        def impact(s: SideSummary | None) -> dict[str, Any] | None:
+        def side(s: SideSummary | None) -> stored.SideSummary | None:
+            return None if s is None else s.to_block()
+
+        def impact(s: SideSummary | None) -> stored.Impact | None:
             if s is None or s.impact_plain is None:
-                return None if s is None else {"missing": s.impact_missing}
-            return {"plain": s.impact_plain, "transformed": s.impact_transformed}
+                return None if s is None else stored.Impact(missing=s.impact_missing)
+            return stored.Impact(plain=s.impact_plain, transformed=s.impact_transformed)
 
-        return {
-            "ratio": self.ratio,
-            "ci_low": self.ci_low,
-            "ci_high": self.ci_high,
-            "confidence": self.confidence,
-            "threshold": self.threshold,
-            "verdict": self.verdict,
-            "metric": self.metric,
-            "metric_requested": self.metric_requested,
-            "metric_reason": self.metric_reason,
-            "runs_used": self.runs_used,
-            "runs_failed": self.runs_failed,
-            "iterations": self.iterations,
-            "winsorized": self.winsorized,
-            "interval": self.interval,
-            "reps": self.reps,
-            "seed": self.seed,
-            "baseline": side(self.baseline),
-            "candidate": side(self.candidate),
-            "metrics": {
-                **{name: m.to_dict() for name, m in self.metrics.items()},
-                **{name: {"missing": why} for name, why in self.metrics_missing.items()},
+        return stored.AnalysisBlock(
+            ratio=self.ratio,
+            ci_low=self.ci_low,
+            ci_high=self.ci_high,
+            confidence=self.confidence,
+            threshold=self.threshold,
+            verdict=self.verdict,
+            metric=self.metric,
+            metric_requested=self.metric_requested,
+            metric_reason=self.metric_reason,
+            runs_used=self.runs_used,
+            runs_failed=self.runs_failed,
+            iterations=self.iterations,
+            winsorized=self.winsorized,
+            interval=self.interval,
+            reps=self.reps,
+            seed=self.seed,
+            baseline=side(self.baseline),
+            candidate=side(self.candidate),
+            metrics={
+                **{name: m.to_block() for name, m in self.metrics.items()},
+                **{
+                    name: stored.MetricBlock(missing=why)
+                    for name, why in self.metrics_missing.items()
+                },
             },
-            "busy_share": dict(self.busy_share) or None,
-            "interference": None if self.interference is None else self.interference.to_dict(),
-            "disagreement": self.disagreement,
-            "side_asymmetry": None
+            busy_share=dict(self.busy_share) or None,
+            interference=None if self.interference is None else self.interference.to_block(),
+            disagreement=self.disagreement,
+            side_asymmetry=None
             if self.side_asymmetry is None
-            else self.side_asymmetry.figures(),
-            "impact_factor": {
-                "baseline": impact(self.baseline),
-                "candidate": impact(self.candidate),
-            },
-            "runs_needed": self.runs_needed,
-            "note": self.note,
-            "failures": list(self.failures),
-            **({} if self.design is None else {"design": self.design.to_dict()}),
-        }
+            else stored.Asymmetry.from_dict(self.side_asymmetry.figures()),
+            impact_baseline=impact(self.baseline),
+            impact_candidate=impact(self.candidate),
+            runs_needed=self.runs_needed,
+            note=self.note,
+            failures=tuple(self.failures),
+            design=None if self.design is None else self.design.to_block(),
+            absent=frozenset({"design"}) if self.design is None else frozenset(),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """What ``results.json`` stores: :meth:`to_block` as JSON."""
+        return self.to_block().to_dict()

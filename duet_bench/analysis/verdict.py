@@ -4,12 +4,10 @@ fail a CI job (docs/statistics.md, method 2). Thresholds and words live here, no
 
 from __future__ import annotations
 
-from typing import Literal, TypeAlias
-
 from duet_bench.defaults import FailOn
+from duet_bench.results.analysis import VERDICTS, Verdict
 
-Verdict: TypeAlias = Literal["regression", "improvement", "no change", "inconclusive"]
-VERDICTS: tuple[Verdict, ...] = ("regression", "improvement", "no change", "inconclusive")
+__all__ = ["VERDICTS", "FailOn", "Verdict", "fails", "verdict"]
 
 
 def verdict(*, ratio: float, ci_low: float, ci_high: float, threshold: float) -> Verdict:

@@ -11,18 +11,18 @@ REST endpoints used (``GITHUB_API_URL``, so GitHub Enterprise Server works too):
 - ``GET /repos/{owner}/{repo}/pulls/{number}``: the head commit, to refuse posting results
   of another commit in the ``workflow_run`` pattern.
 
-``python -m duet_bench.ci.github annotate RESULTS`` and ``... summary REPORT`` are the steps of the
-composite action (``action.yml`` at the repository root) that write workflow commands and the
-job summary.
+:func:`error_annotations`, :func:`summary` and :func:`outputs` are what ``duet github
+annotate|summary|outputs`` print (:mod:`duet_bench.commands.github`), the steps of the composite
+action (``action.yml`` at the repository root) that write workflow commands, the job summary and
+the step's outputs; ``python -m duet_bench.ci.github`` still runs that command, with a warning.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import sys
 import urllib.parse
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -338,53 +338,8 @@ def outputs(doc: ResultsDocument) -> list[str]:
     ]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m duet_bench.ci.github annotate RESULTS`` | ``summary REPORT`` | ``outputs
-    RESULTS``: print to stdout."""
-    import argparse
+if __name__ == "__main__":  # pragma: no cover - tests run it as a process
+    # What action.yml ran before `duet github`; kept for workflows that copied its steps.
+    from duet_bench.cli import deprecated_entry
 
-    parser = argparse.ArgumentParser(prog="python -m duet_bench.ci.github")
-    sub = parser.add_subparsers(dest="what", required=True)
-    a = sub.add_parser("annotate", help="::error:: commands for the regressions")
-    a.add_argument("results")
-    a.add_argument("--limit", type=int, default=MAX_ERROR_ANNOTATIONS)
-    s = sub.add_parser("summary", help="the report for $GITHUB_STEP_SUMMARY")
-    s.add_argument("report")
-    o = sub.add_parser("outputs", help="verdict and counts for $GITHUB_OUTPUT")
-    o.add_argument("results")
-    args = parser.parse_args(argv)
-    if args.what == "outputs":
-        from duet_bench import results
-        from duet_bench.errors import DuetError
-
-        try:
-            doc = results.load(args.results)
-        except DuetError as e:
-            print(f"::warning title=duet::{escape_data(str(e))}", file=sys.stderr)
-            return 0
-        print("\n".join(outputs(doc)))
-        return 0
-    if args.what == "annotate":
-        from duet_bench import results
-        from duet_bench.errors import DuetError
-
-        try:
-            doc = results.load(args.results)
-        except DuetError as e:
-            print(f"::warning title=duet::{escape_data(str(e))}")
-            return 0
-        for line in error_annotations(doc, limit=args.limit):
-            print(line)
-        return 0
-    text: str | None
-    try:
-        with open(args.report, encoding="utf-8", errors="replace") as f:
-            text = f.read()
-    except OSError:
-        text = None
-    sys.stdout.write(summary(text))
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
+    deprecated_entry("python -m duet_bench.ci.github", "github")

@@ -9,7 +9,6 @@ crashes the renderer nor reaches the comment unescaped.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import replace
@@ -17,8 +16,15 @@ from typing import Any
 
 from duet_bench.metrics import METRICS
 from duet_bench.results import BenchmarkRecord, ResultsDocument
+from duet_bench.results.analysis import (
+    AnalysisBlock,
+    Interference,
+    MetricBlock,
+    SideSummary,
+    verdict,
+)
+from duet_bench.results.values import count, number
 
-_VERDICTS = ("regression", "improvement", "no change", "inconclusive")
 _HEX = re.compile(r"[0-9a-fA-F]{4,64}")
 # What GitHub and GitLab turn into a link by itself: a scheme's "://", "www.", "mailto:".
 _AUTOLINK = re.compile(r"(?i)(?<=[a-z])(?=://)|(?<=\bwww)(?=\.)|(?<=\bmailto)(?=:)")
@@ -33,7 +39,7 @@ def text(value: str) -> str:
     return _AUTOLINK.sub("\u200b", _BIDI.sub("\ufffd", value))
 
 
-def _opt_text(value: Any) -> str | None:
+def _opt_text(value: object) -> str | None:
     return text(value) if isinstance(value, str) else None
 
 
@@ -106,11 +112,9 @@ def _is_int(x: Any) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def _positive(x: Any) -> float | None:
-    if isinstance(x, bool) or not isinstance(x, int | float):
-        return None
-    value = float(x)
-    return value if math.isfinite(value) and value > 0 else None
+def _positive(x: object) -> float | None:
+    value = number(x)
+    return value if value is not None and value > 0 else None
 
 
 def _sanitize_benchmark(b: BenchmarkRecord) -> BenchmarkRecord:
@@ -122,83 +126,56 @@ def _sanitize_benchmark(b: BenchmarkRecord) -> BenchmarkRecord:
         settings={"runs": runs} if _is_int(runs) else {},
     )
     a = b.analysis
-    if a is None:
-        return b
-    confidence = _positive(a.get("confidence"))
-    raw_threshold = a.get("threshold")
-    threshold = (
-        float(raw_threshold)
-        if not isinstance(raw_threshold, bool)
-        and isinstance(raw_threshold, int | float)
-        and math.isfinite(raw_threshold)
-        and raw_threshold >= 0
-        else None
-    )
-    verdict = a.get("verdict")
-    note = a.get("note")
+    return b if a is None else replace(b, analysis=_sanitize_analysis(a))
 
-    def count(x: Any) -> int:
-        return x if _is_int(x) and x >= 0 else 0
 
-    def side(s: Any) -> dict[str, Any] | None:
-        if not isinstance(s, Mapping):
+def _sanitize_analysis(a: AnalysisBlock) -> AnalysisBlock:
+    """The figures the markdown report renders, each checked again (a record may have been
+    built by other code than :func:`duet_bench.results.from_dict`) and its text neutralized."""
+    confidence = _positive(a.confidence)
+    threshold = number(a.threshold)
+
+    def side(s: SideSummary | None) -> SideSummary | None:
+        if s is None:
             return None
-        return {
-            "geomean_ns": _positive(s.get("geomean_ns")),
-            "median_ns": _positive(s.get("median_ns")),
-        }
+        return SideSummary(geomean_ns=_positive(s.geomean_ns), median_ns=_positive(s.median_ns))
 
-    def metric_estimate(m: Any) -> dict[str, Any] | None:
-        if not isinstance(m, Mapping):
-            return None
-        if isinstance(m.get("missing"), str):
-            return {"missing": m["missing"]}
-        v = m.get("verdict")
-        return {
-            "ratio": _positive(m.get("ratio")),
-            "ci_low": _positive(m.get("ci_low")),
-            "ci_high": _positive(m.get("ci_high")),
-            "verdict": v if v in _VERDICTS else None,
-        }
+    def metric_block(m: MetricBlock) -> MetricBlock:
+        if m.missing is not None:
+            return MetricBlock(missing=text(m.missing))
+        return MetricBlock(
+            ratio=_positive(m.ratio),
+            ci_low=_positive(m.ci_low),
+            ci_high=_positive(m.ci_high),
+            verdict=verdict(m.verdict),
+        )
 
-    raw_metrics = a.get("metrics")
-    metrics = (
-        {k: e for k in METRICS if (e := metric_estimate(raw_metrics.get(k))) is not None}
-        if isinstance(raw_metrics, Mapping)
-        else None
-    )
-    raw_interference = a.get("interference")
     interference = None
-    if isinstance(raw_interference, Mapping):
-        share = _positive(raw_interference.get("share"))
-        interference = {
-            "share": min(share, 1.0) if share is not None else 0.0,
-            "runq_ns": _positive(raw_interference.get("runq_ns")),
-        }
-    metric = a.get("metric")
-
-    clean: dict[str, Any] = {
-        "ratio": _positive(a.get("ratio")),
-        "ci_low": _positive(a.get("ci_low")),
-        "ci_high": _positive(a.get("ci_high")),
-        "confidence": confidence if confidence is not None and confidence < 1 else None,
-        "threshold": threshold,
-        "verdict": verdict if verdict in _VERDICTS else None,
-        "runs_used": count(a.get("runs_used")),
-        "runs_failed": count(a.get("runs_failed")),
-        "baseline": side(a.get("baseline")),
-        "candidate": side(a.get("candidate")),
-        "note": _opt_text(note),
-        "metric": metric if metric in METRICS else None,
-        "metric_reason": _opt_text(a.get("metric_reason")),
-        "metrics": metrics,
-        "interference": interference,
-        "disagreement": _opt_text(a.get("disagreement")),
+    if a.interference is not None:
+        share = _positive(a.interference.share)
+        interference = Interference(
+            share=min(share, 1.0) if share is not None else 0.0,
+            runq_ns=count(a.interference.runq_ns) or None,
+        )
+    return AnalysisBlock(
+        ratio=_positive(a.ratio),
+        ci_low=_positive(a.ci_low),
+        ci_high=_positive(a.ci_high),
+        confidence=confidence if confidence is not None and confidence < 1 else None,
+        threshold=threshold if threshold is not None and threshold >= 0 else None,
+        verdict=verdict(a.verdict),
+        runs_used=count(a.runs_used) or 0,
+        runs_failed=count(a.runs_failed) or 0,
+        baseline=side(a.baseline),
+        candidate=side(a.candidate),
+        note=_opt_text(a.note),
+        metric=a.metric if a.metric in METRICS else None,
+        metric_reason=_opt_text(a.metric_reason),
+        metrics={k: metric_block(m) for k in METRICS if (m := a.metrics.get(k)) is not None},
+        interference=interference,
+        disagreement=_opt_text(a.disagreement),
         # The comment names failed runs ("run 4: timeout") and what would decide an
         # inconclusive result; both are escaped where they are rendered.
-        "failures": [text(f) for f in a.get("failures") or [] if isinstance(f, str)][:_MAX_FAILURES]
-        if isinstance(a.get("failures"), list)
-        else [],
-        "runs_needed": count(a.get("runs_needed")) or None,
-    }
-    return replace(b, analysis=clean)
+        failures=tuple(text(f) for f in a.failures if isinstance(f, str))[:_MAX_FAILURES],
+        runs_needed=count(a.runs_needed) or None,
+    )

@@ -47,5 +47,5 @@ def reanalyze(
     for b in doc.benchmarks:
         if not only_missing or b.analysis is None:
             these = AnalysisSettings.from_record(b, explicit)
-            doc = doc.with_benchmark(replace(b, analysis=analyze_benchmark(b, these).to_dict()))
+            doc = doc.with_benchmark(replace(b, analysis=analyze_benchmark(b, these).to_block()))
     return doc

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from duet_bench.cli import color_for, fails_on, reports_errors
+from duet_bench.cli import color_for, outcome_of, reports_errors
 from duet_bench.commands import raise_if_incomplete, reanalyze
 from duet_bench.commands.help import READS_RESULTS, Command
 from duet_bench.commands.options import (
@@ -19,7 +19,7 @@ from duet_bench.commands.options import (
 )
 from duet_bench.commands.output import format_option
 from duet_bench.defaults import RESULTS_FORMATS, Format
-from duet_bench.errors import EXIT_REGRESSION
+from duet_bench.errors import Outcome
 from duet_bench.report import render
 from duet_bench.report.layout import terminal_width
 from duet_bench.results import load_given
@@ -41,7 +41,7 @@ def analyze(
     fail_on: str,
     allow_incomplete: bool,
     **_analysis_options: Any,
-) -> None:
+) -> Outcome:
     """Recompute every benchmark's statistics and verdict from the raw samples in RESULTS (a
     results.json, or the --out DIR that holds one).
 
@@ -53,5 +53,4 @@ def analyze(
     color, width = fmt == "text" and color_for(sys.stdout), terminal_width(sys.stdout)
     click.echo(render(analysed, fmt, color=color, width=width), nl=False)
     raise_if_incomplete(analysed, allow=allow_incomplete)
-    if fails_on(analysed, fail_on):
-        sys.exit(EXIT_REGRESSION)
+    return outcome_of(analysed, fail_on)

@@ -21,19 +21,26 @@ from duet_bench.commands.options import (
 )
 from duet_bench.commands.output import format_option, out_option
 from duet_bench.defaults import ANALYSIS_KEYS
+from duet_bench.errors import EXIT_INFRASTRUCTURE, EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, Outcome
 
-#: Exit code of a search that stopped undecided (the machine could not tell; see the advice).
-EXIT_UNDECIDED = 3
+#: The outcome of each result of the search; any other (none: stopped undecided) is
+#: :attr:`Outcome.UNDECIDED`.
+OUTCOMES: dict[str, Outcome] = {
+    "not slower": Outcome.OK,
+    "single": Outcome.FAILS,
+    "spread": Outcome.FAILS,
+}
 
 
 @click.command(
     cls=Command,
     exits={
-        0: "BAD is not slower than GOOD",
-        1: "the slowdown was located (one commit or spread)",
-        2: "usage or configuration error (GOOD not an ancestor of BAD, no such benchmark or ref)",
-        EXIT_UNDECIDED: "a build or benchmark failed, the machine refused, or the search stopped "
-        "undecided (bisect.json says what would decide it; run again with the same --out)",
+        EXIT_OK: "BAD is not slower than GOOD",
+        EXIT_REGRESSION: "the slowdown was located (one commit or spread)",
+        EXIT_USAGE: "usage or configuration error (GOOD not an ancestor of BAD, no such benchmark "
+        "or ref)",
+        EXIT_INFRASTRUCTURE: "a build or benchmark failed, the machine refused, or the search "
+        "stopped undecided (bisect.json says what would decide it; run again with the same --out)",
     },
 )
 @click.argument("good")
@@ -81,7 +88,7 @@ EXIT_UNDECIDED = 3
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar (the step lines stay).")
 @click.pass_context
 @reports_errors
-def bisect(ctx: click.Context, /, **o: Any) -> None:
+def bisect(ctx: click.Context, /, **o: Any) -> Outcome:
     """Find the commit between GOOD and BAD that made a benchmark slower: every step is a duet
     comparison (a commit against GOOD, both built in worktrees, run at the same time), an
     inconclusive one gets more runs, and the commit found is confirmed against its parent.
@@ -118,5 +125,6 @@ def bisect(ctx: click.Context, /, **o: Any) -> None:
     click.echo(render(state, o["fmt"]), nl=False)
     click.echo(f"results: {Path(o['out']) / 'bisect.json'}", err=True)
     sys.stdout.flush()
-    outcome = state.result.outcome if state.result is not None else "undecided"
-    sys.exit({"not slower": 0, "single": 1, "spread": 1}.get(outcome, EXIT_UNDECIDED))
+    if state.result is None:
+        return Outcome.UNDECIDED
+    return OUTCOMES.get(state.result.outcome, Outcome.UNDECIDED)

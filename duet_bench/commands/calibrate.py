@@ -189,7 +189,7 @@ def calibrate(**o: Any) -> None:
         "load_average_before": env.get("load_average"),
         "load_average_after": env.get("load_average_after"),
         "command": main_record.versions.get("baseline"),
-        "interference": interference_line(analysis.to_dict()),
+        "interference": interference_line(analysis.to_block()),
     }
     config_target = _config_target(o) if (o["write"] or o["bench"]) else None
     written: str | None = None

@@ -21,7 +21,7 @@ from duet_bench.commands.options import (
 )
 from duet_bench.commands.output import format_option, out_option
 from duet_bench.defaults import RESULTS_FORMATS
-from duet_bench.errors import EXIT_INFRASTRUCTURE, EXIT_USAGE
+from duet_bench.errors import EXIT_INFRASTRUCTURE, EXIT_USAGE, Outcome
 
 
 @click.command(
@@ -60,7 +60,7 @@ from duet_bench.errors import EXIT_INFRASTRUCTURE, EXIT_USAGE
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.pass_context
 @reports_errors
-def compare(ctx: click.Context, /, **o: Any) -> None:
+def compare(ctx: click.Context, /, **o: Any) -> Outcome:
     """Measure HEAD against BASE: check both out into worktrees, build each, run the suite of
     HEAD's configuration with both versions at the same time, and report.
 
@@ -89,7 +89,7 @@ def compare(ctx: click.Context, /, **o: Any) -> None:
     doc = run_compare(options, on_note=lambda text: click.echo(f"duet: {text}", err=True))
     max_failures = doc.config.get("max_failures", o["max_failures"])
     missing = [] if o["allow_missing"] else doc.config.get("missing_in_baseline") or []
-    finish(
+    outcome = finish(
         doc,
         str(Path(o["out"]) / "results.json"),
         o["fmt"],
@@ -100,3 +100,4 @@ def compare(ctx: click.Context, /, **o: Any) -> None:
     if o["fmt"] == "text":
         click.echo(f"report: {Path(o['out']) / 'report.md'}", err=True)
     sys.stdout.flush()
+    return outcome

@@ -11,7 +11,6 @@ import click
 from duet_bench.cli import color_for, reports_errors
 from duet_bench.commands.help import Command
 from duet_bench.commands.output import format_option
-from duet_bench.errors import EXIT_INFRASTRUCTURE
 from duet_bench.report.doctor import render_text
 
 #: Seconds between the two /proc/stat readings that measure steal and busy time *now*.
@@ -52,6 +51,7 @@ def doctor(fmt: str, require: str) -> None:
     it does to a measurement and the exact command that fixes it.
     """
     from duet_bench.doctor import Requirement, diagnose
+    from duet_bench.errors import EnvironmentNotReady
 
     requirement = cast("Requirement", require)  # click.Choice has checked it
     diagnosis = diagnose(sample_s=SAMPLE_S)
@@ -63,13 +63,8 @@ def doctor(fmt: str, require: str) -> None:
     else:
         click.echo(render_text(diagnosis.to_dict(), color=color_for(sys.stdout)), nl=False)
     if not satisfied:
-        click.secho(
-            f"duet: error: --require {require}: this machine gives duet {diagnosis.isolation} "
-            "isolation",
-            fg="red" if color_for(sys.stderr) else None,
-            err=True,
-        )
         fixes = [p.fix for p in diagnosis.probes.values() if not p.ok and p.fix]
-        if fixes:
-            click.echo(f"  fix: {fixes[0]}", err=True)
-        sys.exit(EXIT_INFRASTRUCTURE)
+        raise EnvironmentNotReady(
+            f"--require {require}: this machine gives duet {diagnosis.isolation} isolation",
+            fix=fixes[0] if fixes else None,
+        )

@@ -88,6 +88,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "no_plots",
             "write",
             "quiet",
+            "limit",
             "provider",
             "pr",
             "key",

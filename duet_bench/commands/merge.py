@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
-from duet_bench.cli import fails_on, reports_errors
+from duet_bench.cli import outcome_of, reports_errors
 from duet_bench.commands import raise_if_incomplete
 from duet_bench.commands.help import READS_RESULTS, Command
 from duet_bench.commands.options import (
@@ -16,7 +15,7 @@ from duet_bench.commands.options import (
 )
 from duet_bench.commands.output import format_option, is_file_form, out_option, results_path
 from duet_bench.defaults import RESULTS_FORMATS, Format
-from duet_bench.errors import EXIT_REGRESSION
+from duet_bench.errors import Outcome
 from duet_bench.report import render
 
 
@@ -29,7 +28,7 @@ from duet_bench.report import render
 @reports_errors
 def merge(
     shards: tuple[str, ...], out: str, fmt: Format, fail_on: str, allow_incomplete: bool
-) -> None:
+) -> Outcome:
     """Merge the results of a suite split with `duet compare --shard i/n` into one document.
 
     Refuses, naming the difference: a results file that `duet compare` did not write (two
@@ -51,5 +50,4 @@ def merge(
     click.echo(render(doc, fmt), nl=False)
     click.echo(f"merged {len(shards)} shards into {path}", err=True)
     raise_if_incomplete(doc, allow=allow_incomplete)
-    if fails_on(doc, fail_on):
-        sys.exit(EXIT_REGRESSION)
+    return outcome_of(doc, fail_on)

@@ -19,7 +19,7 @@ from duet_bench.commands.options import (
 )
 from duet_bench.commands.output import format_option, is_file_form, out_option, results_path
 from duet_bench.defaults import ANALYSIS_KEYS, RESULTS_FORMATS
-from duet_bench.errors import UsageError
+from duet_bench.errors import Outcome, UsageError
 
 if TYPE_CHECKING:
     from duet_bench.plan import SideSpec
@@ -69,7 +69,7 @@ if TYPE_CHECKING:
 @fail_on_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @reports_errors
-def run(**o: Any) -> None:
+def run(**o: Any) -> Outcome:
     """Measure two commands (or python callables) against each other, at the same time.
 
     \b
@@ -114,7 +114,7 @@ def run(**o: Any) -> None:
         from duet_bench.compare.outputs import write_outputs
 
         write_outputs(doc, out.parent, plots=False)
-    finish(doc, str(out), o["fmt"], o["fail_on"], o["max_failures"])
+    return finish(doc, str(out), o["fmt"], o["fail_on"], o["max_failures"])
 
 
 def _is_python(o: Mapping[str, Any]) -> bool:

@@ -338,6 +338,6 @@ def _with_unmeasured(
         ]
     for record, judged_with in records:
         record = replace(record, settings={"analysis": judged_with.to_record()})
-        analysis = analyze_benchmark(record, judged_with).to_dict()
+        analysis = analyze_benchmark(record, judged_with).to_block()
         doc = doc.with_benchmark(replace(record, analysis=analysis))
     return doc

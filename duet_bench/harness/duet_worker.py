@@ -50,6 +50,9 @@ import sys
 import traceback
 from typing import TYPE_CHECKING, Any
 
+# The exit codes of the docstring, defined here only: duet's runner imports them
+# (duet_bench.runner.supervise) from this file as a module of duet's package, which then loads
+# no other harness file and leaves sys.path alone (the imports below run when the worker runs).
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_FAILED = 3
@@ -60,10 +63,6 @@ EXIT_BARRIER = 6
 #: This file's directory: the harness files beside it.
 HARNESS_DIRECTORY = os.path.dirname(os.path.realpath(__file__))
 
-# Our own files first while the worker imports them, so that a module of the same name
-# elsewhere on sys.path (PYTHONPATH, site-packages) cannot stand in for one of them.
-sys.path.insert(0, HARNESS_DIRECTORY)
-
 if TYPE_CHECKING:  # the type checker sees the files where they lie in the duet source tree
     from duet_bench.harness import (
         duet_barrier,
@@ -72,7 +71,10 @@ if TYPE_CHECKING:  # the type checker sees the files where they lie in the duet 
         duet_samples,
         duet_spec,
     )
-else:
+elif __name__ == "__main__":
+    # Our own files first while the worker imports them, so that a module of the same name
+    # elsewhere on sys.path (PYTHONPATH, site-packages) cannot stand in for one of them.
+    sys.path.insert(0, HARNESS_DIRECTORY)
     import duet_barrier
     import duet_command
     import duet_python
@@ -99,7 +101,8 @@ def _harness_directory_last() -> None:
             del sys.modules[name]
 
 
-_harness_directory_last()
+if __name__ == "__main__":
+    _harness_directory_last()
 
 
 # -- entry points ------------------------------------------------------------------------------

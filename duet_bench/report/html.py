@@ -163,9 +163,9 @@ def _facts(doc: ResultsDocument, items: list[Row]) -> list[str]:
     shared = common_confidence(items)
     if shared is not None:
         facts.append(f"confidence {units.percent(shared)}")
-    threshold = next((b.analysis.get("threshold") for b in doc.benchmarks if b.analysis), None)
+    threshold = next((b.analysis.threshold for b in doc.benchmarks if b.analysis), None)
     if threshold is not None:
-        facts.append(f"threshold {units.sig(float(threshold) * 100)}%")
+        facts.append(f"threshold {units.sig(threshold * 100)}%")
     return facts
 
 

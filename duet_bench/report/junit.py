@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping
-from typing import Any
 
 from duet_bench import units
 from duet_bench.report.rows import Row, common_confidence, row
 from duet_bench.results import BenchmarkRecord, ResultsDocument
+from duet_bench.results.analysis import AnalysisBlock
 from duet_bench.results.completeness import completeness
 
 # Everything outside XML 1.0's Char production (tab, newline and carriage return are allowed).
@@ -64,9 +63,9 @@ def _seconds(ns: int) -> str:
     return units.sig(ns / 1e9)
 
 
-def _threshold(a: Mapping[str, Any]) -> str | None:
-    t = a.get("threshold")
-    return None if t is None else f"{units.sig(float(t) * 100)}%"
+def _threshold(a: AnalysisBlock | None) -> str | None:
+    t = None if a is None else a.threshold
+    return None if t is None else f"{units.sig(t * 100)}%"
 
 
 def _interval(r: Row) -> str:
@@ -80,7 +79,7 @@ def _interval(r: Row) -> str:
 
 def row_text(b: BenchmarkRecord, r: Row) -> str:
     """The benchmark's row as plain lines, for ``<system-out>``."""
-    a: Mapping[str, Any] = b.analysis or {}
+    a = b.analysis or AnalysisBlock()
     lines = [f"{r.name}: {r.verdict}"]
     if r.ratio != "n/a":
         lines.append(
@@ -95,19 +94,18 @@ def row_text(b: BenchmarkRecord, r: Row) -> str:
         lines.append(f"also analysed: {r.other}")
     if r.interference:
         lines.append(r.interference)
-    iterations = a.get("iterations")
+    iterations = a.iterations
     lines.append(f"runs {r.runs}" + (f", {iterations} iterations each" if iterations else ""))
     # The analysis note alone: the row's note repeats the first failures, listed in full below.
-    if a.get("note"):
-        lines.append(f"note: {a['note']}")
-    failures = a.get("failures") or []
-    if failures:
+    if a.note:
+        lines.append(f"note: {a.note}")
+    if a.failures:
         lines.append("failed runs:")
-        lines += [f"  {f}" for f in failures]
+        lines += [f"  {f}" for f in a.failures]
     return "\n".join(lines) + "\n"
 
 
-def _failure_message(r: Row, a: Mapping[str, Any]) -> str:
+def _failure_message(r: Row, a: AnalysisBlock) -> str:
     threshold = _threshold(a)
     return f"regression: candidate/baseline {r.ratio} ({r.change}), {_interval(r)}" + (
         f", above the threshold {threshold}" if threshold else ""
@@ -124,7 +122,7 @@ def render_junit(doc: ResultsDocument) -> str:
     failures = errors = skipped = 0
     suite_ns = 0
     for b, r in items:
-        a: Mapping[str, Any] = b.analysis or {}
+        a = b.analysis or AnalysisBlock()
         case = ET.SubElement(suite, "testcase", {"classname": "duet", "name": xml_safe(b.name)})
         ns = measured_ns(b)
         if ns is not None:
@@ -132,7 +130,7 @@ def render_junit(doc: ResultsDocument) -> str:
             suite_ns += ns
         if not b.ok_runs():
             errors += 1
-            reasons = "; ".join(a.get("failures") or []) or b.note or "no runs recorded"
+            reasons = "; ".join(a.failures) or b.note or "no runs recorded"
             err = ET.SubElement(
                 case,
                 "error",
@@ -186,7 +184,7 @@ def _properties(doc: ResultsDocument, items: list[Row]) -> ET.Element:
     if shared is not None:
         add("duet.confidence", units.percent(shared))
     threshold = next(
-        (_threshold(b.analysis) for b in doc.benchmarks if b.analysis and _threshold(b.analysis)),
+        (t for b in doc.benchmarks if (t := _threshold(b.analysis))),
         None,
     )
     if threshold:

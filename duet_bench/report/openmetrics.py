@@ -17,15 +17,12 @@ which line-based readers would take for line breaks, become U+FFFD.
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from duet_bench.metrics import METRICS
-from duet_bench.report.rows import VERDICTS
 from duet_bench.results import ResultsDocument
+from duet_bench.results.analysis import AnalysisBlock, SideSummary
 from duet_bench.results.completeness import completeness
 
 _LABEL_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n"})
@@ -73,16 +70,8 @@ _RUNS = _Family(
 _FAMILIES = (_RATIO, _CI_LOW, _CI_HIGH, _BASE, _CAND, _VERDICT, _METRIC_RATIO, _INTERFERED, _RUNS)
 
 
-def _number(x: Any) -> float | None:
-    if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
-        return None
-    return float(x)
-
-
-def _seconds(side: Any) -> float | None:
-    if not isinstance(side, Mapping):
-        return None
-    ns = _number(side.get("median_ns"))
+def _seconds(side: SideSummary | None) -> float | None:
+    ns = None if side is None else side.median_ns
     return None if ns is None else ns / 1e9
 
 
@@ -99,29 +88,24 @@ def render_openmetrics(doc: ResultsDocument) -> str:
             return
         # Full precision (repr is the shortest text that reads back as the same float): three
         # significant digits printed an interval as 1.05 [1.05, 1.05].
-        samples[family.name].append(f"{family.name}{_labels(**labels)} {value!r}")
+        samples[family.name].append(f"{family.name}{_labels(**labels)} {float(value)!r}")
 
     for b in doc.benchmarks:
-        a: Mapping[str, Any] = b.analysis or {}
-        add(_RATIO, _number(a.get("ratio")), benchmark=b.name)
-        confidence = _number(a.get("confidence"))
-        level = {"confidence": f"{confidence:g}"} if confidence is not None else {}
-        add(_CI_LOW, _number(a.get("ci_low")), benchmark=b.name, **level)
-        add(_CI_HIGH, _number(a.get("ci_high")), benchmark=b.name, **level)
-        add(_BASE, _seconds(a.get("baseline")), benchmark=b.name)
-        add(_CAND, _seconds(a.get("candidate")), benchmark=b.name)
-        metrics = a.get("metrics")
+        a = b.analysis or AnalysisBlock()
+        add(_RATIO, a.ratio, benchmark=b.name)
+        level = {"confidence": f"{a.confidence:g}"} if a.confidence is not None else {}
+        add(_CI_LOW, a.ci_low, benchmark=b.name, **level)
+        add(_CI_HIGH, a.ci_high, benchmark=b.name, **level)
+        add(_BASE, _seconds(a.baseline), benchmark=b.name)
+        add(_CAND, _seconds(a.candidate), benchmark=b.name)
         for key in METRICS:
-            m = metrics.get(key) if isinstance(metrics, Mapping) else None
-            if isinstance(m, Mapping):
-                add(_METRIC_RATIO, _number(m.get("ratio")), benchmark=b.name, metric=key)
-        interference = a.get("interference")
-        if isinstance(interference, Mapping):
-            add(_INTERFERED, _number(interference.get("share")), benchmark=b.name)
-        verdict = a.get("verdict")
-        if verdict in VERDICTS:  # an enum label: a hand-edited value is left out
+            if (m := a.metrics.get(key)) is not None:
+                add(_METRIC_RATIO, m.ratio, benchmark=b.name, metric=key)
+        if a.interference is not None:
+            add(_INTERFERED, a.interference.share, benchmark=b.name)
+        if a.verdict is not None:
             samples[_VERDICT.name].append(
-                f"{_VERDICT.name}{_labels(benchmark=b.name, verdict=verdict)} 1"
+                f"{_VERDICT.name}{_labels(benchmark=b.name, verdict=a.verdict)} 1"
             )
 
     done = completeness(doc)

@@ -49,8 +49,9 @@ def metric_series(b: BenchmarkRecord) -> dict[str, tuple[Matrix, Matrix]]:
 
 def deciding_metric(b: BenchmarkRecord) -> str:
     """The key of the metric that decided (wall time for a file analysed without one)."""
-    key = (b.analysis or {}).get("metric")
-    return key if isinstance(key, str) and key in METRIC_NAMES else "wall"
+    a = b.analysis
+    key = None if a is None else a.metric
+    return key if key is not None and key in METRIC_NAMES else "wall"
 
 
 def _cell(r: Row, key: str) -> MetricCell | None:

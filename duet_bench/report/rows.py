@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from duet_bench import units
 from duet_bench.metrics import INTERFERENCE_NOTICE_SHARE, METRIC_NAMES
 from duet_bench.results import BenchmarkRecord, ResultsDocument
+from duet_bench.results.analysis import AnalysisBlock, MetricBlock, SideSummary
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,83 +136,66 @@ class Row:
         )
 
 
+#: The verdict words in the order the reports list them.
 VERDICTS = ("regression", "improvement", "inconclusive", "no change")
 
 
-def _number(value: object) -> float | None:
-    """A finite number from an analysis block, else None: a results file is outside input."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
-def _count(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-def _side(a: Mapping[str, Any], name: str) -> Mapping[str, Any]:
-    side = a.get(name)
-    return side if isinstance(side, Mapping) else {}
-
-
-def _typical_ns(side: Mapping[str, Any]) -> float | None:
+def _typical_ns(side: SideSummary | None) -> float | None:
     """The side's typical iteration: the geometric mean of the paired data the ratio comes
     from (files analysed before duet-results/2 have only the median)."""
-    return _number(side.get("geomean_ns")) or _number(side.get("median_ns"))
+    return None if side is None else side.typical_ns
 
 
-def _cell(key: str, m: Mapping[str, Any]) -> MetricCell:
-    verdict = m.get("verdict")
-    missing = m.get("missing")
+def _cell(key: str, m: MetricBlock | AnalysisBlock) -> MetricCell:
+    missing = m.missing if isinstance(m, MetricBlock) else None
     return MetricCell(
         key=key,
         name=METRIC_NAMES.get(key, key),
-        ratio=_number(m.get("ratio")),
-        low=_number(m.get("ci_low")),
-        high=_number(m.get("ci_high")),
-        verdict=verdict if verdict in VERDICTS else "no verdict",
-        baseline_ns=_typical_ns(_side(m, "baseline")),
-        candidate_ns=_typical_ns(_side(m, "candidate")),
-        missing=str(missing) if missing else None,
+        ratio=m.ratio,
+        low=m.ci_low,
+        high=m.ci_high,
+        verdict=m.verdict or "no verdict",
+        baseline_ns=_typical_ns(m.baseline),
+        candidate_ns=_typical_ns(m.candidate),
+        missing=missing or None,
     )
 
 
 def row(b: BenchmarkRecord) -> Row:
-    a: Mapping[str, Any] = b.analysis or {}
-    used = _count(a.get("runs_used"))
-    failed = _count(a.get("runs_failed"))
-    key = a.get("metric")
-    decided = _cell(key if isinstance(key, str) else "", a) if a else None
+    a = b.analysis or AnalysisBlock()
+    analysed = b.analysis is not None
+    used = a.runs_used or 0
+    failed = a.runs_failed or 0
+    key = a.metric
+    decided = _cell(key or "", a) if analysed else None
     others = _others(a)
-    lo, ratio, hi = _number(a.get("ci_low")), _number(a.get("ratio")), _number(a.get("ci_high"))
+    lo, ratio, hi = a.ci_low, a.ratio, a.ci_high
     decimals = units.change_digits(lo, ratio, hi)
-    raw = a.get("failures")
-    failures = tuple(str(f) for f in raw) if isinstance(raw, list) else ()
+    failures = a.failures
     notes, details = _notes(a, failures)
-    why = a.get("metric_reason")
     return Row(
         name=b.name,
         runs=f"{used}" if not failed else f"{used} ({failed} failed)",
-        baseline=units.duration(_typical_ns(_side(a, "baseline"))),
-        candidate=units.duration(_typical_ns(_side(a, "candidate"))),
+        baseline=units.duration(_typical_ns(a.baseline)),
+        candidate=units.duration(_typical_ns(a.candidate)),
         ratio=decided.ratio_text() if decided else "n/a",
         interval=decided.interval_text() if decided else "n/a",
-        confidence=_number(a.get("confidence")),
+        confidence=a.confidence,
         change=units.change(ratio, decimals),
         verdict=decided.verdict if decided else "no verdict",
         note="; ".join(notes) or None,
-        metric=METRIC_NAMES.get(key, "") if isinstance(key, str) else "",
+        metric=METRIC_NAMES.get(key, "") if key is not None else "",
         other="; ".join(c.summary() for c in others if not c.missing),
         interference=interference_line(a),
         change_interval=_change_interval(lo, hi, decimals),
         decided=decided,
-        why=str(why) if isinstance(why, str) and why else None,
+        why=a.metric_reason or None,
         others=others,
         runs_used=used,
         runs_failed=failed,
         failures=failures,
-        runs_needed=_count(a.get("runs_needed")) or None,
-        threshold=_number(a.get("threshold")),
+        runs_needed=a.runs_needed or None,
+        threshold=a.threshold,
         notes=notes,
         details=details,
     )
@@ -225,34 +207,27 @@ def _change_interval(low: float | None, high: float | None, decimals: int = 2) -
     return f"[{units.change(low, decimals)}, {units.change(high, decimals)}]"
 
 
-def _others(a: Mapping[str, Any]) -> tuple[MetricCell, ...]:
+def _others(a: AnalysisBlock) -> tuple[MetricCell, ...]:
     """The metrics that did not decide, in :data:`METRIC_NAMES` order."""
-    metrics = a.get("metrics")
-    if not isinstance(metrics, Mapping):
-        return ()
     return tuple(
         _cell(key, m)
         for key in METRIC_NAMES
-        if key != a.get("metric") and isinstance(m := metrics.get(key), Mapping)
+        if key != a.metric and (m := a.metrics.get(key)) is not None
     )
 
 
-def interference_line(a: Mapping[str, Any]) -> str | None:
+def interference_line(a: AnalysisBlock) -> str | None:
     """``another process ran on the measuring CPUs in 59% of iterations (1.2 s waiting): CPU
     time decided`` when the share reaches :data:`INTERFERENCE_NOTICE_SHARE`."""
-    info = a.get("interference")
-    if not isinstance(info, Mapping):
-        return None
-    share = _number(info.get("share"))
-    if share is None or share < INTERFERENCE_NOTICE_SHARE:
+    share = None if a.interference is None else a.interference.share
+    if a.interference is None or share is None or share < INTERFERENCE_NOTICE_SHARE:
         return None
     text = f"another process ran on the measuring CPUs in {units.share(share)} of iterations"
-    waited = _number(info.get("runq_ns"))
+    waited = a.interference.runq_ns
     if waited:
         text += f" ({units.duration(waited)} waiting for a CPU)"
-    metric = a.get("metric")
-    if metric in METRIC_NAMES:
-        text += f": {METRIC_NAMES[str(metric)]} decided"
+    if a.metric is not None and a.metric in METRIC_NAMES:
+        text += f": {METRIC_NAMES[a.metric]} decided"
     return text
 
 
@@ -263,24 +238,22 @@ _DETAIL_NOTES = ("not winsorized", "runs had different iteration counts")
 _RUNS_NEEDED_NOTE = re.compile(r"^about \d+ runs in all .*would decide")
 
 
-def _notes(
-    a: Mapping[str, Any], failures: tuple[str, ...]
-) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _notes(a: AnalysisBlock, failures: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The analysis note split in its parts: (notes a reader needs, folded details). The
     disagreement of the metrics and the failed runs (the first two reasons) are notes."""
     notes: list[str] = []
     details: list[str] = []
-    if a.get("note"):
+    if a.note:
         kept = []
-        for part in str(a["note"]).split("; "):
+        for part in a.note.split("; "):
             if part.startswith(_DETAIL_NOTES):
                 details.append(part)
             elif not _RUNS_NEEDED_NOTE.match(part):
                 kept.append(part)
         if kept:
             notes.append("; ".join(kept))
-    if isinstance(a.get("disagreement"), str):
-        notes.append(str(a["disagreement"]))
+    if a.disagreement is not None:
+        notes.append(a.disagreement)
     if failures:
         shown = "; ".join(failures[:2]) + (
             f"; and {len(failures) - 2} more" if len(failures) > 2 else ""

@@ -6,6 +6,9 @@ atomically after every run, so a crash never loses what was measured. The schema
 ``docs/results-schema.md``; bump :data:`SCHEMA` only with an entry there.
 
 - :mod:`~duet_bench.results.model`: the frozen records and the names of the schema
+- :mod:`~duet_bench.results.analysis`: the analysis block of a benchmark, typed
+  (:class:`~duet_bench.results.analysis.AnalysisBlock`); :mod:`~duet_bench.results.values` the
+  one lenient reader of its numbers
 - :mod:`~duet_bench.results.read`: reading with validation (``from_dict``, ``load``)
 - :mod:`~duet_bench.results.write`: writing (``to_dict``, ``dumps``, ``save``)
 """

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeAlias
 
+from duet_bench.results.analysis import AnalysisBlock
+
 #: Bump only with an entry in the schema history of docs/results-schema.md.
 SCHEMA = "duet-results/3"
 SCHEMA_FAMILY = "duet-results"
@@ -99,8 +101,9 @@ class BenchmarkRecord:
     #: settings it was judged with (:func:`duet_bench.settings.record`), which ``duet analyze`` and
     #: ``duet report`` use again unless an option says otherwise.
     settings: Mapping[str, Any] = field(default_factory=dict)
-    #: ``None`` until analysed; then the mapping written by :mod:`duet_bench.analysis`.
-    analysis: Mapping[str, Any] | None = None
+    #: ``None`` until analysed; then the record :mod:`duet_bench.analysis` made
+    #: (:class:`duet_bench.results.analysis.AnalysisBlock`).
+    analysis: AnalysisBlock | None = None
     #: Why a benchmark has no runs (e.g. missing in the baseline version), else None.
     note: str | None = None
 

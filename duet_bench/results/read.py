@@ -1,8 +1,8 @@
 """Reading a results document with validation: strict where a typo would silently change a
 result (unknown keys in runs and sides, non-integer or non-positive samples), lenient where the
-content is descriptive (``environment``, ``config``, ``analysis``, ``versions``, and unknown
-fields at the top level or of a benchmark, ignored with one warning); every error names the
-field and the fix. A gzip-compressed file (``results.json.gz``) is read as if uncompressed."""
+content is descriptive (``environment``, ``config``, ``versions``, ``analysis`` read into its
+record by :mod:`duet_bench.results.analysis`; other unknown fields ignored with one warning);
+every error names the field and the fix. A gzip-compressed file is read as if uncompressed."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from typing import Any
 from duet_bench.errors import ResultsError
 from duet_bench.limits import MAX_COUNTER, MAX_RESULTS_BYTES, MAX_SAMPLE_NS, show
 from duet_bench.manual import cite
+from duet_bench.results.analysis import KEYS, AnalysisBlock
 from duet_bench.results.model import (
     METHODS,
     READABLE_VERSIONS,
@@ -262,6 +263,9 @@ def _benchmark(rd: _Reader, raw: Any, where: str) -> BenchmarkRecord:
         raise rd.fail(f"{where}.runs", f"expected a list of runs, got {_kind(runs_raw)}")
     runs = tuple(_run(rd, r, f"{where}.runs[{i}]") for i, r in enumerate(runs_raw))
     analysis = m.get("analysis")
+    if analysis is not None:
+        analysis = rd.obj(analysis, f"{where}.analysis")
+        rd.keys(analysis, f"{where}.analysis", set(KEYS), set(), tolerate=True)
     return BenchmarkRecord(
         name=name,
         runs=runs,
@@ -269,7 +273,7 @@ def _benchmark(rd: _Reader, raw: Any, where: str) -> BenchmarkRecord:
         method=rd.choice(m.get("method", "duet"), f"{where}.method", METHODS),
         versions=rd.free(m.get("versions"), f"{where}.versions"),
         settings=rd.free(m.get("settings"), f"{where}.settings"),
-        analysis=None if analysis is None else rd.obj(analysis, f"{where}.analysis"),
+        analysis=None if analysis is None else AnalysisBlock.from_dict(analysis),
         note=rd.string(m.get("note"), f"{where}.note", optional=True),
     )
 

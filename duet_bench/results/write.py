@@ -67,7 +67,7 @@ def benchmark_dict(b: BenchmarkRecord) -> JSONObject:
     if b.note is not None:
         out["note"] = b.note
     if b.analysis is not None:
-        out["analysis"] = dict(b.analysis)
+        out["analysis"] = b.analysis.to_dict()
     out["runs"] = [_run_dict(r) for r in b.runs]
     return out
 

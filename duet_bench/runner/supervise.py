@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 
 from duet_bench import interrupts
-from duet_bench.harness import duet_barrier
+from duet_bench.harness import duet_barrier, duet_worker
 from duet_bench.runner.context import Side
 
 #: The orchestrator wakes at least this often to check the barrier's progress.
@@ -24,10 +24,6 @@ WATCHDOG_PERIOD_S = 1.0
 ABORT_ORCHESTRATOR = 1
 ABORT_WATCHDOG = 2
 ABORT_PARTY_EXITED = 5
-#: Worker exit code (docs/barrier-protocol.md): the barrier was aborted by another party.
-WORKER_EXIT_ABORTED = 5
-#: Worker exit code: its own wait at the barrier timed out.
-WORKER_EXIT_TIMEOUT = 4
 
 
 def _open_pidfd(pid: int) -> int | None:
@@ -74,11 +70,11 @@ def supervise(
                     continue
                 s.ended_ns = time.monotonic_ns()
                 running.remove(s)
-                if s.popen.returncode == WORKER_EXIT_ABORTED:
+                if s.popen.returncode == duet_worker.EXIT_ABORTED:
                     # A consequence, not a cause: another party raised the abort first.
                     if s.stopped_by is None:
                         s.stopped_by = "stopped because the other side failed"
-                elif s.popen.returncode == WORKER_EXIT_TIMEOUT and running:
+                elif s.popen.returncode == duet_worker.EXIT_TIMEOUT and running:
                     # Its wait at the barrier timed out: the sides still running are the ones
                     # that never arrived (hung in an iteration, or never started).
                     s.stopped_by = "stopped after waiting for the other side at the barrier"

@@ -100,7 +100,7 @@ def test_sanitize_keeps_what_is_well_formed(analysed_doc: dict[str, Any]) -> Non
         assert before.analysis is not None
         assert after.analysis is not None
         for k in ("ratio", "ci_low", "ci_high", "confidence", "threshold", "verdict", "note"):
-            assert after.analysis[k] == before.analysis[k]
+            assert getattr(after.analysis, k) == getattr(before.analysis, k)
 
 
 def test_unanalysed_results_are_analysed_first() -> None:

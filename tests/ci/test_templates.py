@@ -34,6 +34,8 @@ WORKFLOWS = (PR_WORKFLOW, COMMENT_WORKFLOW, SHARDED_WORKFLOW)
 GITHUB_FILES = (*ACTIONS, *WORKFLOWS)
 #: How the templates name the duet repository; users replace OWNER with where it is hosted.
 USES_DUET = re.compile(r"^OWNER/duet(/ci-templates/github/(setup|comment))?@v[0-9.]+$")
+#: The installed duet command, as the install step's output `duet` names it.
+DUET = str(Path(sys.executable).parent / "duet")
 
 
 def _yaml() -> Any:
@@ -584,7 +586,8 @@ def test_template_without_a_git_url_says_what_to_set(tmp_path: Path) -> None:
 
 def test_action_steps_ignore_packages_of_the_users_repository(tmp_path: Path) -> None:
     """The workspace is the current directory of every step: a `duet_bench` or `duet_stats`
-    package there must not replace duet's own (python -P)."""
+    package there must not replace duet's own (the duet command does not put the current
+    directory on sys.path)."""
     for name in ("duet_bench", "duet_stats"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "__init__.py").write_text(f"raise ImportError('the user {name}')\n")
@@ -597,7 +600,7 @@ def test_action_steps_ignore_packages_of_the_users_repository(tmp_path: Path) ->
         cwd=tmp_path,
         env={
             "PATH": "/usr/bin:/bin",
-            "DUET_PY": sys.executable,
+            "DUET": DUET,
             "GITHUB_STEP_SUMMARY": str(summary),
         },
         capture_output=True,
@@ -626,7 +629,7 @@ def test_action_outputs_give_later_steps_the_verdict_and_counts(tmp_path: Path) 
     done = subprocess.run(
         ["bash", "-c", step["run"]],
         cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin", "DUET_PY": sys.executable, "GITHUB_OUTPUT": str(written)},
+        env={"PATH": "/usr/bin:/bin", "DUET": DUET, "GITHUB_OUTPUT": str(written)},
         capture_output=True,
         text=True,
     )
@@ -637,6 +640,30 @@ def test_action_outputs_give_later_steps_the_verdict_and_counts(tmp_path: Path) 
     # benchmark whose every run failed (no verdict, in no count).
     counts = [int(got[k]) for k in ("regressions", "improvements", "inconclusive", "unchanged")]
     assert counts == [1, 1, 1, 2]
+
+
+def test_action_steps_run_duet_github_and_annotate_regressions(
+    tmp_path: Path, results_file: Path
+) -> None:
+    """The steps after duet compare run the installed `duet github`, not a module of the
+    package; the Annotate step, run as the action runs it, prints an ::error per regression."""
+    scripts = "\n".join(s.get("run", "") for s in _steps(load(ACTION)))
+    assert "duet_bench.ci.github" not in scripts
+    for what in ("outputs", "summary", "annotate"):
+        assert f'"$DUET" github {what} duet-results/' in scripts
+    (tmp_path / "duet-results").mkdir()
+    shutil.copy(results_file, tmp_path / "duet-results" / "results.json")
+    [step] = [s for s in _steps(load(ACTION)) if s.get("name") == "Annotate regressions"]
+    done = subprocess.run(
+        ["bash", "-c", step["run"]],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "DUET": DUET},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("::error title=duet%3A regression::parse-json"), done.stdout
+    assert done.stderr == ""
 
 
 def test_action_installs_only_the_extras_its_job_uses() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -61,27 +62,76 @@ def test_summary_fits_github_limit() -> None:
     assert "wrote no report" in summary(None)
 
 
-def test_module_entry_point(tmp_path: Path, results_file: Path) -> None:
+def github(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``duet github ARGS`` in a process of its own."""
+    return subprocess.run(
+        [sys.executable, "-m", "duet_bench", "github", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "GITHUB_ACTIONS": "", **env},
+    )
+
+
+def test_duet_github(tmp_path: Path, results_file: Path) -> None:
     report = tmp_path / "report.md"
     report.write_text("## duet: 1 regression\n")
-    done = subprocess.run(
-        [sys.executable, "-m", "duet_bench.ci.github", "annotate", str(results_file)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    done = github("annotate", str(results_file))
+    assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("::error title=duet%3A regression::parse-json")
-    done = subprocess.run(
-        [sys.executable, "-m", "duet_bench.ci.github", "summary", str(report)],
-        capture_output=True,
-        text=True,
-        check=True,
+    assert github("annotate", str(results_file), "--limit", "0").stdout == (
+        "::notice title=duet::1 more regression: see the job summary\n"
     )
-    assert done.stdout == "## duet: 1 regression\n"
-    broken = subprocess.run(
-        [sys.executable, "-m", "duet_bench.ci.github", "annotate", str(tmp_path / "none.json")],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    done = github("summary", str(report))
+    assert (done.returncode, done.stdout) == (0, "## duet: 1 regression\n")
+    # The --out directory is read as its results.json, as every command that reads results.
+    done = github("outputs", str(results_file.parent))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[:2] == ["verdict=regression", "regressions=1"]
+
+
+def test_duet_github_warns_and_exits_0_without_results(tmp_path: Path) -> None:
+    """The action runs these steps whatever duet compare did: what is missing is a warning (for
+    outputs on stderr, stdout going to $GITHUB_OUTPUT), and its last step fails the job."""
+    missing = str(tmp_path / "none.json")
+    broken = github("annotate", missing)
+    assert broken.returncode == 0, broken.stderr
     assert broken.stdout.startswith("::warning title=duet::")
+    outputs = github("outputs", missing)
+    assert (outputs.returncode, outputs.stdout) == (0, "")
+    assert outputs.stderr.startswith("::warning title=duet::")
+    summary = github("summary", missing)
+    assert summary.returncode == 0, summary.stderr
+    assert "wrote no report" in summary.stdout
+    assert github("lint", missing).returncode == 2
+    assert github("annotate", missing, "--limit", "-1").returncode == 2
+
+
+def test_the_module_entry_point_still_works_with_a_warning(
+    tmp_path: Path, results_file: Path
+) -> None:
+    """`python -m duet_bench.ci.github`, what action.yml ran before `duet github`."""
+    report = tmp_path / "report.md"
+    report.write_text("## duet: 1 regression\n")
+
+    def module(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "duet_bench.ci.github", *args],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, "GITHUB_ACTIONS": "", **env},
+        )
+
+    done = module("annotate", str(results_file))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("::error title=duet%3A regression::parse-json")
+    assert done.stderr == (
+        "duet: warning: `python -m duet_bench.ci.github` is deprecated: run `duet github` with "
+        "the same arguments\n"
+    )
+    done = module("summary", str(report), GITHUB_ACTIONS="true")
+    assert (done.returncode, done.stdout) == (0, "## duet: 1 regression\n")
+    assert done.stderr.startswith("::warning title=duet::`python -m duet_bench.ci.github` is ")
+    assert module("annotate", str(tmp_path / "none.json")).stdout.startswith("::warning")
+    assert module("annotate").returncode == 2

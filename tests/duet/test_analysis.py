@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -62,9 +63,15 @@ def test_settings_refuse_bad_values() -> None:
         AnalysisSettings(threshold=float("nan"))
 
 
+def _stored(b: results.BenchmarkRecord) -> dict[str, Any]:
+    """The benchmark's analysis as results.json stores it."""
+    assert b.analysis is not None
+    return b.analysis.to_dict()
+
+
 def test_fixture_verdicts_and_fields() -> None:
     doc = analyze_document(results.load(FIXTURE), AnalysisSettings())
-    by_name = {b.name: b.analysis for b in doc.benchmarks}
+    by_name = {b.name: _stored(b) for b in doc.benchmarks}
     assert by_name["parse-json"]["verdict"] == "regression"
     assert by_name["render-page"]["verdict"] == "no change"
     assert by_name["sort-1M"]["verdict"] == "improvement"
@@ -97,8 +104,7 @@ def test_fixture_verdicts_and_fields() -> None:
 
 def test_inconclusive_says_how_many_runs_would_decide() -> None:
     doc = analyze_document(results.load(FIXTURE), AnalysisSettings())
-    noisy = doc.benchmark("noisy-io").analysis
-    assert noisy is not None
+    noisy = _stored(doc.benchmark("noisy-io"))
     assert noisy["verdict"] == "inconclusive"
     assert noisy["runs_needed"] > noisy["runs_used"]
     assert "would decide" in noisy["note"]
@@ -192,8 +198,7 @@ def _two_metric_benchmark(
 
 def test_a_file_of_schema_1_is_analysed_on_wall_time_and_says_cpu_is_missing() -> None:
     doc = analyze_document(results.load(FIXTURE), AnalysisSettings(reps=500))
-    a = doc.benchmark("parse-json").analysis
-    assert a is not None
+    a = _stored(doc.benchmark("parse-json"))
     assert a["metric"] == "wall"
     assert "no per-iteration CPU time recorded" in a["metric_reason"]
     assert a["metrics"]["cpu"] == {"missing": a["metric_reason"].removeprefix("wall time: ")}
@@ -264,7 +269,7 @@ def test_analyze_keeps_the_recorded_metric_unless_told(tmp_path: Path) -> None:
 
     record = _two_metric_benchmark(work_ns=2e6, slower=1.0, busy=0.3, wall_slower=1.10)
     analysed = dataclasses.replace(
-        record, analysis=analyze_benchmark(record, AnalysisSettings(metric="cpu")).to_dict()
+        record, analysis=analyze_benchmark(record, AnalysisSettings(metric="cpu")).to_block()
     )
     path = tmp_path / "r.json"
     results.save(results.ResultsDocument(benchmarks=(analysed,)), path)
@@ -305,8 +310,7 @@ def test_auto_takes_wall_less_run_queue_delay_for_sleeping_code_another_process_
 
 def test_without_run_queue_figures_wall_less_runq_is_missing_and_says_why() -> None:
     doc = analyze_document(results.load(FIXTURE), AnalysisSettings(reps=500))
-    a = doc.benchmark("parse-json").analysis
-    assert a is not None
+    a = _stored(doc.benchmark("parse-json"))
     assert a["metrics"]["wall-runq"] == {"missing": "no per-iteration run-queue delay recorded"}
     forced = analyze_benchmark(
         doc.benchmark("parse-json"), AnalysisSettings(metric="wall-runq", reps=500)

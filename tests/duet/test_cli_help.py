@@ -80,7 +80,7 @@ def test_a_confidence_that_is_no_percentage_gets_the_range_only() -> None:
 
 @pytest.mark.parametrize("name", ["run", "compare", "bisect", "calibrate", "merge", "analyze"])
 def test_every_format_name_is_known_and_a_missing_one_says_where_it_is(name: str) -> None:
-    from duet_bench.commands.output import FORMATS
+    from duet_bench.defaults import FORMATS
 
     assert f"--format [{'|'.join(FORMATS)}]" in _help(name)
     done = CliRunner().invoke(main, [name, "--format", "html", "x"])

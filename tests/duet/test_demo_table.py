@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from duet_bench.demo import CONDITIONS, expected_against_measured
+from duet_bench.results.analysis import AnalysisBlock
 from duet_bench.results.model import BenchmarkRecord, ResultsDocument, RunRecord, SideRecord
 
 
@@ -17,7 +18,7 @@ def _doc(ratio: float, lo: float, hi: float, verdict: str, runs: int = 16) -> Re
         runs=tuple(
             RunRecord(index=i, status="ok", baseline=side, candidate=side) for i in range(runs)
         ),
-        analysis=analysis,
+        analysis=AnalysisBlock.from_dict(analysis),
     )
     return ResultsDocument(benchmarks=(record,))
 

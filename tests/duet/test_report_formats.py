@@ -36,6 +36,7 @@ from duet_bench.results import (
     replace_name,
     save,
 )
+from duet_bench.results.analysis import AnalysisBlock
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 GOLDEN = FIXTURES / "golden"
@@ -331,8 +332,8 @@ def test_openmetrics_parses_back(basic: ResultsDocument) -> None:
         return {labels["benchmark"]: v for labels, v in samples}
 
     # Full precision: the value is the analysis's float itself.
-    analysis = {b.name: b.analysis for b in basic.benchmarks}
-    assert values("duet_ratio")["parse-json"] == analysis["parse-json"]["ratio"]
+    analysis = {b.name: b.analysis for b in basic.benchmarks if b.analysis is not None}
+    assert values("duet_ratio")["parse-json"] == analysis["parse-json"].ratio
     assert round(values("duet_ratio")["parse-json"], 3) == 1.05
     assert round(values("duet_ratio")["tiny"], 3) == 0.997
     # A schema-1 file has wall time only: one metric ratio per benchmark, equal to the ratio.
@@ -527,7 +528,7 @@ def test_cli_report_uses_the_stored_analysis(tmp_path: Path) -> None:
     doc = synthetic_doc(["stored", "missing"], runs=5, iterations=5)
     stored = doc.benchmark("stored")
     assert stored.analysis is not None
-    marked = replace(stored, analysis={**stored.analysis, "ratio": 7.77, "verdict": "regression"})
+    marked = replace(stored, analysis=replace(stored.analysis, ratio=7.77, verdict="regression"))
     doc = doc.with_benchmark(marked).with_benchmark(
         replace(doc.benchmark("missing"), analysis=None)
     )
@@ -557,7 +558,8 @@ def test_a_hand_edited_analysis_block_renders_in_every_format() -> None:
         "candidate": {"median_ns": None},
         "failures": "not a list",
     }
-    benches = tuple(replace(b, analysis=junk) for b in doc.benchmarks)
+    # Read as results.from_dict reads it: each value of the wrong type becomes None.
+    benches = tuple(replace(b, analysis=AnalysisBlock.from_dict(junk)) for b in doc.benchmarks)
     mangled = replace(doc, benchmarks=benches)
     for fmt in FORMATS:
         if fmt == "json":

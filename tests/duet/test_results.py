@@ -13,6 +13,7 @@ import pytest
 
 from duet_bench import results
 from duet_bench.errors import ResultsError
+from duet_bench.results.analysis import AnalysisBlock
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "results-basic.json"
 
@@ -238,7 +239,7 @@ def test_failed_write_keeps_the_old_file(tmp_path: Path) -> None:
     # NaN cannot be written as JSON: the write fails after the old file existed.
     bad = doc.with_benchmark(
         results.BenchmarkRecord(
-            name="b", runs=doc.benchmarks[0].runs, analysis={"ratio": float("nan")}
+            name="b", runs=doc.benchmarks[0].runs, analysis=AnalysisBlock(ratio=float("nan"))
         )
     )
     with pytest.raises(ValueError, match="JSON"):

@@ -218,7 +218,7 @@ def _record_with(analysis: AnalysisSettings) -> results.BenchmarkRecord:
     return replace(
         b,
         settings={**b.settings, "analysis": analysis.to_record()},
-        analysis=analyze_benchmark(b, analysis).to_dict(),
+        analysis=analyze_benchmark(b, analysis).to_block(),
     )
 
 
@@ -241,7 +241,7 @@ def test_analyze_and_report_keep_a_recorded_threshold(tmp_path: Path) -> None:
     """The bug of issue 14: analyze and report --reps re-analysed with the defaults."""
     b = _record_with(AnalysisSettings(threshold=10.0, reps=500))
     assert b.analysis is not None
-    assert b.analysis["verdict"] == "no change"
+    assert b.analysis.verdict == "no change"
     doc = results.load(FIXTURE)
     doc = replace(doc, benchmarks=(b,))
     path = tmp_path / "r.json"

@@ -456,10 +456,16 @@ def test_a_driver_hands_over_each_form_of_call(
         ("echo 'unterminated", None),
     ],
 )
-def test_only_simple_commands_are_spawned_without_a_shell(command: str, argv: object) -> None:
-    from duet_bench.harness import duet_worker
+def test_only_simple_commands_are_spawned_without_a_shell(
+    command: str, argv: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As the worker imports it, by its bare name from the harness directory.
+    monkeypatch.syspath_prepend(str(HARNESS))
+    for name in ("duet_command", "duet_barrier", "duet_outputs", "duet_samples"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    import duet_command
 
-    assert duet_worker.duet_command.direct_argv(command) == argv
+    assert duet_command.direct_argv(command) == argv
 
 
 def test_run_queue_delay_is_measured_when_another_process_shares_the_cpu(
