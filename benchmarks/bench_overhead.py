@@ -42,7 +42,8 @@ sys.path.insert(0, str(HERE))
 import noise  # noqa: E402
 import workloads  # noqa: E402
 
-from duet_bench.plan import BenchmarkSpec, Crossover, SideSpec  # noqa: E402
+from duet_bench.defaults import Crossover  # noqa: E402
+from duet_bench.plan import BenchmarkSpec, SideSpec  # noqa: E402
 from duet_bench.session import SessionOptions, measure  # noqa: E402
 
 

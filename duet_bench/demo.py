@@ -21,12 +21,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from duet_bench import files, settings, units
+from duet_bench import files, units
+from duet_bench.defaults import DEFAULT_CROSSOVER, DEMO_RUNS, Crossover
 from duet_bench.errors import EnvironmentNotReady
 from duet_bench.isolation import Request
 from duet_bench.lock import acquire as acquire_lock
 from duet_bench.metrics import METRIC_NAMES
-from duet_bench.plan import BenchmarkSpec, Crossover, SideSpec
+from duet_bench.plan import BenchmarkSpec, SideSpec
 from duet_bench.report import render
 from duet_bench.report.text import table
 from duet_bench.results import ResultsDocument
@@ -118,12 +119,12 @@ def busy_process(enabled: bool) -> Iterator[None]:
 def run_demo(
     out: str,
     *,
-    runs: int = settings.DEMO_RUNS,
+    runs: int = DEMO_RUNS,
     isolation: Request = "auto",
     progress: bool = True,
     conditions: tuple[Condition, ...] = CONDITIONS,
     wait: bool = False,
-    crossover: Crossover = settings.DEFAULT_CROSSOVER,
+    crossover: Crossover = DEFAULT_CROSSOVER,
 ) -> tuple[list[tuple[Condition, ResultsDocument]], Path]:
     """Build the two versions and measure them under each condition; each condition's results
     and report go to its own directory under ``out``.

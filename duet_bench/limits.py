@@ -5,13 +5,15 @@ files (:mod:`duet_bench.results.read`) check against it, and docs/configuration.
 A bound is where a value stops making sense for a measurement, far above any real use: beyond
 it a number is a typo or an attack, and without it ``--runs 99999999999999999999`` overflowed,
 ``--timeout 1e308`` became infinity, and ``--runs 1000000000`` exhausted memory planning the runs.
-A leaf module: it imports nothing of duet.
+A leaf module: of duet it imports only the other leaf, :mod:`duet_bench.defaults`.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+from duet_bench.defaults import INTERVAL_RUNS, MIN_RUNS
 
 __all__ = [
     "LIMITS",
@@ -20,6 +22,7 @@ __all__ = [
     "MAX_SAMPLE_NS",
     "Limit",
     "problem",
+    "runs_problem",
     "show",
 ]
 
@@ -75,6 +78,13 @@ def problem(name: str, value: float) -> str | None:
     if too_low or value > limit.high:
         return f"must be {limit.describe()}, got {show(value)}"
     return None
+
+
+def runs_problem(runs: int) -> str | None:
+    """What is wrong with ``runs`` as a number of runs, or None: the one place of the rule."""
+    if runs < MIN_RUNS:
+        return f"must be at least {MIN_RUNS}, got {runs} ({INTERVAL_RUNS} or more give an interval)"
+    return problem("runs", runs)
 
 
 def show(value: float) -> str:

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from types import TracebackType
 
 from duet_bench.errors import EnvironmentNotReady
+from duet_bench.machine import pid_alive
 
 __all__ = [
     "DEFAULT_PATH",
@@ -404,8 +405,6 @@ def _write_holder(fd: int, holder: Holder) -> None:
 def _settled_holder(fd: int) -> Holder | None:
     """The holder's description, once it names a live process. A holder that just took the
     lock has not written it yet (the old text of a crashed duet may still be there)."""
-    from duet_bench.machine import pid_alive
-
     deadline = time.monotonic() + _SETTLE_S
     while True:
         try:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from duet_bench import results
+from duet_bench.environment import machine_kind
 from duet_bench.errors import UsageError
 from duet_bench.results import ResultsDocument
 
@@ -43,8 +44,6 @@ def _selection(doc: ResultsDocument) -> str:
 
 
 def _machine(doc: ResultsDocument) -> dict[str, Any]:
-    from duet_bench.environment import machine_kind
-
     env = doc.environment
     kind = env.get("machine_kind") or (machine_kind(dict(env)) if env else None)
     return {"machine kind": kind, "isolation": env.get("isolation")}

@@ -22,8 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 from duet_bench import __version__
 from duet_bench.analysis import AnalysisSettings, analyze_benchmark, running_estimate
+from duet_bench.defaults import DEFAULT_MAX_FAILURES
+from duet_bench.environment import capture_environment, load_average
 from duet_bench.errors import BenchmarkFailed, ResultsError, UsageError
-from duet_bench.isolation import Backend, Request, RunAs, select_backend
+from duet_bench.isolation import Backend, Request, RunAs, pid_alive, select_backend
 from duet_bench.lock import acquire as acquire_lock
 from duet_bench.plan import BenchmarkSpec, plan_runs
 from duet_bench.progress import Progress
@@ -37,8 +39,7 @@ from duet_bench.runner import (
     measure_benchmark,
     worker_python_for,
 )
-from duet_bench.settings import DEFAULT_MAX_FAILURES
-from duet_bench.settings import record as record_settings
+from duet_bench.topology import choose_pair, read_topology
 from duet_bench.units import differing_name
 from duet_bench.untrusted import for_terminal
 
@@ -86,8 +87,6 @@ def _warn(message: str) -> None:
 
 
 def _load_average_now() -> list[float] | None:
-    from duet_bench.environment import load_average
-
     with contextlib.suppress(OSError, ValueError):
         return list(load_average())
     return None
@@ -96,8 +95,6 @@ def _load_average_now() -> list[float] | None:
 def remove_stale_files(directory: str) -> list[str]:
     """Remove ``duet-<pid>-*`` entries (barrier files, work directories) in ``directory`` whose
     invocation is no longer running; return what was removed."""
-    from duet_bench.isolation import pid_alive
-
     removed = []
     with contextlib.suppress(FileNotFoundError):
         for name in os.listdir(directory):
@@ -197,8 +194,6 @@ def _remove_leftovers(backend: Backend, note: Callable[[str], None]) -> None:
 def _core_pair(options: SessionOptions) -> tuple[Topology, CorePair]:
     """The machine's topology and the two CPUs the sides run on; we move off them when the
     machine has a third CPU."""
-    from duet_bench.topology import choose_pair, read_topology
-
     topology = read_topology()
     pair = choose_pair(topology, override=options.cores)
     if pair.orchestrator_cpus:
@@ -212,8 +207,6 @@ def _environment(
     topology: Topology, pair: CorePair, backend: Backend, options: SessionOptions
 ) -> dict[str, Any]:
     """The environment record of docs/statistics.md, method 7, with the user the sides run as."""
-    from duet_bench.environment import capture_environment
-
     environment = dict(capture_environment(topology=topology, pair=pair, isolation=backend.level))
     environment["run_as"] = options.run_as.describe() if options.run_as else None
     return environment
@@ -333,7 +326,7 @@ def _measure_one(
         "seed": options.seed,
         "inner_loops": inner_loops,
         # What duet analyze and duet report analyse with again, unless told otherwise.
-        "analysis": record_settings(analysis_settings),
+        "analysis": analysis_settings.to_record(),
     }
     record = BenchmarkRecord(
         name=bench.name,

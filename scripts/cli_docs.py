@@ -9,7 +9,6 @@ import click
 
 from duet_bench.cli import main
 
-
 CONVENTIONS = """\
 ## One vocabulary
 

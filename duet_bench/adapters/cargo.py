@@ -29,6 +29,7 @@ from duet_bench.adapters.suites import positive_integer, positive_seconds, word
 from duet_bench.adapters.tools import WORK_DIR, command_in, find_tool, run_tool, slug
 from duet_bench.config import BenchmarkConfig
 from duet_bench.errors import ConfigError
+from duet_bench.isolation.privileges import call_as
 
 CARGO_FALLBACKS = ("~/.cargo/bin/cargo", "/root/.cargo/bin/cargo", "/usr/local/cargo/bin/cargo")
 
@@ -123,7 +124,6 @@ class Cargo:
                 f"(built: {', '.join(sorted(executables)) or 'none'})",
                 fix="check the [[bench]] name in Cargo.toml",
             )
-        from duet_bench.isolation.privileges import call_as
 
         copy = checkout.directory / executable_path(suite)
 

@@ -18,6 +18,7 @@ from duet_bench.adapters.base import Checkout, Suite
 from duet_bench.adapters.registry import get_adapter
 from duet_bench.config import DEFAULT_PYTHON, BenchmarkConfig, Config
 from duet_bench.errors import ConfigError
+from duet_bench.plan import select_shard
 from duet_bench.results import BenchmarkRecord
 
 if TYPE_CHECKING:
@@ -124,7 +125,6 @@ def unmeasured(
 ) -> list[BenchmarkRecord]:
     """The records of the benchmarks only one version has (no runs, a note, no verdict), those
     the ``--bench`` glob and the shard select."""
-    from duet_bench.plan import select_shard
 
     def chosen(names: tuple[str, ...]) -> list[str]:
         picked = [n for n in names if pattern is None or matches(n, pattern)]

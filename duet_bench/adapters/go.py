@@ -26,6 +26,7 @@ from duet_bench.adapters.suites import word
 from duet_bench.adapters.tools import WORK_DIR, command_in, find_tool, run_tool, slug
 from duet_bench.config import BenchmarkConfig
 from duet_bench.errors import ConfigError
+from duet_bench.isolation.privileges import call_as
 
 #: ``-test.benchtime`` when the suite does not say (Go's syntax: ``100ms``, ``1000x``).
 DEFAULT_BENCHTIME = "100ms"
@@ -47,8 +48,6 @@ class Go:
     options: Mapping[str, Callable[[str, Any], Any]] = {"benchtime": word, "go": word}
 
     def discover(self, suite: Suite, checkout: Checkout) -> tuple[str, ...]:
-        from duet_bench.isolation.privileges import call_as
-
         go = find_tool(suite, "go", "go", GO_FALLBACKS)
         binary = checkout.directory / binary_path(suite)
 

@@ -29,6 +29,9 @@ from duet_bench.adapters.base import Checkout, Suite
 from duet_bench.config import BenchmarkConfig
 from duet_bench.errors import ConfigError
 from duet_bench.harness import duet_pytest
+from duet_bench.isolation.jobs import run_job_captured
+from duet_bench.isolation.privileges import without_secrets
+from duet_bench.runner.harness import install_harness
 
 if TYPE_CHECKING:
     from duet_bench.isolation.jobs import Captured
@@ -155,8 +158,6 @@ def _readable_harness() -> Iterator[Path]:
     """The pytest driver with its sibling harness files, in a directory of root's that any
     user may read (the collection runs as the invoking user, who may not reach duet's own
     install: a pipx install in root's home), removed afterwards."""
-    from duet_bench.runner.harness import install_harness
-
     directory = Path(tempfile.mkdtemp(prefix="duet-collect-"))
     try:
         os.chmod(directory, 0o755)
@@ -170,9 +171,6 @@ def _collect(argv: list[str], suite: Suite, checkout: Checkout, where: str) -> C
     """pytest's collection in the version's interpreter, as every discovery step runs: as the
     invoking user, without the CI's secrets, in a container of its own
     (:func:`duet_bench.adapters.tools.run_tool` says why)."""
-    from duet_bench.isolation.jobs import run_job_captured
-    from duet_bench.isolation.privileges import without_secrets
-
     env = without_secrets({**os.environ, **checkout.env, **suite.env}, checkout.keep_env)
     if checkout.run_as is not None:
         env = checkout.run_as.environment(env)

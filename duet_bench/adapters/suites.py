@@ -24,6 +24,7 @@ from typing import Any
 from duet_bench.adapters.base import Suite
 from duet_bench.adapters.registry import ADAPTERS, get_adapter, unknown_adapter
 from duet_bench.adapters.tools import slug
+from duet_bench.defaults import BENCHMARK_FILE_KEYS
 from duet_bench.errors import ConfigError
 from duet_bench.manual import cite
 
@@ -31,19 +32,6 @@ from duet_bench.manual import cite
 #: with ``problem`` and ``fix`` attributes.
 KeyParser = tuple[Callable[[str, Any], Any], str]
 
-#: The benchmark settings a suite entry gives to every benchmark it finds.
-SETTING_KEYS = (
-    "runs",
-    "iterations",
-    "warmup",
-    "timeout",
-    "memory_limit",
-    "threshold",
-    "confidence",
-    "method",
-    "crossover",
-    "metric",
-)
 #: The keys every suite entry has, whatever its adapter.
 COMMON_KEYS = ("adapter", "path", "name", "filter", "env")
 
@@ -81,7 +69,7 @@ class _Suites:
         self.path = path
         self.form = form
         self.text = text
-        self.settings = {k: settings[k] for k in (*SETTING_KEYS, "env") if k in settings}
+        self.settings = {k: settings[k] for k in (*BENCHMARK_FILE_KEYS, "env") if k in settings}
 
     def error(
         self, problem: str, fix: str, *, index: int, table: Any = None, key: str | None = None

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from duet_bench.adapters.base import Checkout, Suite
 from duet_bench.errors import ConfigError
+from duet_bench.isolation.jobs import run_job_captured
+from duet_bench.isolation.privileges import without_secrets
 
 #: Where adapters put what they build at discovery, inside each version's directory (a test
 #: binary, a copy of a bench executable), so the iteration command is the same relative path
@@ -65,9 +67,6 @@ def run_tool(
     builds are the version's code), and in a container of its own, killed with whatever the
     step left running (a daemon, a ``setsid`` child) before anything is measured
     (:func:`duet_bench.isolation.jobs.run_job_captured`)."""
-    from duet_bench.isolation.jobs import run_job_captured
-    from duet_bench.isolation.privileges import without_secrets
-
     where = cwd or checkout.directory
     environment = without_secrets(
         {**os.environ, **checkout.env, **suite.env, **(env or {})}, checkout.keep_env

@@ -28,7 +28,6 @@ from duet_bench.analysis.benchmark import analyze_benchmark
 from duet_bench.analysis.choice import choose_metric, disagreement
 from duet_bench.analysis.document import (
     analyze_document,
-    recorded_metric,
     running_estimate,
     verdicts_of,
 )
@@ -39,10 +38,11 @@ from duet_bench.analysis.model import (
     BenchmarkAnalysis,
     MetricEstimate,
     SideSummary,
+    recorded_metric,
 )
 from duet_bench.analysis.runs_needed import PRACTICAL_RUNS
 from duet_bench.analysis.sides import SideAsymmetry
-from duet_bench.analysis.verdict import VERDICTS, FailOn, Verdict, fails, verdict
+from duet_bench.analysis.verdict import VERDICTS, Verdict, fails, verdict
 
 __all__ = [
     "IMPACT_REPS",
@@ -50,7 +50,6 @@ __all__ = [
     "VERDICTS",
     "AnalysisSettings",
     "BenchmarkAnalysis",
-    "FailOn",
     "Interference",
     "MetricEstimate",
     "SideAsymmetry",

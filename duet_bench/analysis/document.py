@@ -12,10 +12,10 @@ from duet_bench.analysis.benchmark import analyze_benchmark
 from duet_bench.analysis.choice import choose_metric
 from duet_bench.analysis.estimate import run_log_ratios
 from duet_bench.analysis.interference import busy_share, interference
-from duet_bench.analysis.model import AnalysisSettings
+from duet_bench.analysis.model import AnalysisSettings, recorded_metric
 from duet_bench.analysis.series import series_of
 from duet_bench.analysis.verdict import Verdict
-from duet_bench.metrics import METRIC_NAMES, MetricChoice, choices, names
+from duet_bench.metrics import METRIC_NAMES, MetricChoice, names
 from duet_bench.results import BenchmarkRecord, ResultsDocument
 
 
@@ -34,12 +34,6 @@ def analyze_document(
             these = replace(settings, metric=metric)
         out = out.with_benchmark(replace(b, analysis=analyze_benchmark(b, these).to_block()))
     return out
-
-
-def recorded_metric(record: BenchmarkRecord) -> MetricChoice | None:
-    """The metric a benchmark was analysed with before (its configured choice), if any."""
-    value = None if record.analysis is None else record.analysis.metric_requested
-    return value if value in choices() else None
 
 
 def verdicts_of(doc: ResultsDocument) -> list[Verdict | None]:

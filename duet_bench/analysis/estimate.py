@@ -13,6 +13,10 @@ from duet_bench.analysis.model import AnalysisSettings, MetricEstimate, SideSumm
 from duet_bench.analysis.series import Matrix, Series
 from duet_bench.analysis.verdict import verdict
 from duet_bench.metrics import MetricName, names
+from duet_stats.crossover import centre_assignments, crossover_runs
+from duet_stats.impact import ImpactFactors, paired_impact_factors
+from duet_stats.ratio import MIN_BOOTSTRAP_RUNS, duet_ratio
+from duet_stats.winsor import MIN_ITERATIONS
 
 #: Kalibera's impact factor needs c = floor(0.75 m) >= 2 runs and more iterations than c.
 IMPACT_REPS = 10_000
@@ -29,7 +33,6 @@ def run_log_ratios(a: Matrix, b: Matrix, assignment: Matrix | None = None) -> li
     the two assignments weighed equally (:func:`duet_stats.crossover.crossover_runs`). What the
     progress line and the per-run plot show, so that neither carries a core difference the
     estimate does not."""
-    from duet_stats.crossover import crossover_runs
 
     log_ratios = np.log(b / a)
     if assignment is None:
@@ -68,8 +71,6 @@ def estimate(
     """The duet ratio of ``b`` over ``a``; with a single run the point estimate only. With the
     CPU ``assignment`` of every iteration (crossover), each run weighs the two assignments
     equally (:func:`duet_stats.crossover.crossover_runs`)."""
-    from duet_stats.ratio import duet_ratio
-
     log_ratios = np.log(b / a)
     if a.shape[0] < 2:
         # One run has no interval and is not winsorized (as duet_ratio would not be asked).
@@ -128,9 +129,6 @@ def with_impact_factors(
     taken out first (:func:`duet_stats.crossover.centre_assignments`), or it would count as
     iteration-to-iteration noise and pull the impact factor toward 1 for a reason that has
     nothing to do with the random initial state of a run."""
-    from duet_stats.crossover import centre_assignments
-    from duet_stats.impact import ImpactFactors, paired_impact_factors
-
     if chosen.assignment is not None:
         a = centre_assignments(a, chosen.assignment)
         b = centre_assignments(b, chosen.assignment)
@@ -155,8 +153,6 @@ def with_impact_factors(
 
 def interval_note(chosen: MetricEstimate, runs: int) -> str | None:
     """Why there is no interval (and so no verdict), if there is none."""
-    from duet_stats.ratio import MIN_BOOTSTRAP_RUNS
-
     if runs < 2:
         return "only 1 successful run: point estimate only, no interval and no verdict"
     if chosen.ci_low is None:
@@ -171,8 +167,6 @@ def winsor_note(settings: AnalysisSettings, *, runs: int, iterations: int) -> st
     """Say that winsorization was asked for but skipped: runs shorter than
     :data:`duet_stats.winsor.MIN_ITERATIONS` are left alone (``winsorized: 0`` is then no
     finding about outliers). A single run is never winsorized (no interval either)."""
-    from duet_stats.winsor import MIN_ITERATIONS
-
     if not settings.winsorize or runs < 2 or iterations >= MIN_ITERATIONS:
         return None
     return (

@@ -5,38 +5,45 @@ per metric (:class:`MetricEstimate`) and per benchmark (:class:`BenchmarkAnalysi
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from duet_bench.analysis.interference import Interference
 from duet_bench.analysis.sides import CoreDifference, SideAsymmetry
 from duet_bench.analysis.verdict import Verdict
-from duet_bench.metrics import DEFAULT_METRIC, MetricChoice, MetricName, choices
-from duet_bench.results import analysis as stored
-from duet_bench.settings import (
+from duet_bench.defaults import (
+    ANALYSIS_KEYS,
     DEFAULT_CONFIDENCE,
     DEFAULT_INTERVAL,
     DEFAULT_REPS,
     DEFAULT_SEED,
     DEFAULT_THRESHOLD,
     DEFAULT_WINSORIZE,
+    INTERVALS,
+    Interval,
 )
+from duet_bench.errors import ResultsError
+from duet_bench.metrics import DEFAULT_METRIC, MetricChoice, MetricName, choices
+from duet_bench.results import analysis as stored
+
+if TYPE_CHECKING:
+    from duet_bench.results import BenchmarkRecord
 
 
 @dataclass(frozen=True, slots=True)
 class AnalysisSettings:
     """How to analyse. The defaults are the method's (``docs/statistics.md``), from
-    :mod:`duet_bench.settings`, which also resolves them per benchmark against the configuration and
-    the options."""
+    :mod:`duet_bench.defaults`; :mod:`duet_bench.settings` resolves them per benchmark against
+    the configuration and the options, and :meth:`from_values` takes them from there."""
 
     confidence: float = DEFAULT_CONFIDENCE
     threshold: float = DEFAULT_THRESHOLD
     reps: int = DEFAULT_REPS
     seed: int = DEFAULT_SEED
-    interval: Literal["percentile", "expanded", "bca", "basic", "studentized"] = DEFAULT_INTERVAL
+    interval: Interval = DEFAULT_INTERVAL
     winsorize: bool = DEFAULT_WINSORIZE
     metric: MetricChoice = DEFAULT_METRIC
 
@@ -49,6 +56,72 @@ class AnalysisSettings:
             raise ValueError(f"reps must be at least 100, got {self.reps}")
         if self.metric not in choices():
             raise ValueError(f"metric must be one of {', '.join(choices())}, got {self.metric}")
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any]) -> AnalysisSettings:
+        """The analysis settings among ``values`` (every setting by field name: the
+        :class:`duet_bench.settings.Resolved` values of a benchmark)."""
+        return cls(**{k: values[k] for k in ANALYSIS_KEYS})
+
+    def to_record(self) -> dict[str, Any]:
+        """The settings as a benchmark's results keep them (``settings.analysis``)."""
+        return {k: getattr(self, k) for k in ANALYSIS_KEYS}
+
+    @classmethod
+    def from_record(cls, record: BenchmarkRecord, explicit: Mapping[str, Any]) -> AnalysisSettings:
+        """The settings to analyse ``record`` again with: the options given explicitly, else the
+        settings it was analysed with when measured (``settings.analysis``), else (a file written
+        before duet recorded them) the metric its analysis asked for, else the built-in defaults.
+
+        Raises
+        ------
+        ResultsError
+            The recorded settings are not valid settings.
+        """
+        stored = record.settings.get("analysis")
+        values: dict[str, Any] = cls().to_record()
+        if isinstance(stored, Mapping):
+            values.update({k: stored[k] for k in ANALYSIS_KEYS if k in stored})
+        elif (metric := recorded_metric(record)) is not None:
+            values["metric"] = metric
+        values.update({k: v for k, v in explicit.items() if k in ANALYSIS_KEYS})
+        try:
+            problem = _recorded_problem(values)
+            if problem:
+                raise ValueError(problem)
+            return cls(**values)
+        except (TypeError, ValueError) as e:
+            raise ResultsError(
+                f"benchmark {record.name!r}: the analysis settings recorded with it "
+                f"(settings.analysis) are not valid: {e}",
+                fix="give the settings explicitly (--confidence, --threshold, ...), or remove "
+                "settings.analysis from the file to use the defaults",
+            ) from None
+
+
+def _recorded_problem(values: Mapping[str, Any]) -> str | None:
+    """Types AnalysisSettings does not check itself (a JSON file may hold anything)."""
+    numbers: Sequence[str] = ("confidence", "threshold")
+    for k in numbers:
+        v = values[k]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            return f"{k} must be a finite number, got {v!r}"
+    for k in ("reps", "seed"):
+        if isinstance(values[k], bool) or not isinstance(values[k], int):
+            return f"{k} must be an integer, got {values[k]!r}"
+    if not isinstance(values["winsorize"], bool):
+        return f"winsorize must be true or false, got {values['winsorize']!r}"
+    if values["interval"] not in INTERVALS:
+        return f"interval must be one of {', '.join(INTERVALS)}, got {values['interval']!r}"
+    if values["metric"] not in choices():
+        return f"metric must be one of {', '.join(choices())}, got {values['metric']!r}"
+    return None
+
+
+def recorded_metric(record: BenchmarkRecord) -> MetricChoice | None:
+    """The metric a benchmark was analysed with before (its configured choice), if any."""
+    value = None if record.analysis is None else record.analysis.metric_requested
+    return value if value in choices() else None
 
 
 @dataclass(frozen=True, slots=True)

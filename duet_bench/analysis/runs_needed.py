@@ -7,6 +7,9 @@ import math
 
 from duet_bench.analysis.model import AnalysisSettings, MetricEstimate
 from duet_stats import FloatArray
+from duet_stats.crossover import centre_assignments
+from duet_stats.planning import runs_needed as planned_runs
+from duet_stats.planning import variance_components
 
 #: Above this, "N more runs would decide" is not advice anyone can follow.
 PRACTICAL_RUNS = 1000
@@ -20,9 +23,6 @@ def runs_needed(log_ratios: FloatArray, *, ratio: float, settings: AnalysisSetti
     below the distance from ``log G`` to the band edge. The nearer boundary that still decides
     is ``|log(1+t) - |log G||`` unless ``|log G| >= log(1+t)``, then ``|log G|``.
     """
-    from duet_stats.planning import runs_needed as planned_runs
-    from duet_stats.planning import variance_components
-
     if log_ratios.shape[0] < 2 or log_ratios.shape[1] < 2:
         return None
     band = math.log1p(settings.threshold)
@@ -52,8 +52,6 @@ def runs_needed_of(chosen: MetricEstimate, settings: AnalysisSettings) -> int | 
     are the run values the interval is computed from, and the within-run variance no longer
     holds the swing between the CPUs that the design cancels (it would ask for more runs than
     the estimator needs)."""
-    from duet_stats.crossover import centre_assignments
-
     if chosen.verdict != "inconclusive":
         return None
     log_ratios = chosen.log_ratios

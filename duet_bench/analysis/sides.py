@@ -17,8 +17,8 @@ from duet_bench import units
 from duet_bench.analysis.series import Crossover
 from duet_bench.results import RunRecord
 from duet_stats import FloatArray
-from duet_stats.asymmetry import Asymmetry
-from duet_stats.crossover import CoreContrast
+from duet_stats.asymmetry import Asymmetry, side_asymmetry
+from duet_stats.crossover import CoreContrast, core_contrast
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +55,6 @@ class SideAsymmetry:
     ) -> SideAsymmetry | None:
         """Estimate it from the runs' log ratios and, per run, the CPU the baseline sat on;
         None unless the baseline sat on exactly two CPUs, all of them known, both used."""
-        from duet_stats.asymmetry import side_asymmetry
-
         known = sorted({c for c in cpus if c is not None})
         if len(known) != 2 or any(c is None for c in cpus):
             return None
@@ -138,8 +136,6 @@ def crossover_difference(
 ) -> CoreDifference | None:
     """The core difference from inside crossover runs (``log_ratios`` of shape ``(runs,
     iterations)``), None unless some run ran under both CPU assignments."""
-    from duet_stats.crossover import core_contrast
-
     if not crossover.within_runs:
         return None
     est = core_contrast(

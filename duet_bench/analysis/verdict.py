@@ -4,13 +4,10 @@ fail a CI job (docs/statistics.md, method 2). Thresholds and words live here, no
 
 from __future__ import annotations
 
-from typing import Literal, TypeAlias
-
+from duet_bench.defaults import FailOn
 from duet_bench.results.analysis import VERDICTS, Verdict
 
 __all__ = ["VERDICTS", "FailOn", "Verdict", "fails", "verdict"]
-
-FailOn: TypeAlias = Literal["regression", "inconclusive", "any", "never"]
 
 
 def verdict(*, ratio: float, ci_low: float, ci_high: float, threshold: float) -> Verdict:

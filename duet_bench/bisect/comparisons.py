@@ -25,9 +25,10 @@ from duet_bench.bisect.history import Commit
 from duet_bench.compare import MachineOptions, session_options
 from duet_bench.config import BenchmarkConfig, Config
 from duet_bench.errors import ResultsError, VersionError
+from duet_bench.plan import for_suite
 from duet_bench.results import BenchmarkRecord, RunRecord, SideName
 from duet_bench.session import measure, raise_if_broken
-from duet_bench.settings import for_suite, resolve
+from duet_bench.settings import resolve
 
 if TYPE_CHECKING:
     from duet_bench.versions import Version, Versions

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from duet_bench import files, results
+from duet_bench.analysis import AnalysisSettings
 from duet_bench.bisect.comparisons import Comparer
 from duet_bench.bisect.history import Commit, first_parent_line
 from duet_bench.bisect.search import (
@@ -23,10 +24,12 @@ from duet_bench.bisect.search import (
     describe_step,
     search,
 )
-from duet_bench.compare import MachineOptions
-from duet_bench.config import CONFIG_FILES, BenchmarkConfig, Config
+from duet_bench.compare import MachineOptions, config_source, read_configuration, repo_root
+from duet_bench.config import CONFIG_FILES, BenchmarkConfig, Config, load_config
 from duet_bench.errors import ConfigError, UsageError
+from duet_bench.report.bisect import render
 from duet_bench.settings import resolve
+from duet_bench.versions import Versions
 
 #: ``--max-runs`` default: this many times the configured runs.
 MAX_RUNS_FACTOR = 4
@@ -101,8 +104,6 @@ class Bisection:
 def _config_at(versions: Any, root: Path, sha: str, explicit: str | None) -> tuple[str, str]:
     """The suite: BAD's configuration, or the ``--config`` file from disk when it lies outside
     the repository (the rules of ``duet compare``)."""
-    from duet_bench.compare import config_source, read_configuration
-
     source = config_source(root, explicit)
     found = read_configuration(versions, source, sha)
     if found is None:
@@ -135,10 +136,6 @@ def bisect(
     and UsageError for a GOOD that is not an ancestor of BAD or a suite of several benchmarks
     without ``--bench``. ``bisect.json`` says where a stopped search stopped.
     """
-    from duet_bench.compare import repo_root
-    from duet_bench.config import load_config
-    from duet_bench.versions import Versions
-
     out = options.out_dir
     run_as, keep_env = options.machine.run_as, options.machine.keep_env
     root = repo_root(options.repo, run_as)
@@ -157,7 +154,7 @@ def bisect(
         resolved = resolve(
             {**options.overrides, **options.analysis_overrides}, config=config, benchmark=bench
         )
-        settings = resolved.analysis()
+        settings = AnalysisSettings.from_values(resolved.values)
         runs = resolved["runs"]
         max_runs = options.max_runs or MAX_RUNS_FACTOR * runs
         if max_runs < runs:
@@ -230,8 +227,6 @@ def _log2(n: int) -> int:
 
 def save(state: Bisection, out: Path) -> None:
     import json
-
-    from duet_bench.report.bisect import render
 
     results.write_atomic(out / "bisect.json", json.dumps(state.to_dict(), indent=2) + "\n")
     results.write_atomic(out / "report.md", render(state, "markdown"))

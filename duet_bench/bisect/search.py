@@ -15,8 +15,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
+from duet_bench import units
 from duet_bench.bisect.comparisons import Comparison
 from duet_bench.bisect.history import Commit
+from duet_stats.ratio import MIN_BOOTSTRAP_RUNS
 
 Outcome: TypeAlias = Literal["single", "spread", "not slower", "undecided"]
 Purpose: TypeAlias = Literal["GOOD..BAD", "search", "against parent", "rest"]
@@ -201,8 +203,6 @@ def search(
 
 
 def _figure(c: Comparison) -> str:
-    from duet_bench import units
-
     return f"ratio {units.ratio(c.ratio)} {units.interval(c.ci_low, c.ci_high)}"
 
 
@@ -220,8 +220,6 @@ def _found(
     spread_share: float,
     max_culprits: int,
 ) -> SearchResult:
-    from duet_bench import units
-
     first = culprits[0]
     carried = sum(c.share for c in culprits)
     if len(culprits) == 1 and first.against_parent.slower and first.share >= spread_share:
@@ -272,9 +270,6 @@ def _undecided(
     stop: _Undecided,
     max_runs: int | None,
 ) -> SearchResult:
-    from duet_bench import units
-    from duet_stats.ratio import MIN_BOOTSTRAP_RUNS
-
     s = stop.step
     c = s.comparison
     what = (

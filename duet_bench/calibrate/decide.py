@@ -26,6 +26,8 @@ from duet_bench.calibrate.plan import (
     width_for_runs,
 )
 from duet_bench.calibrate.steps import AAInterval, Timing, Warnings, pct, skipped, timing
+from duet_stats.ratio import MIN_BOOTSTRAP_RUNS
+from duet_stats.sequential import accuracy_gain, sequential_ci
 from duet_stats.warmup import Warmup
 
 __all__ = ["MethodChoice", "Plan", "Sequential", "choose_method", "plan", "sequential"]
@@ -50,9 +52,6 @@ def sequential(
 ) -> Sequential:
     """Analyse the sequential A/A of the same benchmark from the duet's warm-up on, and its
     accuracy gain: the sequential relative width over duet's ([duet] RQ1)."""
-    from duet_stats.ratio import MIN_BOOTSTRAP_RUNS
-    from duet_stats.sequential import accuracy_gain, sequential_ci
-
     skip = skipped(data, warmup)
     sa, sb = data.baseline_ns[:, skip:], data.candidate_ns[:, skip:]
     comparison: SequentialComparison | None = None

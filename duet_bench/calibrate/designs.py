@@ -42,6 +42,8 @@ from duet_bench.calibrate.plan import (
 )
 from duet_bench.calibrate.steps import pct
 from duet_bench.metrics import MetricName
+from duet_stats.ratio import MIN_BOOTSTRAP_RUNS, duet_ratio
+from duet_stats.sequential import sequential_ci
 
 __all__ = [
     "CLOSE",
@@ -189,9 +191,6 @@ def design_figures(design: Design, data: AAData, settings: AnalysisSettings) -> 
     ValueError
         If ``data`` was measured with another method than the design's.
     """
-    from duet_stats.ratio import MIN_BOOTSTRAP_RUNS, duet_ratio
-    from duet_stats.sequential import sequential_ci
-
     want: Method = "sequential" if design == "sequential" else "duet"
     if data.method != want:
         raise ValueError(f"the {design} design needs an A/A measured with the {want} method")

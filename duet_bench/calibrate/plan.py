@@ -20,6 +20,13 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from duet_bench.metrics import MetricName
 from duet_stats import FloatArray
+from duet_stats.planning import (
+    VarianceComponents,
+    ci_half_width,
+    optimal_iterations,
+    runs_needed,
+    variance_components,
+)
 
 if TYPE_CHECKING:
     from duet_stats.planning import VarianceComponents
@@ -172,8 +179,6 @@ class Recommendation:
 def components_of(series: FloatArray) -> Components | None:
     """Variance components of a ``(runs, iterations)`` series, None when there are fewer
     than 2 runs or iterations."""
-    from duet_stats.planning import variance_components
-
     if series.shape[0] < 2 or series.shape[1] < 2:
         return None
     c = variance_components(series)
@@ -201,8 +206,6 @@ def summed(a: Components | None, b: Components | None) -> Components | None:
 
 def _planning(c: Components) -> VarianceComponents:
     """The stats-side components for planning: ``var A`` estimated without its ``var X / n``."""
-    from duet_stats.planning import VarianceComponents
-
     return VarianceComponents(
         within_run_var=c.within_run_var,
         between_run_var=c.run_effect_var,
@@ -219,8 +222,6 @@ def width_for_runs(
 
     The log-scale half-width ``h`` becomes the relative width ``exp(h) - exp(-h)``.
     """
-    from duet_stats.planning import ci_half_width
-
     plan = _planning(components)
     out: dict[int, float] = {}
     for k in runs:
@@ -285,8 +286,6 @@ def recommend(
     ----------
     .. [1] Kalibera, Bulej, Tůma, section 5.2, formulas 5 and 8.
     """
-    from duet_stats.planning import ci_half_width, optimal_iterations, runs_needed
-
     if not (threshold > 0 and math.isfinite(threshold)):
         raise ValueError(f"threshold must be positive and finite, got {threshold}")
     if not 0 < confidence < 1:

@@ -21,8 +21,14 @@ from duet_bench.calibrate.data import AAData
 from duet_bench.calibrate.model import ImpactEntry, SideAsymmetry, StartSkew
 from duet_bench.calibrate.plan import MIN_RUNS, Components, components_of, summed
 from duet_stats import FloatArray, RatioEstimate
-from duet_stats.crossover import CoreContrast
+from duet_stats.crossover import CoreContrast, centre_assignments
+from duet_stats.crossover import core_contrast as contrast_of
+from duet_stats.impact import impact_factors
+from duet_stats.ratio import MIN_BOOTSTRAP_RUNS, duet_ratio
+from duet_stats.sequential import shuffled_ratio
+from duet_stats.sequential import sync_gain as gain_of
 from duet_stats.warmup import Warmup, detect_warmup
+from duet_stats.winsor import winsorize_runs
 
 __all__ = [
     "ADDITIVE_LIMIT",
@@ -128,7 +134,6 @@ def planning_log_ratios(steady: Steady) -> FloatArray:
     so that the +-D swing the design cancels does not count as iteration noise."""
     if steady.assignment is None:
         return steady.log_ratios
-    from duet_stats.crossover import centre_assignments
 
     return centre_assignments(steady.log_ratios, steady.assignment)
 
@@ -161,8 +166,6 @@ def aa_interval(
     name: str, steady: Steady, settings: AnalysisSettings, rng: np.random.Generator
 ) -> AAInterval:
     """The A/A duet ratio with the analysis' interval, and whether it contains 1."""
-    from duet_stats.ratio import MIN_BOOTSTRAP_RUNS, duet_ratio
-
     a, b = steady.baseline_ns, steady.candidate_ns
     est = duet_ratio(
         a, b, confidence=settings.confidence, reps=settings.reps, method=settings.interval,
@@ -208,10 +211,6 @@ def sync_gain(
 ) -> tuple[float | None, float | None]:
     """``(shuffled width, sync gain)``: the width with each run paired with another run's
     data, and its ratio to the duet width ([duet] RQ2); None with too few runs."""
-    from duet_stats.ratio import MIN_BOOTSTRAP_RUNS
-    from duet_stats.sequential import shuffled_ratio
-    from duet_stats.sequential import sync_gain as gain_of
-
     if steady.runs < MIN_BOOTSTRAP_RUNS or interval.width is None:
         return None, None
     sh = shuffled_ratio(
@@ -234,8 +233,6 @@ def _impact(series: FloatArray, rng: np.random.Generator) -> ImpactEntry:
     nothing, it is then computed on the largest random subset of runs that fits (the impact
     factor compares spreads, which a subset estimates without bias).
     """
-    from duet_stats.impact import impact_factors
-
     runs, iterations = series.shape
     used = runs
     if math.floor(0.75 * runs) >= iterations:
@@ -274,8 +271,6 @@ def components(steady: Steady, *, winsorize: bool) -> tuple[Components | None, C
     """Variance components of the log ratios (winsorized as the interval was), and of the two
     sides' log times summed (each side as if measured alone)."""
     if winsorize:
-        from duet_stats.winsor import winsorize_runs
-
         log_for_plan, _ = winsorize_runs(planning_log_ratios(steady))
     else:
         log_for_plan = planning_log_ratios(steady)
@@ -358,8 +353,6 @@ def core_contrast(
     """With crossover at every iteration, the core difference from inside the runs
     (:func:`duet_stats.crossover.core_contrast`, docs/statistics.md, method 1b), and a warning when
     the cores differ; None for the per-run design (the side asymmetry says it there)."""
-    from duet_stats.crossover import core_contrast as contrast_of
-
     if steady.assignment is None:
         return None, ()
     contrast = contrast_of(

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from duet_bench.ci.marker import DEFAULT_KEY, marker
 from duet_bench.ci.sanitize import sanitize
-from duet_bench.report.markdown import ALL_BENCHMARKS
+from duet_bench.report.markdown import ALL_BENCHMARKS, render_markdown
 from duet_bench.results import ResultsDocument
 
 GITHUB_MAX_BODY = 65_536
@@ -60,8 +60,6 @@ def build_body(
 ) -> str:
     """The comment: marker line, the markdown report, a link to the full results, and within
     ``max_length`` (see :func:`fit`)."""
-    from duet_bench.report.markdown import render_markdown
-
     if any(b.analysis is None for b in doc.benchmarks):
         from duet_bench.analysis import AnalysisSettings, analyze_document
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from duet_bench.errors import IncompleteResults
+
 if TYPE_CHECKING:
     from duet_bench.results import ResultsDocument
 
@@ -19,7 +21,6 @@ def raise_if_incomplete(doc: ResultsDocument, *, allow: bool) -> None:
     """Raise :class:`duet_bench.errors.IncompleteResults` (exit 3) when ``doc`` does not hold
     every planned run (:mod:`duet_bench.results.completeness`), unless ``allow``. Called after
     the command said its verdicts, which carry the same sentence."""
-    from duet_bench.errors import IncompleteResults
     from duet_bench.results.completeness import completeness
 
     sentence = completeness(doc).sentence
@@ -36,15 +37,15 @@ def reanalyze(
     doc: ResultsDocument, explicit: Mapping[str, Any], *, only_missing: bool
 ) -> ResultsDocument:
     """``doc`` with its benchmarks analysed again from the raw samples, each with the settings
-    recorded with it except the ``explicit`` options (:func:`duet_bench.settings.for_record`).
+    recorded with it except the ``explicit`` options
+    (:meth:`duet_bench.analysis.AnalysisSettings.from_record`).
     ``only_missing``: only the benchmarks without an analysis."""
     from dataclasses import replace
 
-    from duet_bench import settings
-    from duet_bench.analysis import analyze_benchmark
+    from duet_bench.analysis import AnalysisSettings, analyze_benchmark
 
     for b in doc.benchmarks:
         if not only_missing or b.analysis is None:
-            these = settings.for_record(b, explicit)
+            these = AnalysisSettings.from_record(b, explicit)
             doc = doc.with_benchmark(replace(b, analysis=analyze_benchmark(b, these).to_block()))
     return doc

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from duet_bench.cli import color_for, outcome_of, reports_errors
+from duet_bench.commands import raise_if_incomplete, reanalyze
 from duet_bench.commands.help import READS_RESULTS, Command
 from duet_bench.commands.options import (
     allow_incomplete_option,
@@ -16,8 +17,12 @@ from duet_bench.commands.options import (
     explicit_analysis_options,
     fail_on_option,
 )
-from duet_bench.commands.output import RESULTS_FORMATS, format_option
+from duet_bench.commands.output import format_option
+from duet_bench.defaults import RESULTS_FORMATS, Format
 from duet_bench.errors import Outcome
+from duet_bench.report import render
+from duet_bench.report.layout import terminal_width
+from duet_bench.results import load_given
 
 
 @click.command(cls=Command, exits=READS_RESULTS, interrupts=False)
@@ -32,7 +37,7 @@ def analyze(
     ctx: click.Context,
     /,
     results: str,
-    fmt: str,
+    fmt: Format,
     fail_on: str,
     allow_incomplete: bool,
     **_analysis_options: Any,
@@ -43,14 +48,9 @@ def analyze(
     Each benchmark is analysed with the settings it was measured with (duet.toml's
     `threshold`, `confidence` and `metric`, or the options of the run), except those given
     here explicitly."""
-    from duet_bench.commands import raise_if_incomplete, reanalyze
-    from duet_bench.report import render
-    from duet_bench.report.layout import terminal_width
-    from duet_bench.results import load_given
-
     doc = load_given(results)
     analysed = reanalyze(doc, explicit_analysis_options(ctx), only_missing=False)
     color, width = fmt == "text" and color_for(sys.stdout), terminal_width(sys.stdout)
-    click.echo(render(analysed, fmt, color=color, width=width), nl=False)  # type: ignore[arg-type]
+    click.echo(render(analysed, fmt, color=color, width=width), nl=False)
     raise_if_incomplete(analysed, allow=allow_incomplete)
     return outcome_of(analysed, fail_on)

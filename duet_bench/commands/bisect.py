@@ -11,7 +11,6 @@ import click
 from duet_bench.cli import install_signal_handlers, reports_errors
 from duet_bench.commands.help import Command
 from duet_bench.commands.options import (
-    ANALYSIS_KEYS,
     analysis_options,
     bench_option,
     bounded,
@@ -21,6 +20,7 @@ from duet_bench.commands.options import (
     versions_options,
 )
 from duet_bench.commands.output import format_option, out_option
+from duet_bench.defaults import ANALYSIS_KEYS
 from duet_bench.errors import EXIT_INFRASTRUCTURE, EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, Outcome
 
 #: The outcome of each result of the search; any other (none: stopped undecided) is

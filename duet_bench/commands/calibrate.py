@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+from click.core import ParameterSource
 
+from duet_bench import settings
 from duet_bench.cli import install_signal_handlers, reports_errors
 from duet_bench.commands.help import Command
 from duet_bench.commands.options import (
@@ -32,8 +34,15 @@ from duet_bench.commands.options import (
     machine_options,
     session_options,
 )
-from duet_bench.commands.output import format_option, out_option
-from duet_bench.errors import EXIT_REGRESSION
+from duet_bench.commands.output import format_option, out_option, results_path
+from duet_bench.errors import (
+    EXIT_REGRESSION,
+    BenchmarkFailed,
+    ConfigError,
+    ResultsError,
+    UsageError,
+)
+from duet_bench.results import load_given
 
 if TYPE_CHECKING:
     from duet_bench.analysis import AnalysisSettings
@@ -153,13 +162,9 @@ def calibrate(**o: Any) -> None:
 
     settings = _check_options(o)
     if o["from_results"]:
-        from duet_bench.results import load_given
-
         doc = load_given(o["from_results"])
         out = Path(o["from_results"])
     else:
-        from duet_bench.commands.output import results_path
-
         out = results_path(o["out"])
         doc = _measure(_spec(o), o, settings, out)
     main_record, seq_record = _records(doc)
@@ -175,8 +180,6 @@ def calibrate(**o: Any) -> None:
             cal, main_record = with_designs(designs, cal, settings, analysis.busy_share)
         data = aa_data(main_record, cal.metric)
     except ValueError as e:
-        from duet_bench.errors import BenchmarkFailed
-
         raise BenchmarkFailed(str(e), fix=f"the run failures are in {out}") from e
     env = doc.environment
     context = {
@@ -213,8 +216,6 @@ def calibrate(**o: Any) -> None:
 
 def _check_options(o: dict[str, Any]) -> AnalysisSettings:
     """The analysis settings, after refusing combinations of options that cannot work."""
-    from duet_bench.errors import UsageError
-
     sources = [k for k in ("bench", "command", "python") if o[k]]
     if o["from_results"]:
         # No measuring: --bench then only names the configuration table for --write.
@@ -248,11 +249,10 @@ def _check_options(o: dict[str, Any]) -> AnalysisSettings:
 
 
 def _spec(o: dict[str, Any]) -> BenchmarkSpec:
-    """The A/A spec, through the one spec builder (:mod:`duet_bench.settings`). A calibration's
+    """The A/A spec, through the one spec builder (:func:`duet_bench.plan.build`). A calibration's
     runs, iterations and warm-up are its own options (it needs more than a comparison), so they
     win over the configuration whether given or not; the timeout only when given."""
-    from duet_bench import settings
-    from duet_bench.plan import SideSpec
+    from duet_bench.plan import SideSpec, build, for_suite
 
     explicit = {
         **{k: o[k] for k in ("runs", "iterations", "warmup")},
@@ -269,7 +269,7 @@ def _spec(o: dict[str, Any]) -> BenchmarkSpec:
         # A/A: the baseline's side on both sides (the same directory, so the same version).
         (planned,) = [
             p
-            for p in settings.for_suite(
+            for p in for_suite(
                 config,
                 baseline_dir=root,
                 candidate_dir=root,
@@ -297,12 +297,10 @@ def _spec(o: dict[str, Any]) -> BenchmarkSpec:
         # Whole: the name is stored; the reports shorten it for display.
         name = " ".join(o["command"].split())
     resolved = settings.resolve({**explicit, "timeout_s": o["timeout"]})
-    return settings.build(name, side, side, resolved).spec
+    return build(name, side, side, resolved).spec
 
 
 def _given(name: str) -> bool:
-    from click.core import ParameterSource
-
     ctx = click.get_current_context()
     return ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
 
@@ -342,8 +340,6 @@ def _measure(spec: BenchmarkSpec, o: dict[str, Any], settings: Any, out: Path) -
 
 def _records(doc: ResultsDocument) -> tuple[Any, Any]:
     """The A/A duet record and, when present, its sequential copy."""
-    from duet_bench.errors import ResultsError
-
     duets = [b for b in doc.benchmarks if b.method == "duet"]
     if not duets:
         raise ResultsError(
@@ -392,7 +388,6 @@ def _write(
 ) -> str | None:
     from duet_bench.config import RECOMMENDATION_KEYS, WORD_RECOMMENDATIONS
     from duet_bench.config.writer import write_recommendation
-    from duet_bench.errors import ConfigError
 
     rec = cal.recommended
     if rec is None:

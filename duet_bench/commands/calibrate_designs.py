@@ -18,7 +18,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from duet_bench.calibrate.designs import DESIGNS, Design
+from duet_bench import results
+from duet_bench.calibrate import aa_data, calibrate_metrics
+from duet_bench.calibrate.decide import MethodChoice
+from duet_bench.calibrate.designs import (
+    DESIGNS,
+    Design,
+    DesignComparison,
+    choose_design,
+    design_figures,
+)
+from duet_bench.lock import acquire
+from duet_bench.session import measure
 
 if TYPE_CHECKING:
     from duet_bench.analysis import AnalysisSettings
@@ -110,10 +121,6 @@ def measure_interleaved(
         As :func:`duet_bench.session.measure` (the runs measured so far are in
         ``options.out``).
     """
-    from duet_bench import results
-    from duet_bench.lock import acquire
-    from duet_bench.session import measure
-
     sizes = blocks(specs[0].runs)
     joined: ResultsDocument | None = None
     # The measuring lock for the whole comparison (each block's measure nests in it): another
@@ -173,14 +180,6 @@ def with_designs(
     ValueError
         As :func:`duet_bench.calibrate.aa_data` (a design's record without the metric).
     """
-    from duet_bench.calibrate import aa_data, calibrate_metrics
-    from duet_bench.calibrate.decide import MethodChoice
-    from duet_bench.calibrate.designs import (
-        DesignComparison,
-        choose_design,
-        design_figures,
-    )
-
     figures = tuple(
         design_figures(d, aa_data(records[d], first.metric), settings)
         for d in DESIGNS

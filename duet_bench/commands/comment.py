@@ -10,8 +10,11 @@ from typing import TYPE_CHECKING
 import click
 
 from duet_bench.cli import color_for, reports_errors
+from duet_bench.commands import raise_if_incomplete
 from duet_bench.commands.help import Command
 from duet_bench.commands.options import allow_incomplete_option
+from duet_bench.errors import UsageError
+from duet_bench.results import load_given
 
 if TYPE_CHECKING:
     from duet_bench.results import ResultsDocument
@@ -21,7 +24,6 @@ _SHA = re.compile(r"[0-9a-fA-F]{7,64}")
 
 def _key(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
     from duet_bench.ci import validate_key
-    from duet_bench.errors import UsageError
 
     try:
         return validate_key(value)
@@ -137,9 +139,6 @@ def comment(
       duet comment duet-results/results.json
       duet comment results.json --provider github --pr 12 --dry-run
     """
-    from duet_bench.commands import raise_if_incomplete
-    from duet_bench.results import load_given
-
     doc = load_given(results)
     _post(doc, provider, pr, key, details_url, expect_head_sha, author, require_comment, dry_run)
     raise_if_incomplete(doc, allow=allow_incomplete)

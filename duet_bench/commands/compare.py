@@ -19,7 +19,8 @@ from duet_bench.commands.options import (
     run_options,
     versions_options,
 )
-from duet_bench.commands.output import RESULTS_FORMATS, format_option, out_option
+from duet_bench.commands.output import format_option, out_option
+from duet_bench.defaults import RESULTS_FORMATS
 from duet_bench.errors import EXIT_INFRASTRUCTURE, EXIT_USAGE, Outcome
 
 

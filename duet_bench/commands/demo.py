@@ -7,11 +7,12 @@ import sys
 
 import click
 
-from duet_bench import settings
+from duet_bench import defaults
 from duet_bench.cli import color_for, install_signal_handlers, reports_errors
 from duet_bench.commands.help import Command
 from duet_bench.commands.options import bounded, crossover_option
 from duet_bench.commands.output import out_option
+from duet_bench.report import render
 
 
 @click.command(
@@ -26,15 +27,15 @@ from duet_bench.commands.output import out_option
 @click.option(
     "--runs",
     type=bounded("runs", low=5),
-    default=settings.DEMO_RUNS,
+    default=defaults.DEMO_RUNS,
     show_default=True,
     metavar="N",
     help="Runs per condition; fewer are quicker and may leave the 5% inconclusive.",
 )
 @click.option(
     "--isolation",
-    type=click.Choice(["auto", "cgroup", "affinity"]),
-    default="auto",
+    type=click.Choice(defaults.ISOLATIONS),
+    default=defaults.DEFAULT_ISOLATION,
     show_default=True,
 )
 @click.option(
@@ -53,13 +54,18 @@ from duet_bench.commands.output import out_option
 )
 @reports_errors
 def demo(
-    out: str, runs: int, isolation: str, busy: bool, crossover: str, quiet: bool, wait: bool
+    out: str,
+    runs: int,
+    isolation: defaults.Isolation,
+    busy: bool,
+    crossover: defaults.Crossover,
+    quiet: bool,
+    wait: bool,
 ) -> None:
     """The bundled example end to end: two versions of a small C program, the second doing 5%
     more work, measured on the machine as it is and with one busy process beside it. Needs gcc.
     Takes about a minute."""
     from duet_bench.demo import CONDITIONS, expected_against_measured, run_demo
-    from duet_bench.report import render
     from duet_bench.session import raise_if_broken
 
     install_signal_handlers()
@@ -67,16 +73,16 @@ def demo(
     measured, out_dir = run_demo(
         out,
         runs=runs,
-        isolation=isolation,  # type: ignore[arg-type]  # click.Choice guarantees the literal
+        isolation=isolation,
         progress=not quiet,
         conditions=conditions,
         wait=wait,
-        crossover=crossover,  # type: ignore[arg-type]  # click.Choice guarantees the literal
+        crossover=crossover,
     )
     for condition, doc in measured:
         click.echo(f"\n== {condition.name}")
         click.echo(render(doc, "text", color=color_for(sys.stdout)), nl=False)
-        raise_if_broken(doc, settings.DEFAULT_MAX_FAILURES)
+        raise_if_broken(doc, defaults.DEFAULT_MAX_FAILURES)
     click.echo("\nThe demo's candidate does 5% more work than its baseline (ratio 1.05):\n")
     click.echo(expected_against_measured(measured), nl=False)
     click.echo(f"\nresults and reports: {out_dir}/{{quiet,busy}}/")

@@ -11,6 +11,7 @@ import click
 from duet_bench.cli import color_for, reports_errors
 from duet_bench.commands.help import Command
 from duet_bench.commands.output import format_option
+from duet_bench.errors import EnvironmentNotReady
 from duet_bench.report.doctor import render_text
 
 #: Seconds between the two /proc/stat readings that measure steal and busy time *now*.
@@ -51,7 +52,6 @@ def doctor(fmt: str, require: str) -> None:
     it does to a measurement and the exact command that fixes it.
     """
     from duet_bench.doctor import Requirement, diagnose
-    from duet_bench.errors import EnvironmentNotReady
 
     requirement = cast("Requirement", require)  # click.Choice has checked it
     diagnosis = diagnose(sample_s=SAMPLE_S)

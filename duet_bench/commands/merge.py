@@ -7,13 +7,16 @@ from pathlib import Path
 import click
 
 from duet_bench.cli import outcome_of, reports_errors
+from duet_bench.commands import raise_if_incomplete
 from duet_bench.commands.help import READS_RESULTS, Command
 from duet_bench.commands.options import (
     allow_incomplete_option,
     fail_on_option,
 )
-from duet_bench.commands.output import RESULTS_FORMATS, format_option, out_option
+from duet_bench.commands.output import format_option, is_file_form, out_option, results_path
+from duet_bench.defaults import RESULTS_FORMATS, Format
 from duet_bench.errors import Outcome
+from duet_bench.report import render
 
 
 @click.command(cls=Command, exits=READS_RESULTS, interrupts=False)
@@ -24,7 +27,7 @@ from duet_bench.errors import Outcome
 @allow_incomplete_option
 @reports_errors
 def merge(
-    shards: tuple[str, ...], out: str, fmt: str, fail_on: str, allow_incomplete: bool
+    shards: tuple[str, ...], out: str, fmt: Format, fail_on: str, allow_incomplete: bool
 ) -> Outcome:
     """Merge the results of a suite split with `duet compare --shard i/n` into one document.
 
@@ -36,10 +39,7 @@ def merge(
     An interrupted shard is merged: its benchmarks never started stay listed, and the merged
     document is incomplete (exit 3 after writing it, unless --allow-incomplete).
     """
-    from duet_bench.commands import raise_if_incomplete
-    from duet_bench.commands.output import is_file_form, results_path
     from duet_bench.merge import merge_files
-    from duet_bench.report import render
 
     path = results_path(out)
     doc = merge_files([Path(s) for s in shards], path)
@@ -47,7 +47,7 @@ def merge(
         from duet_bench.compare.outputs import write_outputs
 
         write_outputs(doc, path.parent, plots=False)
-    click.echo(render(doc, fmt), nl=False)  # type: ignore[arg-type]
+    click.echo(render(doc, fmt), nl=False)
     click.echo(f"merged {len(shards)} shards into {path}", err=True)
     raise_if_incomplete(doc, allow=allow_incomplete)
     return outcome_of(doc, fail_on)

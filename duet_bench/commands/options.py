@@ -15,8 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
-from duet_bench import settings
+from duet_bench import defaults, settings
 from duet_bench.limits import LIMITS
 from duet_bench.metrics import DEFAULT_METRIC, METRIC_CHOICES
 
@@ -29,12 +30,11 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-FAIL_ON = click.Choice(["regression", "inconclusive", "any", "never"])
+FAIL_ON = click.Choice(defaults.FAIL_ON)
 FAIL_ON_HELP = (
     "Exit 1 on a regression; 'inconclusive' also when an interval can rule a regression "
     "neither in nor out; 'any' also on an improvement; 'never' always exits 0."
 )
-ANALYSIS_KEYS = settings.ANALYSIS_KEYS
 
 
 class FiniteRange(click.FloatRange):
@@ -75,8 +75,8 @@ class ConfidenceLevel(FiniteRange):
 #: to the runs a 99% interval needs (docs/statistics.md, "Five runs cannot give a 99% bootstrap
 #: interval").
 RUNS_HELP = (
-    f"Runs: fresh pairs of processes. {settings.MIN_RUNS} to {settings.INTERVAL_RUNS - 1} give "
-    f"a ratio without an interval (inconclusive); {settings.INTERVAL_RUNS} or more give an "
+    f"Runs: fresh pairs of processes. {defaults.MIN_RUNS} to {defaults.INTERVAL_RUNS - 1} give "
+    f"a ratio without an interval (inconclusive); {defaults.INTERVAL_RUNS} or more give an "
     "interval; a 99% interval can reach its coverage from 8 runs."
 )
 
@@ -177,7 +177,7 @@ def analysis_options(fn: F) -> F:
         click.option(
             "--confidence",
             type=ConfidenceLevel(0, 1, min_open=True, max_open=True),
-            default=settings.DEFAULT_CONFIDENCE,
+            default=defaults.DEFAULT_CONFIDENCE,
             show_default=True,
             metavar="LEVEL",
             help="Confidence level of the bootstrap interval, a fraction (0.99, not 99).",
@@ -185,7 +185,7 @@ def analysis_options(fn: F) -> F:
         click.option(
             "--threshold",
             type=bounded("threshold"),
-            default=settings.DEFAULT_THRESHOLD,
+            default=defaults.DEFAULT_THRESHOLD,
             show_default=True,
             metavar="FRACTION",
             help="Practical-significance threshold: changes smaller than this are 'no change' "
@@ -194,7 +194,7 @@ def analysis_options(fn: F) -> F:
         click.option(
             "--reps",
             type=bounded("reps"),
-            default=settings.DEFAULT_REPS,
+            default=defaults.DEFAULT_REPS,
             show_default=True,
             metavar="N",
             help="Bootstrap replicates.",
@@ -202,22 +202,22 @@ def analysis_options(fn: F) -> F:
         click.option(
             "--seed",
             type=int,
-            default=settings.DEFAULT_SEED,
+            default=defaults.DEFAULT_SEED,
             show_default=True,
             metavar="N",
             help="Seed of the bootstrap: the same data and seed give the same interval.",
         ),
         click.option(
             "--interval",
-            type=click.Choice(settings.INTERVALS),
-            default=settings.DEFAULT_INTERVAL,
+            type=click.Choice(defaults.INTERVALS),
+            default=defaults.DEFAULT_INTERVAL,
             show_default=True,
             help="Bootstrap interval method; expanded widens percentile for few runs; "
             "basic and studentized need duet-bench[arch].",
         ),
         click.option(
             "--winsorize/--no-winsorize",
-            default=settings.DEFAULT_WINSORIZE,
+            default=defaults.DEFAULT_WINSORIZE,
             show_default=True,
             help="Replace at most one outlying ratio per run by its neighbour (duet paper sec. 4).",
         ),
@@ -269,15 +269,15 @@ def machine_options(fn: F) -> F:
         ),
         click.option(
             "--isolation",
-            type=click.Choice(["auto", "cgroup", "affinity"]),
-            default=settings.DEFAULT_ISOLATION,
+            type=click.Choice(defaults.ISOLATIONS),
+            default=defaults.DEFAULT_ISOLATION,
             show_default=True,
             help="cgroup refuses to run without cgroups; affinity never uses them.",
         ),
         click.option(
             "--timeout",
             type=bounded("timeout_s"),
-            default=settings.DEFAULT_TIMEOUT_S,
+            default=defaults.DEFAULT_TIMEOUT_S,
             show_default=True,
             metavar="SECONDS",
             help="Seconds one iteration or one barrier wait may take before the run fails.",
@@ -290,7 +290,7 @@ def machine_options(fn: F) -> F:
         click.option(
             "--max-failures",
             type=bounded("max_failures"),
-            default=settings.DEFAULT_MAX_FAILURES,
+            default=defaults.DEFAULT_MAX_FAILURES,
             show_default=True,
             metavar="N",
             help="Stop a benchmark, and exit 3, when more runs than this failed.",
@@ -341,8 +341,8 @@ def crossover_option(fn: F) -> F:
     command that measures a duet."""
     return click.option(
         "--crossover",
-        type=click.Choice(list(settings.CROSSOVERS)),
-        default=settings.DEFAULT_CROSSOVER,
+        type=click.Choice(defaults.CROSSOVERS),
+        default=defaults.DEFAULT_CROSSOVER,
         show_default=True,
         help="iteration: the sides swap CPUs at every iteration (a core's speed changing "
         "within a run cancels); run: they keep their CPUs for a run, swapped between runs. "
@@ -357,7 +357,7 @@ def run_options(fn: F) -> F:
         click.option(
             "--runs",
             type=bounded("runs"),
-            default=settings.DEFAULT_RUNS,
+            default=defaults.DEFAULT_RUNS,
             show_default=True,
             metavar="N",
             help=RUNS_HELP,
@@ -365,7 +365,7 @@ def run_options(fn: F) -> F:
         click.option(
             "--iterations",
             type=bounded("iterations"),
-            default=settings.DEFAULT_ITERATIONS,
+            default=defaults.DEFAULT_ITERATIONS,
             show_default=True,
             metavar="N",
             help="Measured iterations per run.",
@@ -373,7 +373,7 @@ def run_options(fn: F) -> F:
         click.option(
             "--warmup",
             type=bounded("warmup"),
-            default=settings.DEFAULT_WARMUP,
+            default=defaults.DEFAULT_WARMUP,
             show_default=True,
             metavar="N",
             help="Warm-up iterations per run (recorded, not analysed).",
@@ -386,8 +386,8 @@ def run_options(fn: F) -> F:
         ),
         click.option(
             "--method",
-            type=click.Choice(["duet", "sequential"]),
-            default=settings.DEFAULT_METHOD,
+            type=click.Choice(defaults.METHODS),
+            default=defaults.DEFAULT_METHOD,
             show_default=True,
             help="sequential: each side alone, one after the other (randomized order).",
         ),
@@ -404,11 +404,9 @@ def explicit_settings(ctx: click.Context) -> dict[str, Any]:
     """Every setting (:data:`duet_bench.settings.BUILTIN`, by field name) the command has as an
     option and that was given on the command line; ``reps`` and ``seed`` always (the
     configuration cannot set them, and the results file says which were used)."""
-    from click.core import ParameterSource
-
     out: dict[str, Any] = {}
     for name in settings.BUILTIN:
-        param = settings.FILE_KEYS.get(name, name)
+        param = defaults.FILE_KEYS.get(name, name)
         if param not in ctx.params:
             continue
         if name in ("reps", "seed") or (
@@ -420,11 +418,9 @@ def explicit_settings(ctx: click.Context) -> dict[str, Any]:
 
 def explicit_analysis_options(ctx: click.Context) -> dict[str, Any]:
     """The :func:`analysis_options` given on the command line (the others are defaults)."""
-    from click.core import ParameterSource
-
     return {
         k: ctx.params[k]
-        for k in ANALYSIS_KEYS
+        for k in defaults.ANALYSIS_KEYS
         if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE
     }
 
@@ -434,7 +430,7 @@ def analysis_settings(o: Mapping[str, Any]) -> AnalysisSettings:
     ``o``."""
     from duet_bench.analysis import AnalysisSettings
 
-    return AnalysisSettings(**{k: o[k] for k in ANALYSIS_KEYS})
+    return AnalysisSettings(**{k: o[k] for k in defaults.ANALYSIS_KEYS})
 
 
 def machine_given(o: Mapping[str, Any]) -> MachineOptions:

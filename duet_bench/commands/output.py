@@ -18,6 +18,8 @@ from typing import Any, TypeVar
 
 import click
 
+from duet_bench.defaults import FORMATS
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: The file each command that writes results writes inside ``--out``.
@@ -52,19 +54,13 @@ REPORT_FILES = {
 }
 
 
-#: Every format name of every command's ``--format``; a command refuses those it cannot
-#: write, saying which command can (:func:`format_option`).
-FORMATS = ("text", "markdown", "json", "junit", "openmetrics", "html")
-#: What the commands that print a results document write: every format but html, whose plots
-#: are drawn by ``duet report``.
-RESULTS_FORMATS = ("text", "markdown", "json", "junit", "openmetrics")
 _ELSEWHERE = "duet report RESULTS --format FORMAT"
 
 
 def format_option(*produces: str, what: str = "", elsewhere: str = _ELSEWHERE) -> Callable[[F], F]:
-    """``--format FORMAT`` with the names of :data:`FORMATS`, of a command that writes only
-    ``produces``: the others are refused, saying what writes them (``elsewhere``, FORMAT standing
-    for the name given)."""
+    """``--format FORMAT`` with the names of :data:`duet_bench.defaults.FORMATS`, of a command
+    that writes only ``produces``: the others are refused, saying what writes them
+    (``elsewhere``, FORMAT standing for the name given)."""
     cannot = [f for f in FORMATS if f not in produces]
 
     def check(ctx: click.Context, param: click.Parameter, value: str) -> str:

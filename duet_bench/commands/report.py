@@ -9,15 +9,21 @@ from typing import Any
 
 import click
 
+from duet_bench import files
 from duet_bench.cli import color_for, reports_errors
-from duet_bench.commands import reanalyze
+from duet_bench.commands import raise_if_incomplete, reanalyze
 from duet_bench.commands.help import READS_RESULTS, Command
 from duet_bench.commands.options import (
     allow_incomplete_option,
     analysis_options,
     explicit_analysis_options,
 )
-from duet_bench.commands.output import FORMATS, format_option
+from duet_bench.commands.output import REPORT_FILES, format_option
+from duet_bench.defaults import FORMATS, Format
+from duet_bench.errors import EnvironmentNotReady, UsageError
+from duet_bench.report import render
+from duet_bench.report.layout import terminal_width
+from duet_bench.results import load_given
 
 
 @click.command(
@@ -72,24 +78,17 @@ def report(ctx: click.Context, /, **o: Any) -> None:
     benchmark with it, and with the other settings it was measured with. The html format
     inlines the plots.
     """
-    from duet_bench import files
-    from duet_bench.commands import raise_if_incomplete
-    from duet_bench.errors import EnvironmentNotReady
-    from duet_bench.report import render
-    from duet_bench.report.layout import terminal_width
-    from duet_bench.results import load_given
-
     explicit = explicit_analysis_options(ctx)
     doc = reanalyze(load_given(o["results"]), explicit, only_missing=not explicit)
 
-    fmt: str = o["fmt"]
+    fmt: Format = o["fmt"]
     plots: dict[str, str] | None = None
     if o["plot_dir"] or fmt == "html":
         plots = _plots(doc, o["plot_dir"], required=bool(o["plot_dir"]))
     out = _report_file(o["out"], o["output"], fmt)
     to_terminal = out is None and color_for(sys.stdout)
     width = terminal_width(sys.stdout) if out is None else None
-    text = render(doc, fmt, color=fmt == "text" and to_terminal, plots=plots, width=width)  # type: ignore[arg-type]
+    text = render(doc, fmt, color=fmt == "text" and to_terminal, plots=plots, width=width)
     if out is None:
         click.echo(text, nl=False)
         raise_if_incomplete(doc, allow=o["allow_incomplete"])
@@ -108,9 +107,6 @@ def report(ctx: click.Context, /, **o: Any) -> None:
 def _report_file(out: str | None, output: str | None, fmt: str) -> Path | None:
     """Where the report goes: ``--out DIR``'s file for ``fmt``, the deprecated ``--output
     FILE`` (with a warning naming ``--out``), or None for standard output."""
-    from duet_bench.commands.output import REPORT_FILES
-    from duet_bench.errors import UsageError
-
     if out is not None and output is not None:
         raise UsageError(
             "give --out DIR or the deprecated --output FILE, not both",
@@ -134,7 +130,6 @@ def _plots(doc: Any, plot_dir: str | None, *, required: bool) -> dict[str, str] 
     and return them as caption -> SVG text. Without matplotlib: an error when the plots were
     asked for, a warning when only the html page would have shown them."""
     from duet_bench import extras, files
-    from duet_bench.errors import EnvironmentNotReady
     from duet_bench.report.plots import svg_plots, write_plots
 
     if not extras.available("matplotlib"):

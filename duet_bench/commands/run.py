@@ -12,14 +12,14 @@ from duet_bench import settings
 from duet_bench.cli import finish, install_signal_handlers, reports_errors
 from duet_bench.commands.help import Command
 from duet_bench.commands.options import (
-    ANALYSIS_KEYS,
     analysis_options,
     fail_on_option,
     run_options,
     session_options,
 )
-from duet_bench.commands.output import RESULTS_FORMATS, format_option, out_option
-from duet_bench.errors import Outcome
+from duet_bench.commands.output import format_option, is_file_form, out_option, results_path
+from duet_bench.defaults import ANALYSIS_KEYS, RESULTS_FORMATS
+from duet_bench.errors import Outcome, UsageError
 
 if TYPE_CHECKING:
     from duet_bench.plan import SideSpec
@@ -78,6 +78,7 @@ def run(**o: Any) -> Outcome:
       duet run --python-baseline old/.venv/bin/python --python-candidate new/.venv/bin/python \\
                --callable mypkg.bench:parse
     """
+    from duet_bench.plan import build
     from duet_bench.session import measure
 
     python = _is_python(o)
@@ -96,9 +97,8 @@ def run(**o: Any) -> Outcome:
         }
     )
     sides = (_side(o, "baseline", python), _side(o, "candidate", python))
-    planned = settings.build(name, *sides, resolved)
+    planned = build(name, *sides, resolved)
     bench = planned.spec
-    from duet_bench.commands.output import is_file_form, results_path
 
     out = results_path(o["out"])
     options = session_options(o, planned.analysis, "run", out)
@@ -120,8 +120,6 @@ def run(**o: Any) -> Outcome:
 def _is_python(o: Mapping[str, Any]) -> bool:
     """Whether the options name a python benchmark (all three of its options) rather than two
     commands; anything in between is a usage error."""
-    from duet_bench.errors import UsageError
-
     python = bool(o["python_baseline"] or o["python_candidate"] or o["callable_"])
     if python:
         if not (o["python_baseline"] and o["python_candidate"] and o["callable_"]):

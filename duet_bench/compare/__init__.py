@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from duet_bench import files, results, settings
+from duet_bench.adapters.expand import expand_config, select_names, unmeasured
 from duet_bench.analysis import AnalysisSettings, analyze_benchmark
 from duet_bench.compare.configuration import (
     ConfigSource,
@@ -42,9 +43,10 @@ from duet_bench.compare.measuring import MachineOptions, session_options
 from duet_bench.compare.outputs import write_outputs, write_stopped
 from duet_bench.config import Config
 from duet_bench.errors import ConfigError, DuetError, VersionError
-from duet_bench.plan import select_shard
+from duet_bench.plan import for_suite, select_shard
 from duet_bench.results import BenchmarkRecord, ResultsDocument
 from duet_bench.session import measure
+from duet_bench.versions import Versions
 
 if TYPE_CHECKING:
     from duet_bench.adapters.expand import Expansion
@@ -122,8 +124,6 @@ def compare(
     ``on_note`` gets what the user should know before the measurement starts (where the
     configuration is read from, BASE and HEAD being the same commit); by default it is logged.
     """
-    from duet_bench.versions import Versions
-
     note = on_note or (lambda text: log.warning("%s", text))
     out_dir = options.out_dir
     files.make_out_directory(out_dir)
@@ -183,8 +183,6 @@ def _discovered(
 ) -> Chosen:
     """The benchmarks selected among those configured and those the suites found in both
     built versions."""
-    from duet_bench.adapters.expand import expand_config, select_names
-
     with _stopped_by(ConfigError, "discovery failed", options, suite, commits, (base, head)):
         config, found = expand_config(
             suite.config,
@@ -260,7 +258,7 @@ def _measure(
     document."""
     planned = {
         p.spec.name: p
-        for p in settings.for_suite(
+        for p in for_suite(
             chosen.config,
             baseline_dir=base.directory,
             candidate_dir=head.directory,
@@ -273,14 +271,16 @@ def _measure(
         options.machine,
         isolation=resolved["isolation"],
         max_failures=resolved["max_failures"],
-        analysis=resolved.analysis(),
+        analysis=AnalysisSettings.from_values(resolved.values),
         per_benchmark={n: planned[n].analysis for n in chosen.measured},
         config=_recorded(options, suite, chosen, commits, resolved["max_failures"]),
     )
     specs = [planned[n].spec for n in chosen.measured]
     doc = measure(specs, session, versions=_described((base, head)))
     unmeasured = [(name, planned[name].analysis) for name in chosen.missing]
-    return _with_unmeasured(doc, options, chosen, unmeasured, resolved.analysis())
+    return _with_unmeasured(
+        doc, options, chosen, unmeasured, AnalysisSettings.from_values(resolved.values)
+    )
 
 
 def _recorded(
@@ -326,8 +326,6 @@ def _with_unmeasured(
         for name, judged_with in missing
     ]
     if chosen.found is not None:
-        from duet_bench.adapters.expand import unmeasured
-
         records += [
             (record, suite_settings)
             for record in unmeasured(
@@ -339,7 +337,7 @@ def _with_unmeasured(
             )
         ]
     for record, judged_with in records:
-        record = replace(record, settings={"analysis": settings.record(judged_with)})
+        record = replace(record, settings={"analysis": judged_with.to_record()})
         analysis = analyze_benchmark(record, judged_with).to_block()
         doc = doc.with_benchmark(replace(record, analysis=analysis))
     return doc

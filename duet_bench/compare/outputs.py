@@ -8,8 +8,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from duet_bench import files, results
+from duet_bench import __version__, extras, files, results
+from duet_bench.defaults import Format
 from duet_bench.errors import ResultsError
+from duet_bench.report import render
 from duet_bench.results import ResultsDocument
 
 log = logging.getLogger(__name__)
@@ -17,16 +19,15 @@ log = logging.getLogger(__name__)
 
 def write_outputs(doc: ResultsDocument, out_dir: Path, *, plots: bool = True) -> list[Path]:
     """report.md, junit.xml, metrics.txt and plots/ next to results.json."""
-    from duet_bench.report import render
-
     written = []
-    for name, fmt in (
+    reports: tuple[tuple[str, Format], ...] = (
         ("report.md", "markdown"),
         ("junit.xml", "junit"),
         ("metrics.txt", "openmetrics"),
-    ):
+    )
+    for name, fmt in reports:
         try:
-            text = render(doc, fmt)  # type: ignore[arg-type]
+            text = render(doc, fmt)
         except ValueError as e:  # a format this build does not have
             log.warning("could not write %s: %s", name, e)
             continue
@@ -42,8 +43,6 @@ def write_outputs(doc: ResultsDocument, out_dir: Path, *, plots: bool = True) ->
             ) from e
         written.append(out_dir / name)
     if plots:
-        from duet_bench import extras
-
         if extras.available("matplotlib"):
             from duet_bench.report.plots import write_plots
 
@@ -73,8 +72,6 @@ def write_stopped(
     config_source: Mapping[str, Any],
 ) -> None:
     """A results file that says why nothing was measured (CI keeps it as an artifact)."""
-    from duet_bench import __version__
-
     doc = ResultsDocument(
         benchmarks=(),
         tool={"name": "duet-bench", "version": __version__},

@@ -36,15 +36,12 @@ from duet_bench.config.load import (
 )
 from duet_bench.config.model import (
     DEFAULT_PYTHON,
-    ISOLATIONS,
-    METHODS,
     RECOMMENDATION_KEYS,
     WORD_RECOMMENDATIONS,
     BenchmarkConfig,
     Config,
     Defaults,
     Form,
-    Isolation,
 )
 from duet_bench.config.validate import (
     _BENCHMARK_KEYS as _BENCHMARK_KEYS,
@@ -62,8 +59,6 @@ from duet_bench.config.values import (
 __all__ = [
     "CONFIG_FILES",
     "DEFAULT_PYTHON",
-    "ISOLATIONS",
-    "METHODS",
     "MINIMAL_EXAMPLE",
     "RECOMMENDATION_KEYS",
     "WORD_RECOMMENDATIONS",
@@ -71,7 +66,6 @@ __all__ = [
     "Config",
     "Defaults",
     "Form",
-    "Isolation",
     "choose_config",
     "find_config",
     "has_duet_table",

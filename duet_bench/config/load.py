@@ -27,6 +27,7 @@ from duet_bench.config.values import (
     _type_name,
 )
 from duet_bench.errors import ConfigError
+from duet_bench.isolation.privileges import open_as_invoking_user
 
 log = logging.getLogger(__name__)
 
@@ -175,8 +176,6 @@ def _read(path: Path) -> str:
     """The text of the configuration file the user named or that was found from the working
     directory: root under ``sudo`` opens it as the user who ran sudo, so a link there leads only
     where they may read (docs/isolation.md, "What runs as root")."""
-    from duet_bench.isolation.privileges import open_as_invoking_user
-
     try:
         with os.fdopen(open_as_invoking_user(path), "rb") as f:
             data = f.read()

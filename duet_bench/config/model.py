@@ -17,10 +17,7 @@ from typing import Any, Literal, TypeAlias
 
 from duet_bench import limits
 from duet_bench.adapters.base import Suite
-from duet_bench.errors import ConfigError
-from duet_bench.metrics import DEFAULT_METRIC, METRIC_CHOICES, MetricChoice
-from duet_bench.plan import Crossover, Kind, Method
-from duet_bench.settings import (
+from duet_bench.defaults import (
     BENCHMARK_KEYS,
     CROSSOVERS,
     DEFAULT_CONFIDENCE,
@@ -33,8 +30,15 @@ from duet_bench.settings import (
     DEFAULT_THRESHOLD,
     DEFAULT_TIMEOUT_S,
     DEFAULT_WARMUP,
-    runs_problem,
+    ISOLATIONS,
+    METHODS,
+    Crossover,
+    Isolation,
+    Kind,
+    Method,
 )
+from duet_bench.errors import ConfigError
+from duet_bench.metrics import DEFAULT_METRIC, METRIC_CHOICES, MetricChoice
 
 #: The interpreter of python benchmarks, relative to each version's directory, when the
 #: configuration does not say (the layout ``python -m venv .venv`` gives).
@@ -49,16 +53,7 @@ RECOMMENDATION_KEYS = ("runs", "iterations", "warmup", "method", "metric", "cros
 WORD_RECOMMENDATIONS = ("method", "metric", "crossover")
 
 
-Isolation: TypeAlias = Literal["auto", "cgroup", "affinity"]
-
-
 Form: TypeAlias = Literal["duet", "pyproject"]
-
-
-ISOLATIONS: tuple[Isolation, ...] = ("auto", "cgroup", "affinity")
-
-
-METHODS: tuple[Method, ...] = ("duet", "sequential")
 
 
 def _range_problem(name: str, value: Any) -> str | None:
@@ -68,7 +63,7 @@ def _range_problem(name: str, value: Any) -> str | None:
     key) and the dataclasses' own checks (which guard programmatic construction).
     """
     if name == "runs":
-        return runs_problem(value)
+        return limits.runs_problem(value)
     if name == "iterations" and value < 1:
         return f"must be at least 1, got {value}"
     if name in ("warmup", "max_failures") and value < 0:

@@ -13,10 +13,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from duet_bench.adapters.suites import parse_suites
 from duet_bench.config.model import (
     DEFAULT_PYTHON,
-    ISOLATIONS,
-    METHODS,
     BenchmarkConfig,
     Config,
     Defaults,
@@ -40,10 +39,9 @@ from duet_bench.config.values import (
     _string,
     _type_name,
 )
+from duet_bench.defaults import CROSSOVERS, ISOLATIONS, KINDS, METHODS
 from duet_bench.errors import ConfigError
 from duet_bench.metrics import METRIC_CHOICES
-from duet_bench.plan import Kind
-from duet_bench.settings import CROSSOVERS
 
 #: Keys of the suite table, each with its parser and the field it fills.
 _GLOBAL_KEYS: dict[str, tuple[Callable[[str, Any], Any], str]] = {
@@ -90,9 +88,6 @@ _BENCHMARK_KEYS: dict[str, tuple[Callable[[str, Any], Any], str]] = {
     },
     "env": (_env, "env"),
 }
-
-
-_KINDS: tuple[Kind, ...] = ("command", "python", "native")
 
 
 class _Validator:
@@ -217,7 +212,6 @@ class _Validator:
                 values[target] = parse(key, value)
             except _Invalid as e:
                 raise self.error(e.problem, e.fix, key=key) from None
-        from duet_bench.adapters.suites import parse_suites
 
         suites = parse_suites(table.get("suite"), self.path, self.form, self.text, _BENCHMARK_KEYS)
         values.pop("suite", None)
@@ -297,7 +291,7 @@ class _Validator:
                 index=index,
                 table=item,
             )
-        kinds = [k for k in _KINDS if k in item]
+        kinds = [k for k in KINDS if k in item]
         if len(kinds) != 1:
             problem = (
                 "says neither command, python nor native"

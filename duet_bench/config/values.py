@@ -16,7 +16,21 @@ from collections.abc import Sequence
 from typing import Any
 
 from duet_bench.config.model import _range_problem
+from duet_bench.defaults import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_CROSSOVER,
+    DEFAULT_ISOLATION,
+    DEFAULT_ITERATIONS,
+    DEFAULT_MAX_FAILURES,
+    DEFAULT_METHOD,
+    DEFAULT_RUNS,
+    DEFAULT_THRESHOLD,
+    DEFAULT_TIMEOUT_S,
+    DEFAULT_WARMUP,
+)
 from duet_bench.manual import cite
+from duet_bench.metrics import DEFAULT_METRIC
+from duet_bench.units import parse_size
 
 #: Where messages send the reader.
 _DOCS = f"see {cite('configuration.md')}"
@@ -36,20 +50,20 @@ class _Invalid(Exception):
         self.fix = fix
 
 
-#: An example value of every key, for the fixes.
+#: An example value of every key, for the fixes: a setting's is its built-in default.
 _EXAMPLES = {
-    "runs": "10",
-    "iterations": "30",
-    "warmup": "2",
-    "confidence": "0.99",
-    "threshold": "0.02",
-    "isolation": '"auto"',
+    "runs": str(DEFAULT_RUNS),
+    "iterations": str(DEFAULT_ITERATIONS),
+    "warmup": str(DEFAULT_WARMUP),
+    "confidence": f"{DEFAULT_CONFIDENCE:g}",
+    "threshold": f"{DEFAULT_THRESHOLD:g}",
+    "isolation": f'"{DEFAULT_ISOLATION}"',
     "memory_limit": '"2G"',
-    "timeout": "60",
-    "method": '"duet"',
-    "crossover": '"iteration"',
-    "metric": '"auto"',
-    "max_failures": "2",
+    "timeout": f"{DEFAULT_TIMEOUT_S:g}",
+    "method": f'"{DEFAULT_METHOD}"',
+    "crossover": f'"{DEFAULT_CROSSOVER}"',
+    "metric": f'"{DEFAULT_METRIC}"',
+    "max_failures": str(DEFAULT_MAX_FAILURES),
     "build": '"make"',
     "python": '".venv/bin/python"',
     "benchmark": "[[benchmark]] tables",
@@ -164,8 +178,6 @@ def _choice(key: str, value: Any, choices: Sequence[str]) -> str:
 
 
 def _size(key: str, value: Any) -> int:
-    from duet_bench.units import parse_size
-
     if isinstance(value, int) and not isinstance(value, bool):
         if value <= 0:
             raise _Invalid(f"must be a positive size, got {value}", f'write e.g. {key} = "2G"')

@@ -20,6 +20,7 @@ from duet_bench.doctor.topology import topology_findings
 from duet_bench.environment import capture_environment
 from duet_bench.errors import DuetError
 from duet_bench.isolation import Probe
+from duet_bench.lock import lock_path
 from duet_bench.machine import CpuTicks, Machine
 from duet_bench.topology import CorePair, Topology, choose_pair, read_topology
 
@@ -89,7 +90,6 @@ def _sample(machine: Machine, sample_s: float, sleep: Callable[[float], None]) -
 def _lock_file(given: str | Path | None) -> Path:
     if given is not None:
         return Path(given)
-    from duet_bench.lock import lock_path
 
     return Path(lock_path())
 

@@ -13,6 +13,7 @@ from typing import Any
 from duet_bench.doctor.load import command_of
 from duet_bench.doctor.model import Check, Finding
 from duet_bench.isolation import PARENT_NAME_RE
+from duet_bench.lock import parse_holder
 from duet_bench.machine import Machine
 
 __all__ = ["other_duets"]
@@ -41,8 +42,6 @@ def _lock_holder(lock_file: Path) -> tuple[int, str] | None:
     stale.
 
     Read without taking the lock: the doctor must not make a starting duet wait or fail."""
-    from duet_bench.lock import parse_holder
-
     try:
         with lock_file.open("rb") as f:
             holder = parse_holder(f.read(8192))

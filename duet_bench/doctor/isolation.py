@@ -15,6 +15,8 @@ from typing import Any
 
 from duet_bench.doctor.model import Check, Finding
 from duet_bench.isolation import Level, Probe
+from duet_bench.isolation.cgroup_v1 import probe_v1
+from duet_bench.isolation.cgroup_v2 import probe_v2
 from duet_bench.machine import Machine, cgroup_version, read_text
 
 __all__ = ["cgroup_facts", "isolation_findings", "level_of", "real_probes"]
@@ -28,9 +30,6 @@ _V1_NEEDED = ("cpuset", "cpuacct", "memory", "pids", "freezer")
 
 def real_probes(cgroup_root: str = "/sys/fs/cgroup") -> dict[str, Probe]:
     """The isolation backends' own probes on this machine (no side effects)."""
-    from duet_bench.isolation.cgroup_v1 import probe_v1
-    from duet_bench.isolation.cgroup_v2 import probe_v2
-
     return {"cgroup-v2": probe_v2(cgroup_root), "cgroup-v1": probe_v1(cgroup_root)}
 
 

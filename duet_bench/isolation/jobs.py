@@ -22,8 +22,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
+from duet_bench.isolation.affinity import AffinityBackend
 from duet_bench.isolation.base import Container
 from duet_bench.isolation.model import Limits, RunAs
+from duet_bench.isolation.select import select_backend
 from duet_bench.machine import THIS
 
 log = logging.getLogger(__name__)
@@ -47,9 +49,6 @@ def job_container(name: str) -> Iterator[Container]:
     """A container for one job on every CPU we may use: a cgroup as root (the best level this
     machine has), else the process tree (``affinity-only``, which cannot catch a daemon that
     left its session; said in docs/versions.md). Closing it kills what is left."""
-    from duet_bench.isolation.affinity import AffinityBackend
-    from duet_bench.isolation.select import select_backend
-
     # Not root: no cgroup is ours to make, and select_backend would warn about the
     # measurement at every job.
     backend = select_backend("auto") if os.geteuid() == 0 else AffinityBackend()

@@ -14,12 +14,15 @@ from dataclasses import dataclass, fields, replace
 from types import MappingProxyType
 from typing import Literal
 
+from duet_bench import units
+from duet_bench.defaults import Isolation
 from duet_bench.errors import IsolationError
 
 __all__ = ["Level", "Limits", "Probe", "Request", "RunAs", "Usage"]
 
 Level = Literal["cgroup-v2", "cgroup-v1", "affinity-only"]
-Request = Literal["auto", "cgroup", "affinity"]
+#: What the user asks for (``isolation``): the choices of the setting.
+Request = Isolation
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +110,6 @@ class Limits:
 
     def describe(self) -> str:
         """``memory 2.00 GiB, 4096 processes`` (``no limits`` when none is set): for messages."""
-        from duet_bench import units
-
         parts = []
         if self.memory_bytes is not None:
             parts.append(f"memory {units.size(self.memory_bytes)}")

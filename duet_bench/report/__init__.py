@@ -6,12 +6,10 @@ Only this package and the CLI print; every renderer is a pure function ``documen
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal, TypeAlias
 
-from duet_bench.results import ResultsDocument
-
-Format: TypeAlias = Literal["text", "markdown", "json", "junit", "openmetrics", "html"]
-FORMATS: tuple[Format, ...] = ("text", "markdown", "json", "junit", "openmetrics", "html")
+from duet_bench.defaults import FORMATS, Format
+from duet_bench.report.layout import WIDTH
+from duet_bench.results import ResultsDocument, dumps
 
 
 def render(
@@ -29,7 +27,6 @@ def render(
     document) for ``html``, which inlines them.
     """
     if fmt == "text":
-        from duet_bench.report.layout import WIDTH
         from duet_bench.report.text import render_text
 
         return render_text(doc, color=color, width=width or WIDTH)
@@ -53,7 +50,6 @@ def render(
         raise ValueError(f"unknown report format {fmt!r}; one of {', '.join(FORMATS)}")
     from dataclasses import replace
 
-    from duet_bench.results import dumps
     from duet_bench.results.completeness import completeness
 
     incomplete = completeness(doc).sentence

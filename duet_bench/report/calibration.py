@@ -1,5 +1,7 @@
 """The text report of ``duet calibrate`` (what the A/A measured, what this machine can detect,
-the recommendation and the exact configuration lines) and its JSON helper."""
+the recommendation and the exact configuration lines) and its JSON helper; at the end, the lines
+on the core designs: the core difference seen from inside crossover runs, and with
+``--compare-designs`` the table of the three designs and the one recommended."""
 
 from __future__ import annotations
 
@@ -8,11 +10,13 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from duet_bench.report.calibration_designs import contrast_text, design_lines
+from duet_bench.metrics import METRIC_NAMES
 from duet_bench.report.layout import wrap
+from duet_bench.units import change, duration, interval, percent, sig
 
 if TYPE_CHECKING:
     from duet_bench.calibrate import Calibration, Recommendation
+    from duet_bench.calibrate.designs import DesignFigures
 
 _LABEL = 17
 
@@ -50,14 +54,11 @@ def config_lines(rec: Recommendation, target: tuple[Path, str, str | None] | Non
 def pct(x: float | None, digits: int = 3) -> str:
     if x is None or not math.isfinite(x):
         return "n/a"
-    from duet_bench.units import sig
 
     return f"{sig(x * 100, digits)}%"
 
 
 def _change(ratio: float) -> str:
-    from duet_bench.units import change
-
     return change(ratio)
 
 
@@ -115,8 +116,6 @@ def _head(cal: Calibration, context: dict[str, Any]) -> list[str]:
 
 def _interval_lines(cal: Calibration) -> list[str]:
     """The A/A ratio, its interval and verdict, and the sync and accuracy gains."""
-    from duet_bench.units import interval, percent, sig
-
     out: list[str] = []
     if cal.ci_low is not None and cal.ci_high is not None:
         verdict_text = (
@@ -167,8 +166,6 @@ def _interval_lines(cal: Calibration) -> list[str]:
 
 def _noise_lines(cal: Calibration) -> list[str]:
     """Impact factors, variance components, the cost of a run and the warm-up."""
-    from duet_bench.units import duration, sig
-
     parts = []
     for key, label in (
         ("baseline", "baseline"),
@@ -228,8 +225,6 @@ def _noise_lines(cal: Calibration) -> list[str]:
 
 def _machine_lines(cal: Calibration) -> list[str]:
     """Side asymmetry, start skew, and which method and metric measure better here."""
-    from duet_bench.units import duration, interval, percent
-
     out: list[str] = []
     if cal.side_asymmetry is not None:
         cpus, a = cal.side_asymmetry, cal.side_asymmetry.estimate
@@ -280,8 +275,6 @@ def _recommendation_lines(
     cal: Calibration, config_target: tuple[Path, str, str | None] | None, written: str | None
 ) -> list[str]:
     """The plan, how it was reached, the widths by runs and the configuration lines."""
-    from duet_bench.units import percent, sig
-
     rec = cal.recommended
     if rec is None:
         return ["No recommendation: too little data for the variance components."]
@@ -347,8 +340,6 @@ def _recommendation_lines(
 
 def _long_duration(ns: float) -> str:
     """A machine-time budget: seconds up to 100 s, then minutes, then hours."""
-    from duet_bench.units import duration, sig
-
     seconds = ns / 1e9
     if seconds < 100:
         return duration(ns)
@@ -372,3 +363,85 @@ def finite(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [finite(v) for v in value]
     return value
+
+
+# --------------------------------------------------------------------------------------------
+# The core designs
+
+
+def contrast_text(cal: Calibration) -> str | None:
+    """The within-run core contrast in words, or None without crossover."""
+    c = cal.core_contrast
+    if c is None:
+        return None
+    text = f"the second CPU of the pair runs {change(c.ratio)} against the first"
+    if c.ci_low is not None and c.ci_high is not None:
+        text += f" {interval(c.ci_low, c.ci_high)} {percent(cal.confidence)} CI"
+    text += f", from inside {c.runs} runs"
+    if c.significant:
+        text += ": the cores differ; crossing over at every iteration cancels it in each run"
+        if c.share_of_within_run_variance is not None:
+            text += f" ({pct(c.share_of_within_run_variance, 2)} of the within-run variance)"
+    elif c.significant is False:
+        text += ": no detectable difference between the cores"
+    return text
+
+
+def _row(f: DesignFigures, eq: float | None, cost: float | None) -> list[str]:
+    from duet_bench.calibrate.designs import DESIGN_NAMES
+
+    core = "-"
+    if f.core_ratio is not None:
+        core = f"{change(f.core_ratio)}"
+    plan = (
+        f"{f.runs_needed} x {f.iterations_needed}"
+        if f.runs_needed is not None and f.iterations_needed is not None
+        else "n/a"
+    )
+    return [
+        DESIGN_NAMES[f.design],
+        pct(f.width),
+        f"{sig(cost)}x" if cost is not None else "n/a",
+        pct(eq),
+        sig(f.impact_factor) if f.impact_factor is not None else "n/a",
+        plan,
+        core,
+    ]
+
+
+def design_lines(cal: Calibration) -> list[str]:
+    """The designs compared, as a table, and the choice with its reason; nothing without
+    ``--compare-designs``."""
+    d = cal.designs
+    if d is None:
+        return []
+    c = d.choice
+    header = [
+        "design",
+        "A/A width",
+        "cost/run",
+        "at equal time",
+        "impact",
+        "runs x iter.",
+        "2nd CPU",
+    ]
+    rows = [header] + [
+        _row(f, c.equal_time_widths.get(f.design), c.costs.get(f.design)) for f in d.figures
+    ]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    runs = ", ".join(sorted({f"{f.runs} x {f.iterations}" for f in d.figures}))
+    out = [
+        "",
+        wrap(
+            f"Designs compared on {METRIC_NAMES[d.metric]}, measured interleaved (runs x "
+            f"iterations analysed: {runs}; percentile intervals; 'at equal time' is the width "
+            "times the square root of the cost of a run):",
+            0,
+        ),
+    ]
+    out += ["  " + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()
+            for r in rows]  # fmt: skip
+    from duet_bench.calibrate.designs import DESIGN_NAMES
+
+    out.append(wrap(f"Design: {DESIGN_NAMES[c.design]}. {c.reason[0].upper()}{c.reason[1:]}.", 0))
+    return out

@@ -8,9 +8,13 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from duet_bench import dirfd
+from duet_bench.calibrate import width_for_runs
 from duet_bench.report.calibration import pct
-from duet_bench.report.plots import RC_PARAMS, SIDE_STYLE
+from duet_bench.report.plots import RC_PARAMS, SIDE_STYLE, label, time_unit
+from duet_bench.units import sig
 
 if TYPE_CHECKING:
     from duet_bench.calibrate import AAData, Calibration
@@ -33,11 +37,7 @@ def samples_figure(data: AAData, cal: Calibration) -> Any:
     """Kalibera et al.'s Figure 1 for the A/A: every iteration time by run (vertical lines
     separate runs; warm-up greyed), and below, every iteration's ratio with each run's geometric
     mean coloured by the CPU the baseline sat on (side asymmetry shows as two levels)."""
-    import numpy as np
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
-
-    from duet_bench.report.plots import label, time_unit
-    from duet_bench.units import sig
 
     fig = _figure(10, 6.2)
     top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
@@ -102,10 +102,6 @@ def samples_figure(data: AAData, cal: Calibration) -> Any:
 def width_figure(cal: Calibration) -> Any:
     """Relative interval width against runs: formula 5 with the measured components at the
     recommended iterations (and at the measured ones), the target, and the widths measured."""
-    import numpy as np
-
-    from duet_bench.calibrate import width_for_runs
-
     fig = _figure(8, 4.6)
     ax = fig.subplots()
     rec = cal.recommended
@@ -146,8 +142,6 @@ def width_figure(cal: Calibration) -> Any:
     ax.set_xscale("log")
     ax.set_yscale("log")
     from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
-
-    from duet_bench.units import sig
 
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
     ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))

@@ -23,9 +23,9 @@ from duet_bench.analysis import AnalysisSettings
 from duet_bench.config import load_config
 from duet_bench.errors import ConfigError
 from duet_bench.harness import duet_barrier as db
+from duet_bench.plan import for_suite
 from duet_bench.session import SessionOptions
 from duet_bench.session import measure as measure_session
-from duet_bench.settings import for_suite
 from tests.conftest import is_root
 from tests.duet import test_barrier as shared
 from tests.duet.test_barrier import Processes, old_pythons, two_cpus

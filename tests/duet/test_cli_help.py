@@ -10,7 +10,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from duet_bench import settings
+from duet_bench import defaults
 from duet_bench.cli import main
 from duet_bench.errors import EXIT_CODES
 
@@ -55,8 +55,8 @@ def test_the_group_shows_the_shared_table() -> None:
 
 def test_runs_help_agrees_with_the_bound() -> None:
     text = " ".join(_help("run").split())
-    assert f"{settings.MIN_RUNS} to {settings.INTERVAL_RUNS - 1} give a ratio" in text
-    assert f"{settings.MIN_RUNS}<=x<=" in text
+    assert f"{defaults.MIN_RUNS} to {defaults.INTERVAL_RUNS - 1} give a ratio" in text
+    assert f"{defaults.MIN_RUNS}<=x<=" in text
     refused = CliRunner().invoke(
         main, ["run", "--runs", "1", "--baseline", "a", "--candidate", "b"]
     )
@@ -80,7 +80,7 @@ def test_a_confidence_that_is_no_percentage_gets_the_range_only() -> None:
 
 @pytest.mark.parametrize("name", ["run", "compare", "bisect", "calibrate", "merge", "analyze"])
 def test_every_format_name_is_known_and_a_missing_one_says_where_it_is(name: str) -> None:
-    from duet_bench.commands.output import FORMATS
+    from duet_bench.defaults import FORMATS
 
     assert f"--format [{'|'.join(FORMATS)}]" in _help(name)
     done = CliRunner().invoke(main, [name, "--format", "html", "x"])

@@ -29,7 +29,7 @@ from duet_bench.config import (
     load_config,
 )
 from duet_bench.errors import ConfigError
-from duet_bench.settings import for_suite
+from duet_bench.plan import for_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,8 +8,6 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-import pytest
-
 from tests.script_module import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -183,15 +181,9 @@ def test_relative_imports_resolve_against_the_package() -> None:
     assert graph.resolve_base("p.a", True, node) == "p.c"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "issue 23: duet_bench has import cycles today (scripts/import_graph.py; "
-        "docs/architecture.md, 'Restructuring (issue 23): before'). When this passes (XPASS "
-        "fails the suite), the last cycle is gone: remove this marker so the test guards it"
-    ),
-)
 def test_duet_bench_and_duet_stats_have_no_import_cycles() -> None:
+    """Every import arrow points one way (docs/architecture.md, "One data flow"): a cycle,
+    through module-level or function-level imports, fails here naming its modules."""
     graph = script()
     result = graph.report(graph.build(ROOT, graph.PACKAGES), set(graph.HEAVY), None)
     assert result["cycles"] == [], result["cycles"]

@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from duet_bench.defaults import Crossover
 from duet_bench.errors import UsageError
 from duet_bench.plan import (
     BenchmarkSpec,
-    Crossover,
     SideSpec,
     parse_shard,
     plan_runs,

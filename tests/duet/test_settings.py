@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from duet_bench import results, settings
+from duet_bench import defaults, results, settings
 from duet_bench.analysis import AnalysisSettings, analyze_benchmark
 from duet_bench.cli import main
 from duet_bench.config import DEFAULT_PYTHON
 from duet_bench.errors import ResultsError, UsageError
-from duet_bench.plan import SideSpec
+from duet_bench.plan import SideSpec, build, for_suite
 from tests.duet.test_config import BENCHMARKS, SUITE, load
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "golden" / "results-basic.json"
@@ -83,7 +83,7 @@ def test_every_value_says_where_it_came_from() -> None:
         "duet.toml: runs"
     )
     assert r.origins["iterations"] == "the built-in default"
-    assert r["iterations"] == settings.DEFAULT_ITERATIONS
+    assert r["iterations"] == defaults.DEFAULT_ITERATIONS
 
 
 def test_the_built_in_defaults_are_the_ones_of_every_record() -> None:
@@ -93,7 +93,7 @@ def test_the_built_in_defaults_are_the_ones_of_every_record() -> None:
 
     side = SideSpec(kind="command", command="true")
     spec = BenchmarkSpec(name="a", baseline=side, candidate=side)
-    built = settings.build("a", side, side, settings.resolve())
+    built = build("a", side, side, settings.resolve())
     assert built.spec == spec
     assert built.analysis == AnalysisSettings()
     d = Defaults()
@@ -105,10 +105,10 @@ def test_the_built_in_defaults_are_the_ones_of_every_record() -> None:
     from duet_bench.commands.run import run
 
     for command in (run, compare):
-        defaults = {p.name: p.default for p in command.params}
+        given = {p.name: p.default for p in command.params}
         for name, value in settings.BUILTIN.items():
             if value is not None:  # no default: click's own marker
-                assert defaults[settings.FILE_KEYS.get(name, name)] == value, (command.name, name)
+                assert given[defaults.FILE_KEYS.get(name, name)] == value, (command.name, name)
 
 
 def test_a_config_built_in_code_is_resolved_like_a_file() -> None:
@@ -124,7 +124,7 @@ def test_a_config_built_in_code_is_resolved_like_a_file() -> None:
         raw={},
     )
     r = settings.resolve(config=c, benchmark=b)
-    assert (r["runs"], r["threshold"], r["iterations"]) == (5, 0.1, settings.DEFAULT_ITERATIONS)
+    assert (r["runs"], r["threshold"], r["iterations"]) == (5, 0.1, defaults.DEFAULT_ITERATIONS)
     assert r.origins["runs"] == "suite.toml: runs"
     assert r.origins["iterations"] == "the built-in default"
 
@@ -132,7 +132,7 @@ def test_a_config_built_in_code_is_resolved_like_a_file() -> None:
 def test_the_runs_rule_names_where_the_value_came_from() -> None:
     side = SideSpec(kind="command", command="true")
     with pytest.raises(UsageError) as info:
-        settings.build("a", side, side, settings.resolve({"runs": 1}))
+        build("a", side, side, settings.resolve({"runs": 1}))
     assert info.value.message == (
         "a: runs must be at least 2, got 1 (5 or more give an interval) (from --runs)"
     )
@@ -146,7 +146,7 @@ def test_for_suite_resolves_each_kind_in_each_version_directory(tmp_path: Path) 
     base.mkdir()
     head.mkdir()
     c = load(SUITE + BENCHMARKS)
-    planned = settings.for_suite(c, baseline_dir=base, candidate_dir=head)
+    planned = for_suite(c, baseline_dir=base, candidate_dir=head)
     specs = [p.spec for p in planned]
     assert [s.name for s in specs] == ["startup", "parse", "kernel"]
     startup, parse, kernel = specs
@@ -185,18 +185,18 @@ def test_for_suite_relative_dirs_become_absolute(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     c = load('[[benchmark]]\nname = "p"\npython = "m:f"\n')
-    (p,) = settings.for_suite(c, baseline_dir=Path("a"), candidate_dir=Path("b"))
+    (p,) = for_suite(c, baseline_dir=Path("a"), candidate_dir=Path("b"))
     assert p.spec.baseline.interpreter == str(tmp_path / "a" / DEFAULT_PYTHON)
     assert p.spec.candidate.cwd == str(tmp_path / "b")
     # An absolute interpreter is used as is by both versions.
     c = load('python = "/usr/bin/python3"\n[[benchmark]]\nname = "p"\npython = "m:f"\n')
-    (p,) = settings.for_suite(c, baseline_dir=Path("a"), candidate_dir=Path("b"))
+    (p,) = for_suite(c, baseline_dir=Path("a"), candidate_dir=Path("b"))
     assert p.spec.baseline.interpreter == p.spec.candidate.interpreter == "/usr/bin/python3"
 
 
 def test_for_suite_applies_options_and_selection(tmp_path: Path) -> None:
     c = load(SUITE + BENCHMARKS)
-    planned = settings.for_suite(
+    planned = for_suite(
         c,
         baseline_dir=tmp_path,
         candidate_dir=tmp_path,
@@ -217,7 +217,7 @@ def _record_with(analysis: AnalysisSettings) -> results.BenchmarkRecord:
     b = results.load(FIXTURE).benchmarks[0]
     return replace(
         b,
-        settings={**b.settings, "analysis": settings.record(analysis)},
+        settings={**b.settings, "analysis": analysis.to_record()},
         analysis=analyze_benchmark(b, analysis).to_block(),
     )
 
@@ -225,16 +225,16 @@ def _record_with(analysis: AnalysisSettings) -> results.BenchmarkRecord:
 def test_for_record_uses_the_recorded_settings_unless_given() -> None:
     recorded = AnalysisSettings(threshold=0.5, confidence=0.9, reps=500, metric="wall")
     b = _record_with(recorded)
-    assert settings.for_record(b, {}) == recorded
-    assert settings.for_record(b, {"reps": 2000}) == replace(recorded, reps=2000)
-    assert settings.for_record(b, {"threshold": 0.01}).threshold == 0.01
+    assert AnalysisSettings.from_record(b, {}) == recorded
+    assert AnalysisSettings.from_record(b, {"reps": 2000}) == replace(recorded, reps=2000)
+    assert AnalysisSettings.from_record(b, {"threshold": 0.01}).threshold == 0.01
     # A file written before the settings were recorded: the metric its analysis asked for.
     old = replace(b, settings={})
-    assert settings.for_record(old, {}) == AnalysisSettings(metric="wall")
+    assert AnalysisSettings.from_record(old, {}) == AnalysisSettings(metric="wall")
     # A file edited by hand into nonsense is refused with the way out.
-    broken = replace(b, settings={"analysis": {**settings.record(recorded), "threshold": "x"}})
+    broken = replace(b, settings={"analysis": {**recorded.to_record(), "threshold": "x"}})
     with pytest.raises(ResultsError, match=r"settings\.analysis\) are not valid: threshold"):
-        settings.for_record(broken, {})
+        AnalysisSettings.from_record(broken, {})
 
 
 def test_analyze_and_report_keep_a_recorded_threshold(tmp_path: Path) -> None:
@@ -264,5 +264,5 @@ def test_analyze_and_report_keep_a_recorded_threshold(tmp_path: Path) -> None:
 
 def test_without_a_configuration_only_options_and_defaults_count() -> None:
     r = settings.resolve({"threshold": 0.1})
-    assert r.analysis() == AnalysisSettings(threshold=0.1)
+    assert AnalysisSettings.from_values(r.values) == AnalysisSettings(threshold=0.1)
     assert set(r.origins.values()) == {"--threshold", "the built-in default"}

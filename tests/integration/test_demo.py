@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from duet_bench import settings
+from duet_bench import defaults
 from duet_bench.demo import holds_expected
 from duet_bench.lock import acquire as acquire_lock
 
@@ -63,7 +63,7 @@ def test_the_demo_never_gives_a_wrong_answer(tmp_path: Path) -> None:
     for where, row in rows.items():
         doc = json.loads((out / where / "results.json").read_text())
         bench = doc["benchmarks"][0]
-        assert len(bench["runs"]) == settings.DEMO_RUNS  # the demo's default
+        assert len(bench["runs"]) == defaults.DEMO_RUNS  # the demo's default
         a = bench["analysis"]
         # A CPU-bound C program: CPU time decides, and every metric was analysed.
         assert a["metric"] == "cpu", a["metric_reason"]

@@ -1,4 +1,4 @@
-"""The plan: what is measured, in which runs, and which side sits on which core in each run.
+"""The runs of one benchmark, the core each side sits on in each run, and the shards of a suite.
 
 Pure logic, no processes. The two vCPUs of a cloud VM are not equal (docs/accuracy.md, "The
 prototype": CPU 1 ran 1-2.5 % slower than CPU 0, and fixed sides gave false positives in 3 of 12
@@ -15,128 +15,12 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Literal, TypeAlias
+from dataclasses import dataclass
 
+from duet_bench.defaults import Method
 from duet_bench.errors import UsageError
+from duet_bench.plan.spec import BenchmarkSpec
 from duet_bench.results import SideName
-from duet_bench.settings import (
-    DEFAULT_CROSSOVER,
-    DEFAULT_ITERATIONS,
-    DEFAULT_METHOD,
-    DEFAULT_RUNS,
-    DEFAULT_TIMEOUT_S,
-    DEFAULT_WARMUP,
-    runs_problem,
-)
-
-Kind: TypeAlias = Literal["command", "python", "native"]
-Method: TypeAlias = Literal["duet", "sequential"]
-Crossover: TypeAlias = Literal["iteration", "run"]
-KINDS: tuple[Kind, ...] = ("command", "python", "native")
-
-DEFAULT_PIDS_MAX = 4096
-
-
-@dataclass(frozen=True, slots=True)
-class SideSpec:
-    """What one side executes.
-
-    ``command`` kind: ``command`` is a shell command run every iteration.
-    ``python`` kind: ``interpreter`` runs the worker, which calls ``callable`` (``module:function``)
-    with optional ``setup``; ``sys_path`` is prepended to the module search path.
-    ``native`` kind: ``command`` starts the user's program, which links a barrier client and
-    runs its own iteration loop.
-    ``output`` (suite adapters, ``command`` kind): the harness output format the worker reads
-    each iteration's sample from (``duet_bench/harness/duet_outputs.py``), None for the process
-    time.
-    """
-
-    kind: Kind
-    command: str | None = None
-    interpreter: str | None = None
-    callable: str | None = None
-    setup: str | None = None
-    sys_path: tuple[str, ...] = ()
-    cwd: str | None = None
-    env: Mapping[str, str] = field(default_factory=dict)
-    output: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.kind in ("command", "native") and not self.command:
-            raise UsageError(f"a {self.kind} benchmark needs a command")
-        if self.kind == "python" and not (self.interpreter and self.callable):
-            raise UsageError("a python benchmark needs an interpreter and a callable")
-        if self.callable is not None and ":" not in self.callable:
-            raise UsageError(
-                f"callable {self.callable!r} is not of the form module:function",
-                fix="write it as package.module:function",
-            )
-
-    def describe(self) -> dict[str, object]:
-        out: dict[str, object] = {"kind": self.kind}
-        for key in ("command", "interpreter", "callable", "setup", "cwd", "output"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class BenchmarkSpec:
-    """One benchmark with its settings (:func:`duet_bench.settings.build` makes them from the
-    defaults, the configuration and the options)."""
-
-    name: str
-    baseline: SideSpec
-    candidate: SideSpec
-    runs: int = DEFAULT_RUNS
-    iterations: int = DEFAULT_ITERATIONS
-    warmup: int = DEFAULT_WARMUP
-    timeout_s: float = DEFAULT_TIMEOUT_S
-    memory_limit_bytes: int | None = None
-    pids_max: int | None = DEFAULT_PIDS_MAX
-    method: Method = DEFAULT_METHOD
-    #: Ignored by the sequential method (one side at a time, nothing to cross).
-    crossover: Crossover = DEFAULT_CROSSOVER
-
-    def __post_init__(self) -> None:
-        if not self.name or any(c in self.name for c in "\n\r\0"):
-            raise UsageError(f"benchmark name {self.name!r} is empty or has control characters")
-        # Programmatic construction only: the options and the configuration are checked
-        # before, with messages that name where the value came from.
-        problem = runs_problem(self.runs)
-        if problem:
-            raise UsageError(f"benchmark {self.name!r}: runs {problem}", fix="use 10 runs or more")
-        if self.iterations < 1:
-            raise UsageError(f"benchmark {self.name!r}: iterations must be at least 1")
-        if self.warmup < 0:
-            raise UsageError(f"benchmark {self.name!r}: warmup must be 0 or more")
-        if not self.timeout_s > 0:
-            raise UsageError(f"benchmark {self.name!r}: timeout_s must be positive")
-        if self.baseline.kind != self.candidate.kind:
-            raise UsageError("both sides of a benchmark must be of the same kind")
-        if self.crossover not in ("iteration", "run"):
-            raise UsageError(
-                f"benchmark {self.name!r}: crossover must be iteration or run, "
-                f"got {self.crossover!r}"
-            )
-
-    @property
-    def kind(self) -> Kind:
-        return self.baseline.kind
-
-    def settings(self) -> dict[str, object]:
-        return {
-            "runs": self.runs,
-            "iterations": self.iterations,
-            "warmup": self.warmup,
-            "timeout_s": self.timeout_s,
-            "memory_limit_bytes": self.memory_limit_bytes,
-            "pids_max": self.pids_max,
-            "method": self.method,
-            "crossover": self.crossover,
-        }
 
 
 @dataclass(frozen=True, slots=True)
