@@ -12,8 +12,13 @@
 # DUET_REQUIRE_GUEST_TIER=1 turns a skip into exit 3, and CI sets it); 1 a job in the guest
 # failed; 3 the guest could not be built or booted. DUET_GUEST_TIER=0 skips the tier.
 #
-# --image-only: install the host packages and build (or find) the image, then exit; `make test`
-# runs this in the background while the host tests run, and the tier then finds the image cached.
+# --image-only: install the host packages and build (or find) the image, then exit.
+#
+# DUET_GUEST_GATE=PREFIX (`make test`, which runs the tier in the background beside the host's
+# tests): the guest never runs beside the host's measuring tests. Before booting and before
+# each job the tier parks while PREFIX.hold exists (and PREFIX.open does not), saying so by
+# PREFIX.parked; the system tests wait for PREFIX.open (the host's measuring tests are done).
+# While parked the guest idles; the log says how much CPU QEMU took meanwhile.
 set -euo pipefail
 image_only=0
 if [ "${1:-}" = --image-only ]; then
@@ -26,7 +31,8 @@ cache=${DUET_GUEST_CACHE:-/var/cache/duet-guest}
 out=${DUET_GUEST_OUT:-$repo/duet-results/guest}
 accel=${DUET_GUEST_ACCEL:-auto}   # auto: KVM when it boots the guest, else TCG
 # The guest's hard upper bound: even if this script is killed with SIGKILL, QEMU dies then.
-guest_max_s=${DUET_GUEST_MAX_S:-2400}
+# 3600: under `make test` it also idles through the host's measuring tests (DUET_GUEST_GATE).
+guest_max_s=${DUET_GUEST_MAX_S:-3600}
 
 tier_start=$(date +%s.%N)
 phase_start=$tier_start
@@ -157,6 +163,36 @@ if [ $image_only = 1 ]; then
     exit 0
 fi
 
+# --- the gate (DUET_GUEST_GATE) --------------------------------------------------------------
+gate=${DUET_GUEST_GATE:-}
+qemu_cpu_s() {  # CPU seconds QEMU has used so far (0 before it runs)
+    local pid
+    pid=$(cat "$run/qemu.pid" 2>/dev/null) || { echo 0; return; }
+    awk -v hz="$(getconf CLK_TCK)" '{ printf "%.1f", ($14 + $15) / hz }' "/proc/$pid/stat" 2>/dev/null || echo 0
+}
+park() {  # park WHY CONDITION...: wait while CONDITION holds, the host told why
+    [ -n "$gate" ] || return 0
+    "${@:2}" || return 0
+    local since cpu0
+    since=$(date +%s.%N)
+    cpu0=$(qemu_cpu_s)
+    touch "$gate.parked"
+    say "parked: $1"
+    while "${@:2}"; do
+        if [ -n "$qemu_pid" ] && ! kill -0 "$qemu_pid" 2>/dev/null; then
+            rm -f "$gate.parked"
+            broken "the guest died while parked (serial log: $out/serial-$used.log)"
+        fi
+        sleep 1
+    done
+    rm -f "$gate.parked"
+    echo "parked $(elapsed "$since")" >>"$out/phases.txt"
+    phase_start=$(date +%s.%N)
+    say "unparked after $(elapsed "$since") s; QEMU used $(awk -v a="$cpu0" -v b="$(qemu_cpu_s)" 'BEGIN { printf "%.1f", b - a }') s of CPU meanwhile"
+}
+host_measuring() { [ -e "$gate.hold" ] && [ ! -e "$gate.open" ]; }
+host_not_done() { [ ! -e "$gate.open" ]; }
+
 # --- boot ---------------------------------------------------------------------------------
 run=$(mktemp -d /var/tmp/duet-guest.XXXXXX)
 share=$run/share
@@ -227,6 +263,7 @@ wait_ready() {  # wait_ready SECONDS: 0 when the agent said ready
 }
 
 used=""
+park "the host's tests are measuring" host_measuring
 if [ "$accel" != tcg ] && [ -w /dev/kvm ]; then
     boot kvm host
     if wait_ready 60; then
@@ -253,6 +290,7 @@ phase_done boot
 failed=()
 run_job() {  # run_job NAME TIMEOUT_S
     local name=$1 limit=$2 deadline rc
+    park "the host's tests are measuring" host_measuring
     cp "$run/jobs/$name.sh" "$share/jobs/.$name.tmp"
     mv "$share/jobs/.$name.tmp" "$share/jobs/$name.sh"
     deadline=$((SECONDS + limit))
@@ -282,6 +320,8 @@ run_job 10-doctor 300
 run_job 20-run 900
 run_job 30-compare 900
 run_job 40-reload 900
+# The system tests take most of the tier under TCG: after the host's measuring tests, not beside.
+park "the system tests wait for the host's measuring tests to end" host_not_done
 run_job 50-system-tests "${DUET_GUEST_SYSTEM_TESTS_S:-1800}"
 
 # --- power off ----------------------------------------------------------------------------
