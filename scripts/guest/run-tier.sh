@@ -173,9 +173,8 @@ qemu_cpu_s() {  # CPU seconds QEMU has used so far (0 before it runs)
 park() {  # park WHY CONDITION...: wait while CONDITION holds, the host told why
     [ -n "$gate" ] || return 0
     "${@:2}" || return 0
-    local since cpu0
-    since=$(date +%s.%N)
-    cpu0=$(qemu_cpu_s)
+    park_since=$(date +%s.%N)
+    park_cpu0=$(qemu_cpu_s)
     touch "$gate.parked"
     say "parked: $1"
     while "${@:2}"; do
@@ -186,9 +185,15 @@ park() {  # park WHY CONDITION...: wait while CONDITION holds, the host told why
         sleep 1
     done
     rm -f "$gate.parked"
-    echo "parked $(elapsed "$since")" >>"$out/phases.txt"
+    echo "parked $(elapsed "$park_since")" >>"$out/phases.txt"
     phase_start=$(date +%s.%N)
-    say "unparked after $(elapsed "$since") s; QEMU used $(awk -v a="$cpu0" -v b="$(qemu_cpu_s)" 'BEGIN { printf "%.1f", b - a }') s of CPU meanwhile"
+    say "unparked after $(parked_cpu)"
+    park_since=""
+}
+park_since=""
+park_cpu0=0
+parked_cpu() {  # how long the guest has been parked, and QEMU's CPU seconds meanwhile
+    echo "$(elapsed "$park_since") s; QEMU used $(awk -v a="$park_cpu0" -v b="$(qemu_cpu_s)" 'BEGIN { printf "%.1f", b - a }') s of CPU meanwhile"
 }
 host_measuring() { [ -e "$gate.hold" ] && [ ! -e "$gate.open" ]; }
 host_not_done() { [ ! -e "$gate.open" ]; }
@@ -216,6 +221,8 @@ stop_guest() {
 finish() {
     local code=$?
     trap - EXIT INT TERM HUP
+    # Also when the host stops the tier while it is parked (its tests failed).
+    [ -z "$park_since" ] || say "stopped while parked, after $(parked_cpu)"
     stop_guest
     cp -a "$share/out/." "$out/" 2>/dev/null || true
     cp "$run"/serial*.log "$run"/qemu*.log "$out/" 2>/dev/null || true
