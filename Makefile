@@ -24,21 +24,28 @@ install-runtime: $(RUNTIME)
 demo: $(RUNTIME)
 	$(BIN)/duet demo
 
-# The guest image (scripts/guest/run-tier.sh --image-only: host packages, then a cached image)
-# builds in the background while lint, types and the host's tests run; the guest tier waits for
-# it. The end of the log counts every skip by reason (scripts/test_summary.py).
+# The guest tier (scripts/guest/run-tier.sh) runs in the background from the start, through a
+# gate (DUET_GUEST_GATE): it builds or finds its image, boots, installs and runs its short jobs
+# while lint, types and the tests that do not measure run; it parks, idle, while the host's
+# measuring tests run (the host waits for it to park first); its system tests follow them.
+# Its log is printed at the end, which counts every skip by reason (scripts/test_summary.py).
 RESULTS := duet-results
+GATE := $(RESULTS)/guest-gate
 test: $(STAMP)
-	@mkdir -p $(RESULTS)
-	@bash scripts/guest/run-tier.sh --image-only >$(RESULTS)/guest-image.log 2>&1 & image=$$!; \
-	echo "guest image: building in the background (pid $$image, log $(RESULTS)/guest-image.log)"; \
-	rc=0; $(MAKE) --no-print-directory lint types pytest || rc=$$?; \
-	image_rc=0; wait $$image || image_rc=$$?; \
-	echo "guest image: exit $$image_rc; $$(tail -n 1 $(RESULTS)/guest-image.log)"; \
-	[ $$image_rc = 0 ] || tail -n 20 $(RESULTS)/guest-image.log; \
-	[ $$rc = 0 ] || { $(MAKE) --no-print-directory test-summary; exit $$rc; }; \
-	[ $$image_rc = 0 ] || { $(MAKE) --no-print-directory test-summary; exit $$image_rc; }; \
-	rc=0; $(MAKE) --no-print-directory guest-tier || rc=$$?; \
+	@mkdir -p $(RESULTS); rm -f $(GATE).*
+	@DUET_GUEST_GATE=$(GATE) bash scripts/guest/run-tier.sh >$(RESULTS)/guest-tier.log 2>&1 & tier=$$!; \
+	echo "guest tier: running in the background (pid $$tier, log $(RESULTS)/guest-tier.log)"; \
+	rc=0; $(MAKE) --no-print-directory lint types pytest-parallel || rc=$$?; \
+	touch $(GATE).hold; \
+	if [ $$rc = 0 ]; then \
+		while [ ! -e $(GATE).parked ] && kill -0 $$tier 2>/dev/null; do sleep 1; done; \
+		$(MAKE) --no-print-directory pytest-measures || rc=$$?; \
+	fi; \
+	touch $(GATE).open; \
+	[ $$rc = 0 ] || kill -TERM $$tier 2>/dev/null || true; \
+	tier_rc=0; wait $$tier || tier_rc=$$?; \
+	cat $(RESULTS)/guest-tier.log; \
+	[ $$rc != 0 ] || rc=$$tier_rc; \
 	$(MAKE) --no-print-directory test-summary; exit $$rc
 
 .PHONY: test-summary
@@ -57,14 +64,20 @@ types: $(STAMP)
 # Two invocations (tests/README.md): the tests that do not measure in parallel, then those that
 # measure (marker `measures`: real barriers, workers, cgroups, duet runs) one at a time, so that
 # no test measures beside another. The 25 slowest of each are printed.
-pytest: $(STAMP)
+.PHONY: pytest-parallel pytest-measures
+pytest:
+	@rc=0; $(MAKE) --no-print-directory pytest-parallel || rc=$$?; \
+	$(MAKE) --no-print-directory pytest-measures || rc=$$?; exit $$rc
+
+pytest-parallel: $(STAMP)
 	@mkdir -p $(RESULTS)
-	@rc=0; \
 	$(BIN)/python -m pytest -m "not measures" -n 2 --durations=25 \
-		--junitxml=$(RESULTS)/pytest-parallel.xml || rc=$$?; \
+		--junitxml=$(RESULTS)/pytest-parallel.xml
+
+pytest-measures: $(STAMP)
+	@mkdir -p $(RESULTS)
 	$(BIN)/python -m pytest -m measures --durations=25 \
-		--junitxml=$(RESULTS)/pytest-measures.xml || rc=$$?; \
-	exit $$rc
+		--junitxml=$(RESULTS)/pytest-measures.xml
 
 # The runner-like guest tier (docs/platforms.md): a QEMU guest with cgroup v2 under systemd and a
 # sudo user runs duet from this checkout. Needs root; skips with the reason where it cannot boot
