@@ -25,8 +25,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from duet_bench.analysis import AnalysisSettings
-    from duet_bench.compare import MachineOptions
-    from duet_bench.session import SessionOptions
+    from duet_bench.session import MachineOptions, SessionOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -434,10 +433,10 @@ def analysis_settings(o: Mapping[str, Any]) -> AnalysisSettings:
 
 
 def machine_given(o: Mapping[str, Any]) -> MachineOptions:
-    """The :class:`duet_bench.compare.MachineOptions` of the :func:`machine_options` in ``o``
+    """The :class:`duet_bench.session.MachineOptions` of the :func:`machine_options` in ``o``
     (and ``--quiet``): how the two sides run on this machine."""
-    from duet_bench.compare import MachineOptions
     from duet_bench.isolation import RunAs
+    from duet_bench.session import MachineOptions
 
     return MachineOptions(
         cores=o["cores"],
@@ -457,9 +456,9 @@ def session_options(
     """The :class:`duet_bench.session.SessionOptions` of the :func:`run_options` in ``o``, for
     a command without a configuration (``run``, ``calibrate``) that writes the results file
     ``out``: every value is an option's."""
-    from duet_bench import compare
+    from duet_bench import session
 
-    return compare.session_options(
+    return session.session_options(
         out,
         machine_given(o),
         isolation=o["isolation"],
