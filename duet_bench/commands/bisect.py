@@ -15,7 +15,6 @@ from duet_bench.commands.options import (
     bench_option,
     bounded,
     explicit_settings,
-    machine_given,
     run_options,
     versions_options,
 )
@@ -100,6 +99,7 @@ def bisect(ctx: click.Context, /, **o: Any) -> Outcome:
     """
     from duet_bench.bisect import BisectOptions
     from duet_bench.bisect import bisect as run_bisect
+    from duet_bench.options import MachineGiven
     from duet_bench.report.bisect import render
 
     explicit = explicit_settings(ctx)
@@ -118,7 +118,7 @@ def bisect(ctx: click.Context, /, **o: Any) -> Outcome:
         keep_worktrees=o["keep_worktrees"],
         overrides=overrides,
         analysis_overrides=analysis,
-        machine=machine_given(o),
+        machine=MachineGiven.from_click(ctx).machine(),
     )
     install_signal_handlers()
     state = run_bisect(options, on_note=lambda text: click.echo(f"duet: {text}", err=True))

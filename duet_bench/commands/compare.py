@@ -15,7 +15,6 @@ from duet_bench.commands.options import (
     bench_option,
     explicit_settings,
     fail_on_option,
-    machine_given,
     run_options,
     versions_options,
 )
@@ -69,6 +68,7 @@ def compare(ctx: click.Context, /, **o: Any) -> Outcome:
     """
     from duet_bench.compare import CompareOptions
     from duet_bench.compare import compare as run_compare
+    from duet_bench.options import MachineGiven
     from duet_bench.plan import parse_shard
 
     options = CompareOptions(
@@ -82,7 +82,7 @@ def compare(ctx: click.Context, /, **o: Any) -> Outcome:
         rebuild=o["rebuild"],
         keep_worktrees=o["keep_worktrees"],
         explicit=explicit_settings(ctx),
-        machine=machine_given(o),
+        machine=MachineGiven.from_click(ctx).machine(),
         plots=not o["no_plots"],
     )
     install_signal_handlers()

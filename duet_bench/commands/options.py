@@ -1,5 +1,5 @@
 """The options shared by ``duet`` commands, and what they give: the settings given explicitly,
-the analysis settings, the options of a measuring session.
+the analysis settings (the typed options of each command are :mod:`duet_bench.options`).
 
 The declarations (``--confidence``, ``--cores``, ``--runs``, ``--format`` of the reports, ...)
 are written here once; each command module stacks the decorators it needs. Only click is
@@ -9,8 +9,6 @@ imported at module level, so that ``duet --help`` stays fast.
 from __future__ import annotations
 
 import math
-import os
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -22,10 +20,7 @@ from duet_bench.limits import LIMITS
 from duet_bench.metrics import DEFAULT_METRIC, METRIC_CHOICES
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from duet_bench.analysis import AnalysisSettings
-    from duet_bench.session import MachineOptions, SessionOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -415,54 +410,9 @@ def explicit_settings(ctx: click.Context) -> dict[str, Any]:
     return out
 
 
-def explicit_analysis_options(ctx: click.Context) -> dict[str, Any]:
-    """The :func:`analysis_options` given on the command line (the others are defaults)."""
-    return {
-        k: ctx.params[k]
-        for k in defaults.ANALYSIS_KEYS
-        if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE
-    }
-
-
 def analysis_settings(o: Mapping[str, Any]) -> AnalysisSettings:
     """The :class:`duet_bench.analysis.AnalysisSettings` of the :func:`analysis_options` in
     ``o``."""
     from duet_bench.analysis import AnalysisSettings
 
     return AnalysisSettings(**{k: o[k] for k in defaults.ANALYSIS_KEYS})
-
-
-def machine_given(o: Mapping[str, Any]) -> MachineOptions:
-    """The :class:`duet_bench.session.MachineOptions` of the :func:`machine_options` in ``o``
-    (and ``--quiet``): how the two sides run on this machine."""
-    from duet_bench.isolation import RunAs
-    from duet_bench.session import MachineOptions
-
-    return MachineOptions(
-        cores=o["cores"],
-        share_network=o.get("share_network", False),
-        plan_seed=o["plan_seed"],
-        progress=not o["quiet"],
-        run_as=RunAs.from_environment(o["user"], os.environ),
-        wait=o["wait"],
-        keep_env=tuple(o.get("keep_env", ())),
-        wait_timeout=o["wait_timeout"],
-    )
-
-
-def session_options(
-    o: Mapping[str, Any], analysis: AnalysisSettings, command: str, out: Path
-) -> SessionOptions:
-    """The :class:`duet_bench.session.SessionOptions` of the :func:`run_options` in ``o``, for
-    a command without a configuration (``run``, ``calibrate``) that writes the results file
-    ``out``: every value is an option's."""
-    from duet_bench import session
-
-    return session.session_options(
-        out,
-        machine_given(o),
-        isolation=o["isolation"],
-        max_failures=o["max_failures"],
-        analysis=analysis,
-        config={"command": command, "argv": sys.argv[1:]},
-    )
