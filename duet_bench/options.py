@@ -1,5 +1,6 @@
 """Each command's options, typed once at the CLI boundary: one frozen dataclass per command
-(:class:`RunOptions`, :class:`AnalyzeOptions`, :class:`ReportOptions`), built and checked once
+(:class:`RunOptions`, :class:`AnalyzeOptions`, :class:`ReportOptions`,
+:class:`CompareCommandOptions`, :class:`BisectCommandOptions`), built and checked once
 from click's values by its ``from_click`` and passed down whole, and the groups of options
 several commands share (:class:`AnalysisGiven`, :class:`PlanGiven`, :class:`MachineGiven`:
 what :func:`duet_bench.commands.options.analysis_options`, ``run_options`` and
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from click.core import ParameterSource
 
-from duet_bench import defaults
+from duet_bench import defaults, settings
 from duet_bench.errors import UsageError
 
 if TYPE_CHECKING:
@@ -37,9 +38,12 @@ if TYPE_CHECKING:
     import click
 
     from duet_bench.analysis import AnalysisSettings
+    from duet_bench.bisect import BisectOptions
+    from duet_bench.compare import CompareOptions
     from duet_bench.defaults import Crossover, FailOn, Format, Interval, Isolation, Method
     from duet_bench.metrics import MetricChoice
     from duet_bench.plan import SideSpec
+    from duet_bench.report.bisect import Format as BisectFormat
     from duet_bench.session import MachineOptions, SessionOptions
 
 
@@ -304,6 +308,99 @@ class RunOptions:
         }
 
 
+def explicit_settings(ctx: click.Context) -> dict[str, Any]:
+    """Every setting (:data:`duet_bench.settings.BUILTIN`, by field name) the command has as an
+    option and that was given on the command line; ``reps`` and ``seed`` always (the
+    configuration cannot set them, and the results file says which were used)."""
+    out: dict[str, Any] = {}
+    for name in settings.BUILTIN:
+        param = defaults.FILE_KEYS.get(name, name)
+        if param not in ctx.params:
+            continue
+        if name in ("reps", "seed") or (
+            ctx.get_parameter_source(param) == ParameterSource.COMMANDLINE
+        ):
+            out[name] = ctx.params[param]
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class CompareCommandOptions:
+    """``duet compare``: the comparison (:class:`duet_bench.compare.CompareOptions`, the
+    library's input) and what the command does with its results."""
+
+    comparison: CompareOptions
+    fmt: Format
+    fail_on: FailOn
+    #: ``--max-failures``, for a document that does not record the suite's own.
+    max_failures: int | None
+    allow_missing: bool
+
+    @classmethod
+    def from_click(cls, ctx: click.Context) -> CompareCommandOptions:
+        from pathlib import Path
+
+        from duet_bench.compare import CompareOptions
+        from duet_bench.plan import parse_shard
+
+        p = ctx.params
+        comparison = CompareOptions(
+            base=p["base"],
+            head=p["head"],
+            out_dir=Path(p["out"]),
+            repo=Path(p["repo"]),
+            config=p["config"],
+            bench=p["bench"],
+            shard=parse_shard(p["shard"]) if p["shard"] else None,
+            rebuild=p["rebuild"],
+            keep_worktrees=p["keep_worktrees"],
+            explicit=explicit_settings(ctx),
+            machine=MachineGiven.from_click(ctx).machine(),
+            plots=not p["no_plots"],
+        )
+        return cls(
+            comparison=comparison,
+            fmt=p["fmt"],
+            fail_on=p["fail_on"],
+            max_failures=p["max_failures"],
+            allow_missing=p["allow_missing"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class BisectCommandOptions:
+    """``duet bisect``: the search (:class:`duet_bench.bisect.BisectOptions`, the library's
+    input) and the format of its report."""
+
+    search: BisectOptions
+    fmt: BisectFormat
+
+    @classmethod
+    def from_click(cls, ctx: click.Context) -> BisectCommandOptions:
+        from pathlib import Path
+
+        from duet_bench.bisect import BisectOptions
+
+        p = ctx.params
+        explicit = explicit_settings(ctx)
+        search = BisectOptions(
+            good=p["good"],
+            bad=p["bad"],
+            out_dir=Path(p["out"]),
+            repo=Path(p["repo"]),
+            config=p["config"],
+            benchmark=p["bench"],
+            max_runs=p["max_runs"],
+            spread_share=p["spread_share"],
+            rebuild=p["rebuild"],
+            keep_worktrees=p["keep_worktrees"],
+            overrides={k: v for k, v in explicit.items() if k not in defaults.ANALYSIS_KEYS},
+            analysis_overrides={k: v for k, v in explicit.items() if k in defaults.ANALYSIS_KEYS},
+            machine=MachineGiven.from_click(ctx).machine(),
+        )
+        return cls(search=search, fmt=p["fmt"])
+
+
 @dataclass(frozen=True, slots=True)
 class AnalyzeOptions:
     """``duet analyze RESULTS``."""
@@ -356,6 +453,8 @@ class ReportOptions:
 __all__ = [
     "AnalysisGiven",
     "AnalyzeOptions",
+    "BisectCommandOptions",
+    "CompareCommandOptions",
     "MachineGiven",
     "PlanGiven",
     "ReportOptions",

@@ -1,5 +1,6 @@
-"""The options shared by ``duet`` commands, and what they give: the settings given explicitly,
-the analysis settings (the typed options of each command are :mod:`duet_bench.options`).
+"""The options shared by ``duet`` commands, and the analysis settings they give to
+``calibrate`` (the typed options of each command, and the settings given explicitly, are
+:mod:`duet_bench.options`).
 
 The declarations (``--confidence``, ``--cores``, ``--runs``, ``--format`` of the reports, ...)
 are written here once; each command module stacks the decorators it needs. Only click is
@@ -13,9 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from click.core import ParameterSource
 
-from duet_bench import defaults, settings
+from duet_bench import defaults
 from duet_bench.limits import LIMITS
 from duet_bench.metrics import DEFAULT_METRIC, METRIC_CHOICES
 
@@ -392,22 +392,6 @@ def run_options(fn: F) -> F:
 
 # ------------------------------------------------------------------------------------------------
 # What the options give
-
-
-def explicit_settings(ctx: click.Context) -> dict[str, Any]:
-    """Every setting (:data:`duet_bench.settings.BUILTIN`, by field name) the command has as an
-    option and that was given on the command line; ``reps`` and ``seed`` always (the
-    configuration cannot set them, and the results file says which were used)."""
-    out: dict[str, Any] = {}
-    for name in settings.BUILTIN:
-        param = defaults.FILE_KEYS.get(name, name)
-        if param not in ctx.params:
-            continue
-        if name in ("reps", "seed") or (
-            ctx.get_parameter_source(param) == ParameterSource.COMMANDLINE
-        ):
-            out[name] = ctx.params[param]
-    return out
 
 
 def analysis_settings(o: Mapping[str, Any]) -> AnalysisSettings:
