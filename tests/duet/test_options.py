@@ -85,3 +85,25 @@ def test_analyze_and_report_carry_only_the_analysis_options_given() -> None:
     assert (a.results, a.fmt, a.analysis.explicit_values()) == ("r.json", "text", {"metric": "cpu"})
     r = ReportOptions.from_click(_context(report, ["r.json", "--format", "markdown"]))
     assert (r.fmt, r.out, r.analysis.explicit_values()) == ("markdown", None, {})
+
+
+def test_compare_and_bisect_build_the_library_options_once() -> None:
+    from duet_bench.commands.bisect import bisect
+    from duet_bench.commands.compare import compare
+    from duet_bench.options import BisectCommandOptions, CompareCommandOptions
+
+    c = CompareCommandOptions.from_click(
+        _context(compare, ["main", "--runs", "7", "--metric", "cpu", "--shard", "1/2", "-q"])
+    )
+    assert (c.comparison.base, c.comparison.head, c.comparison.shard) == ("main", "HEAD", (1, 2))
+    # Given on the command line, plus reps and seed always (the results say which were used).
+    assert set(c.comparison.explicit) == {"runs", "metric", "reps", "seed"}
+    assert c.comparison.machine.progress is False
+    assert (c.fmt, c.fail_on, c.allow_missing) == ("text", "regression", False)
+    b = BisectCommandOptions.from_click(_context(bisect, ["v1", "--threshold", "0.05"]))
+    assert b.search.analysis_overrides == {
+        "threshold": 0.05,
+        "reps": defaults.DEFAULT_REPS,
+        "seed": defaults.DEFAULT_SEED,
+    }
+    assert "threshold" not in b.search.overrides
