@@ -22,12 +22,11 @@ from typing import TYPE_CHECKING, Any
 from duet_bench import files, results, units
 from duet_bench.analysis import AnalysisSettings, analyze_benchmark
 from duet_bench.bisect.history import Commit
-from duet_bench.compare import MachineOptions, session_options
 from duet_bench.config import BenchmarkConfig, Config
 from duet_bench.errors import ResultsError, VersionError
 from duet_bench.plan import for_suite
 from duet_bench.results import BenchmarkRecord, RunRecord, SideName
-from duet_bench.session import measure, raise_if_broken
+from duet_bench.session import MachineOptions, measure, raise_if_broken, session_options
 from duet_bench.settings import resolve
 
 if TYPE_CHECKING:

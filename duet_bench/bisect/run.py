@@ -24,10 +24,11 @@ from duet_bench.bisect.search import (
     describe_step,
     search,
 )
-from duet_bench.compare import MachineOptions, config_source, read_configuration, repo_root
+from duet_bench.compare import config_source, read_configuration, repo_root
 from duet_bench.config import CONFIG_FILES, BenchmarkConfig, Config, load_config
 from duet_bench.errors import ConfigError, UsageError
 from duet_bench.report.bisect import render
+from duet_bench.session import MachineOptions
 from duet_bench.settings import resolve
 from duet_bench.versions import Versions
 

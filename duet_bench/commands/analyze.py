@@ -4,7 +4,7 @@ samples."""
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -14,15 +14,17 @@ from duet_bench.commands.help import READS_RESULTS, Command
 from duet_bench.commands.options import (
     allow_incomplete_option,
     analysis_options,
-    explicit_analysis_options,
     fail_on_option,
 )
 from duet_bench.commands.output import format_option
-from duet_bench.defaults import RESULTS_FORMATS, Format
+from duet_bench.defaults import RESULTS_FORMATS
 from duet_bench.errors import Outcome
 from duet_bench.report import render
 from duet_bench.report.layout import terminal_width
 from duet_bench.results import load_given
+
+if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not load it
+    from duet_bench.options import AnalyzeOptions
 
 
 @click.command(cls=Command, exits=READS_RESULTS, interrupts=False)
@@ -33,24 +35,24 @@ from duet_bench.results import load_given
 @allow_incomplete_option
 @reports_errors
 @click.pass_context
-def analyze(
-    ctx: click.Context,
-    /,
-    results: str,
-    fmt: Format,
-    fail_on: str,
-    allow_incomplete: bool,
-    **_analysis_options: Any,
-) -> Outcome:
+def analyze(ctx: click.Context, /, **_given: Any) -> Outcome:
     """Recompute every benchmark's statistics and verdict from the raw samples in RESULTS (a
     results.json, or the --out DIR that holds one).
 
     Each benchmark is analysed with the settings it was measured with (duet.toml's
     `threshold`, `confidence` and `metric`, or the options of the run), except those given
     here explicitly."""
-    doc = load_given(results)
-    analysed = reanalyze(doc, explicit_analysis_options(ctx), only_missing=False)
-    color, width = fmt == "text" and color_for(sys.stdout), terminal_width(sys.stdout)
-    click.echo(render(analysed, fmt, color=color, width=width), nl=False)
-    raise_if_incomplete(analysed, allow=allow_incomplete)
-    return outcome_of(analysed, fail_on)
+    from duet_bench.options import AnalyzeOptions
+
+    return analyze_results(AnalyzeOptions.from_click(ctx))
+
+
+def analyze_results(o: AnalyzeOptions) -> Outcome:
+    """``duet analyze`` with its options: analyse again, print the report, exit by the
+    verdicts."""
+    doc = load_given(o.results)
+    analysed = reanalyze(doc, o.analysis.explicit_values(), only_missing=False)
+    color, width = o.fmt == "text" and color_for(sys.stdout), terminal_width(sys.stdout)
+    click.echo(render(analysed, o.fmt, color=color, width=width), nl=False)
+    raise_if_incomplete(analysed, allow=o.allow_incomplete)
+    return outcome_of(analysed, o.fail_on)

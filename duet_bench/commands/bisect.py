@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -14,14 +13,14 @@ from duet_bench.commands.options import (
     analysis_options,
     bench_option,
     bounded,
-    explicit_settings,
-    machine_given,
     run_options,
     versions_options,
 )
 from duet_bench.commands.output import format_option, out_option
-from duet_bench.defaults import ANALYSIS_KEYS
 from duet_bench.errors import EXIT_INFRASTRUCTURE, EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, Outcome
+
+if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not load it
+    from duet_bench.options import BisectCommandOptions
 
 #: The outcome of each result of the search; any other (none: stopped undecided) is
 #: :attr:`Outcome.UNDECIDED`.
@@ -88,7 +87,7 @@ OUTCOMES: dict[str, Outcome] = {
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar (the step lines stay).")
 @click.pass_context
 @reports_errors
-def bisect(ctx: click.Context, /, **o: Any) -> Outcome:
+def bisect(ctx: click.Context, /, **_given: Any) -> Outcome:
     """Find the commit between GOOD and BAD that made a benchmark slower: every step is a duet
     comparison (a commit against GOOD, both built in worktrees, run at the same time), an
     inconclusive one gets more runs, and the commit found is confirmed against its parent.
@@ -98,32 +97,20 @@ def bisect(ctx: click.Context, /, **o: Any) -> Outcome:
     where it is slow; GOOD must be on BAD's first-parent line (a merge is one step).
     A slowdown carried by several commits is reported as spread, naming them.
     """
-    from duet_bench.bisect import BisectOptions
+    from duet_bench.options import BisectCommandOptions
+
+    return search(BisectCommandOptions.from_click(ctx))
+
+
+def search(o: BisectCommandOptions) -> Outcome:
+    """``duet bisect`` with its options: search, print the report, exit by the result."""
     from duet_bench.bisect import bisect as run_bisect
     from duet_bench.report.bisect import render
 
-    explicit = explicit_settings(ctx)
-    analysis = {k: v for k, v in explicit.items() if k in ANALYSIS_KEYS}
-    overrides = {k: v for k, v in explicit.items() if k not in ANALYSIS_KEYS}
-    options = BisectOptions(
-        good=o["good"],
-        bad=o["bad"],
-        out_dir=Path(o["out"]),
-        repo=Path(o["repo"]),
-        config=o["config"],
-        benchmark=o["bench"],
-        max_runs=o["max_runs"],
-        spread_share=o["spread_share"],
-        rebuild=o["rebuild"],
-        keep_worktrees=o["keep_worktrees"],
-        overrides=overrides,
-        analysis_overrides=analysis,
-        machine=machine_given(o),
-    )
     install_signal_handlers()
-    state = run_bisect(options, on_note=lambda text: click.echo(f"duet: {text}", err=True))
-    click.echo(render(state, o["fmt"]), nl=False)
-    click.echo(f"results: {Path(o['out']) / 'bisect.json'}", err=True)
+    state = run_bisect(o.search, on_note=lambda text: click.echo(f"duet: {text}", err=True))
+    click.echo(render(state, o.fmt), nl=False)
+    click.echo(f"results: {o.search.out_dir / 'bisect.json'}", err=True)
     sys.stdout.flush()
     if state.result is None:
         return Outcome.UNDECIDED

@@ -32,7 +32,6 @@ from duet_bench.commands.options import (
     bounded,
     crossover_option,
     machine_options,
-    session_options,
 )
 from duet_bench.commands.output import format_option, out_option, results_path
 from duet_bench.errors import (
@@ -307,9 +306,10 @@ def _given(name: str) -> bool:
 
 def _measure(spec: BenchmarkSpec, o: dict[str, Any], settings: Any, out: Path) -> ResultsDocument:
     from duet_bench.commands.calibrate_designs import design_specs, measure_interleaved
+    from duet_bench.options import MachineGiven
     from duet_bench.session import measure, raise_if_broken
 
-    options = session_options(o, settings, "calibrate", out)
+    options = MachineGiven.from_values(o).session(settings, "calibrate", out)
     compare = o["compare_designs"]
     click.echo(
         f"duet: calibrating {spec.name!r}: A/A, {spec.runs} runs x ({spec.warmup} warm-up + "

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -13,15 +12,16 @@ from duet_bench.commands.help import Command
 from duet_bench.commands.options import (
     analysis_options,
     bench_option,
-    explicit_settings,
     fail_on_option,
-    machine_given,
     run_options,
     versions_options,
 )
 from duet_bench.commands.output import format_option, out_option
 from duet_bench.defaults import RESULTS_FORMATS
 from duet_bench.errors import EXIT_INFRASTRUCTURE, EXIT_USAGE, Outcome
+
+if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not load it
+    from duet_bench.options import CompareCommandOptions
 
 
 @click.command(
@@ -60,44 +60,36 @@ from duet_bench.errors import EXIT_INFRASTRUCTURE, EXIT_USAGE, Outcome
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.pass_context
 @reports_errors
-def compare(ctx: click.Context, /, **o: Any) -> Outcome:
+def compare(ctx: click.Context, /, **_given: Any) -> Outcome:
     """Measure HEAD against BASE: check both out into worktrees, build each, run the suite of
     HEAD's configuration with both versions at the same time, and report.
 
     \b
     BASE and HEAD are any git refs: branches, tags, shas, HEAD~1, origin/main.
     """
-    from duet_bench.compare import CompareOptions
-    from duet_bench.compare import compare as run_compare
-    from duet_bench.plan import parse_shard
+    from duet_bench.options import CompareCommandOptions
 
-    options = CompareOptions(
-        base=o["base"],
-        head=o["head"],
-        out_dir=Path(o["out"]),
-        repo=Path(o["repo"]),
-        config=o["config"],
-        bench=o["bench"],
-        shard=parse_shard(o["shard"]) if o["shard"] else None,
-        rebuild=o["rebuild"],
-        keep_worktrees=o["keep_worktrees"],
-        explicit=explicit_settings(ctx),
-        machine=machine_given(o),
-        plots=not o["no_plots"],
-    )
+    return compare_versions(CompareCommandOptions.from_click(ctx))
+
+
+def compare_versions(o: CompareCommandOptions) -> Outcome:
+    """``duet compare`` with its options: compare, print the report, exit by the verdicts."""
+    from duet_bench.compare import compare as run_compare
+
     install_signal_handlers()
-    doc = run_compare(options, on_note=lambda text: click.echo(f"duet: {text}", err=True))
-    max_failures = doc.config.get("max_failures", o["max_failures"])
-    missing = [] if o["allow_missing"] else doc.config.get("missing_in_baseline") or []
+    doc = run_compare(o.comparison, on_note=lambda text: click.echo(f"duet: {text}", err=True))
+    max_failures = doc.config.get("max_failures", o.max_failures)
+    missing = [] if o.allow_missing else doc.config.get("missing_in_baseline") or []
+    out_dir = o.comparison.out_dir
     outcome = finish(
         doc,
-        str(Path(o["out"]) / "results.json"),
-        o["fmt"],
-        o["fail_on"],
+        str(out_dir / "results.json"),
+        o.fmt,
+        o.fail_on,
         max_failures,
         missing=[str(name) for name in missing],
     )
-    if o["fmt"] == "text":
-        click.echo(f"report: {Path(o['out']) / 'report.md'}", err=True)
+    if o.fmt == "text":
+        click.echo(f"report: {out_dir / 'report.md'}", err=True)
     sys.stdout.flush()
     return outcome

@@ -1,5 +1,6 @@
-"""The options shared by ``duet`` commands, and what they give: the settings given explicitly,
-the analysis settings, the options of a measuring session.
+"""The options shared by ``duet`` commands, and the analysis settings they give to
+``calibrate`` (the typed options of each command, and the settings given explicitly, are
+:mod:`duet_bench.options`).
 
 The declarations (``--confidence``, ``--cores``, ``--runs``, ``--format`` of the reports, ...)
 are written here once; each command module stacks the decorators it needs. Only click is
@@ -9,24 +10,17 @@ imported at module level, so that ``duet --help`` stays fast.
 from __future__ import annotations
 
 import math
-import os
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from click.core import ParameterSource
 
-from duet_bench import defaults, settings
+from duet_bench import defaults
 from duet_bench.limits import LIMITS
 from duet_bench.metrics import DEFAULT_METRIC, METRIC_CHOICES
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from duet_bench.analysis import AnalysisSettings
-    from duet_bench.compare import MachineOptions
-    from duet_bench.session import SessionOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -400,70 +394,9 @@ def run_options(fn: F) -> F:
 # What the options give
 
 
-def explicit_settings(ctx: click.Context) -> dict[str, Any]:
-    """Every setting (:data:`duet_bench.settings.BUILTIN`, by field name) the command has as an
-    option and that was given on the command line; ``reps`` and ``seed`` always (the
-    configuration cannot set them, and the results file says which were used)."""
-    out: dict[str, Any] = {}
-    for name in settings.BUILTIN:
-        param = defaults.FILE_KEYS.get(name, name)
-        if param not in ctx.params:
-            continue
-        if name in ("reps", "seed") or (
-            ctx.get_parameter_source(param) == ParameterSource.COMMANDLINE
-        ):
-            out[name] = ctx.params[param]
-    return out
-
-
-def explicit_analysis_options(ctx: click.Context) -> dict[str, Any]:
-    """The :func:`analysis_options` given on the command line (the others are defaults)."""
-    return {
-        k: ctx.params[k]
-        for k in defaults.ANALYSIS_KEYS
-        if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE
-    }
-
-
 def analysis_settings(o: Mapping[str, Any]) -> AnalysisSettings:
     """The :class:`duet_bench.analysis.AnalysisSettings` of the :func:`analysis_options` in
     ``o``."""
     from duet_bench.analysis import AnalysisSettings
 
     return AnalysisSettings(**{k: o[k] for k in defaults.ANALYSIS_KEYS})
-
-
-def machine_given(o: Mapping[str, Any]) -> MachineOptions:
-    """The :class:`duet_bench.compare.MachineOptions` of the :func:`machine_options` in ``o``
-    (and ``--quiet``): how the two sides run on this machine."""
-    from duet_bench.compare import MachineOptions
-    from duet_bench.isolation import RunAs
-
-    return MachineOptions(
-        cores=o["cores"],
-        share_network=o.get("share_network", False),
-        plan_seed=o["plan_seed"],
-        progress=not o["quiet"],
-        run_as=RunAs.from_environment(o["user"], os.environ),
-        wait=o["wait"],
-        keep_env=tuple(o.get("keep_env", ())),
-        wait_timeout=o["wait_timeout"],
-    )
-
-
-def session_options(
-    o: Mapping[str, Any], analysis: AnalysisSettings, command: str, out: Path
-) -> SessionOptions:
-    """The :class:`duet_bench.session.SessionOptions` of the :func:`run_options` in ``o``, for
-    a command without a configuration (``run``, ``calibrate``) that writes the results file
-    ``out``: every value is an option's."""
-    from duet_bench import compare
-
-    return compare.session_options(
-        out,
-        machine_given(o),
-        isolation=o["isolation"],
-        max_failures=o["max_failures"],
-        analysis=analysis,
-        config={"command": command, "argv": sys.argv[1:]},
-    )

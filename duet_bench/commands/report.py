@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -16,14 +16,16 @@ from duet_bench.commands.help import READS_RESULTS, Command
 from duet_bench.commands.options import (
     allow_incomplete_option,
     analysis_options,
-    explicit_analysis_options,
 )
 from duet_bench.commands.output import REPORT_FILES, format_option
-from duet_bench.defaults import FORMATS, Format
+from duet_bench.defaults import FORMATS
 from duet_bench.errors import EnvironmentNotReady, UsageError
 from duet_bench.report import render
 from duet_bench.report.layout import terminal_width
 from duet_bench.results import load_given
+
+if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not load it
+    from duet_bench.options import ReportOptions
 
 
 @click.command(
@@ -68,7 +70,7 @@ from duet_bench.results import load_given
 @allow_incomplete_option
 @click.pass_context
 @reports_errors
-def report(ctx: click.Context, /, **o: Any) -> None:
+def report(ctx: click.Context, /, **_given: Any) -> None:
     """Report on RESULTS (a results.json, or the --out DIR that holds one) in another format,
     without measuring again.
 
@@ -78,20 +80,27 @@ def report(ctx: click.Context, /, **o: Any) -> None:
     benchmark with it, and with the other settings it was measured with. The html format
     inlines the plots.
     """
-    explicit = explicit_analysis_options(ctx)
-    doc = reanalyze(load_given(o["results"]), explicit, only_missing=not explicit)
+    from duet_bench.options import ReportOptions
 
-    fmt: Format = o["fmt"]
+    write_report(ReportOptions.from_click(ctx))
+
+
+def write_report(o: ReportOptions) -> None:
+    """``duet report`` with its options: the report on standard output or into ``--out``."""
+    explicit = o.analysis.explicit_values()
+    doc = reanalyze(load_given(o.results), explicit, only_missing=not explicit)
+
+    fmt = o.fmt
     plots: dict[str, str] | None = None
-    if o["plot_dir"] or fmt == "html":
-        plots = _plots(doc, o["plot_dir"], required=bool(o["plot_dir"]))
-    out = _report_file(o["out"], o["output"], fmt)
+    if o.plot_dir or fmt == "html":
+        plots = _plots(doc, o.plot_dir, required=bool(o.plot_dir))
+    out = _report_file(o.out, o.output, fmt)
     to_terminal = out is None and color_for(sys.stdout)
     width = terminal_width(sys.stdout) if out is None else None
     text = render(doc, fmt, color=fmt == "text" and to_terminal, plots=plots, width=width)
     if out is None:
         click.echo(text, nl=False)
-        raise_if_incomplete(doc, allow=o["allow_incomplete"])
+        raise_if_incomplete(doc, allow=o.allow_incomplete)
         return
     try:
         files.write_atomic(out, text)
@@ -101,7 +110,7 @@ def report(ctx: click.Context, /, **o: Any) -> None:
             fix=files.fix_for(e, "choose another --out, or free disk space"),
         ) from e
     click.echo(f"report: {out}", err=True)
-    raise_if_incomplete(doc, allow=o["allow_incomplete"])
+    raise_if_incomplete(doc, allow=o.allow_incomplete)
 
 
 def _report_file(out: str | None, output: str | None, fmt: str) -> Path | None:

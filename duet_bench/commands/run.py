@@ -3,7 +3,6 @@ setting from the command line (no configuration, no git)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -11,18 +10,13 @@ import click
 from duet_bench import settings
 from duet_bench.cli import finish, install_signal_handlers, reports_errors
 from duet_bench.commands.help import Command
-from duet_bench.commands.options import (
-    analysis_options,
-    fail_on_option,
-    run_options,
-    session_options,
-)
+from duet_bench.commands.options import analysis_options, fail_on_option, run_options
 from duet_bench.commands.output import format_option, is_file_form, out_option, results_path
-from duet_bench.defaults import ANALYSIS_KEYS, RESULTS_FORMATS
-from duet_bench.errors import Outcome, UsageError
+from duet_bench.defaults import RESULTS_FORMATS
+from duet_bench.errors import Outcome
 
-if TYPE_CHECKING:
-    from duet_bench.plan import SideSpec
+if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not load it
+    from duet_bench.options import RunOptions
 
 
 @click.command(cls=Command)
@@ -68,8 +62,9 @@ if TYPE_CHECKING:
 @analysis_options
 @fail_on_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.pass_context
 @reports_errors
-def run(**o: Any) -> Outcome:
+def run(ctx: click.Context, /, **_given: Any) -> Outcome:
     """Measure two commands (or python callables) against each other, at the same time.
 
     \b
@@ -78,30 +73,23 @@ def run(**o: Any) -> Outcome:
       duet run --python-baseline old/.venv/bin/python --python-candidate new/.venv/bin/python \\
                --callable mypkg.bench:parse
     """
+    from duet_bench.options import RunOptions
+
+    return measure_run(RunOptions.from_click(ctx))
+
+
+def measure_run(o: RunOptions) -> Outcome:
+    """``duet run`` with its options: plan the one benchmark, measure it, write and print the
+    reports."""
     from duet_bench.plan import build
     from duet_bench.session import measure
 
-    python = _is_python(o)
-    name = o["name"] or (o["callable_"] if python else _name_from(o["baseline"], o["candidate"]))
-    # Without a configuration every value is an option's (given or its default).
-    resolved = settings.resolve(
-        {
-            **{k: o[k] for k in ANALYSIS_KEYS},
-            **{
-                k: o[k]
-                for k in ("runs", "iterations", "warmup", "method", "crossover", "max_failures")
-            },
-            "timeout_s": o["timeout"],
-            "memory_limit_bytes": o["memory_limit"],
-            "isolation": o["isolation"],
-        }
-    )
-    sides = (_side(o, "baseline", python), _side(o, "candidate", python))
-    planned = build(name, *sides, resolved)
+    resolved = settings.resolve(o.settings())
+    planned = build(o.name, o.sides.side("baseline"), o.sides.side("candidate"), resolved)
     bench = planned.spec
 
-    out = results_path(o["out"])
-    options = session_options(o, planned.analysis, "run", out)
+    out = results_path(o.out)
+    options = o.machine.session(planned.analysis, "run", out)
     click.echo(
         f"duet: {bench.name}: {bench.runs} runs x ({bench.warmup} warm-up + {bench.iterations}) "
         f"iterations, timeout {bench.timeout_s:g} s per iteration, method {bench.method}"
@@ -110,58 +98,8 @@ def run(**o: Any) -> Outcome:
     )
     install_signal_handlers()
     doc = measure([bench], options)
-    if not is_file_form(o["out"]):
+    if not is_file_form(o.out):
         from duet_bench.compare.outputs import write_outputs
 
         write_outputs(doc, out.parent, plots=False)
-    return finish(doc, str(out), o["fmt"], o["fail_on"], o["max_failures"])
-
-
-def _is_python(o: Mapping[str, Any]) -> bool:
-    """Whether the options name a python benchmark (all three of its options) rather than two
-    commands; anything in between is a usage error."""
-    python = bool(o["python_baseline"] or o["python_candidate"] or o["callable_"])
-    if python:
-        if not (o["python_baseline"] and o["python_candidate"] and o["callable_"]):
-            raise UsageError(
-                "a python benchmark needs --python-baseline, --python-candidate and --callable",
-                fix="give all three, e.g. --python-baseline old/.venv/bin/python "
-                "--python-candidate new/.venv/bin/python --callable mypkg.bench:run",
-            )
-        if o["baseline"] or o["candidate"]:
-            raise UsageError(
-                "give either --baseline/--candidate commands or a python benchmark, not both"
-            )
-    elif not (o["baseline"] and o["candidate"]):
-        raise UsageError(
-            "nothing to measure: give --baseline CMD and --candidate CMD",
-            fix="duet run --baseline './old' --candidate './new'",
-        )
-    return python
-
-
-def _side(o: Mapping[str, Any], which: str, python: bool) -> SideSpec:
-    """The ``baseline`` or ``candidate`` side the options describe."""
-    from pathlib import Path
-
-    from duet_bench.plan import SideSpec
-
-    cwd = o[f"{which}_dir"]
-    if python:
-        return SideSpec(
-            kind="python",
-            interpreter=o[f"python_{which}"],
-            callable=o["callable_"],
-            setup=o["setup"],
-            sys_path=(str(Path(cwd).resolve()),) if cwd else (),
-            cwd=cwd,
-        )
-    return SideSpec(kind="native" if o["native"] else "command", command=o[which], cwd=cwd)
-
-
-def _name_from(baseline: str, candidate: str) -> str:
-    """The name of an ad hoc comparison: the common command, or both."""
-    b, c = baseline.strip(), candidate.strip()
-    # Stored whole (results, JUnit, metric labels must stay unique and greppable); reports
-    # shorten it for display only.
-    return " ".join((b if b == c else f"{b} vs {c}").split())
+    return finish(doc, str(out), o.fmt, o.fail_on, o.machine.max_failures)

@@ -12,9 +12,9 @@ something else, and listed in ``config.missing_in_baseline`` (the command exits 
 duet), HEAD's suite is used for both versions.
 
 One job per module: :mod:`duet_bench.compare.configuration` (where the suite is read),
-:mod:`duet_bench.compare.measuring` (how the sides run: the session's options, shared with
-``duet bisect``, ``run`` and ``calibrate``), :mod:`duet_bench.compare.outputs` (the reports beside
-``results.json``); here, the sequence of :func:`compare`, one named step after another.
+:mod:`duet_bench.compare.outputs` (the reports beside ``results.json``); here, the sequence of
+:func:`compare`, one named step after another. How the sides run (the session's options, shared
+with ``duet bisect``, ``run`` and ``calibrate``) is :mod:`duet_bench.session.options`'s.
 """
 
 from __future__ import annotations
@@ -39,13 +39,12 @@ from duet_bench.compare.configuration import (
     read_suite,
     repo_root,
 )
-from duet_bench.compare.measuring import MachineOptions, session_options
 from duet_bench.compare.outputs import write_outputs, write_stopped
 from duet_bench.config import Config
 from duet_bench.errors import ConfigError, DuetError, VersionError
 from duet_bench.plan import for_suite, select_shard
 from duet_bench.results import BenchmarkRecord, ResultsDocument
-from duet_bench.session import measure
+from duet_bench.session import MachineOptions, measure, session_options
 from duet_bench.versions import Versions
 
 if TYPE_CHECKING:
@@ -55,7 +54,6 @@ if TYPE_CHECKING:
 __all__ = [
     "CompareOptions",
     "ConfigSource",
-    "MachineOptions",
     "Suite",
     "compare",
     "config_source",
@@ -63,7 +61,6 @@ __all__ = [
     "read_config_from_disk",
     "read_configuration",
     "repo_root",
-    "session_options",
     "write_outputs",
 ]
 

@@ -572,13 +572,13 @@ def test_a_hand_edited_analysis_block_renders_in_every_format() -> None:
 
 
 def test_long_names_are_stored_whole_and_shortened_for_display_only() -> None:
-    from duet_bench.commands.run import _name_from
+    from duet_bench.options import Sides
     from duet_bench.units import NAME_WIDTH
     from duet_bench.units import short_name as display_name
 
     long_a = "./build/bench --input data/a-very-long-directory-name/and-a-long-file-name.json"
     long_b = long_a.replace("bench", "bench2")
-    name = _name_from(long_a, long_b)
+    name = Sides(long_a, long_b, False, None, None, None, None, None, None).name()
     assert name == f"{long_a} vs {long_b}"  # never cut where it is stored
     assert "…" not in name
     shown = display_name(name)

@@ -1,18 +1,47 @@
-"""How a comparison measures on this machine: the options of where and how the two sides run
-(:class:`MachineOptions`), and the one construction of the
-:class:`duet_bench.session.SessionOptions` of ``duet compare``, of every round of ``duet bisect``,
-and of ``duet run`` and ``duet calibrate``."""
+"""The options of a session that measures: :class:`SessionOptions` (what
+:func:`duet_bench.session.measure` takes), :class:`MachineOptions` (where and how the two sides
+run, as the command line gave it), and :func:`session_options`, the one construction of the
+session options of ``duet run``, ``duet compare``, every round of ``duet bisect`` and
+``duet calibrate``."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from duet_bench.analysis import AnalysisSettings
+from duet_bench.analysis.model import AnalysisSettings
+from duet_bench.defaults import DEFAULT_MAX_FAILURES
 from duet_bench.isolation import Request, RunAs
-from duet_bench.session import SessionOptions
+
+
+@dataclass(frozen=True, slots=True)
+class SessionOptions:
+    """What :func:`duet_bench.session.measure` takes besides the benchmarks: the results file
+    ``out``, where and how the sides run, and the settings every benchmark is judged with."""
+
+    out: Path
+    isolation: Request = "auto"
+    cores: tuple[int, int] | None = None
+    share_network: bool = False
+    seed: int = 0
+    max_failures: int | None = DEFAULT_MAX_FAILURES
+    analysis: AnalysisSettings = field(default_factory=AnalysisSettings)
+    #: Per benchmark name, the settings it is judged with (:mod:`duet_bench.settings`); ``analysis``
+    #: for the others.
+    per_benchmark: Mapping[str, AnalysisSettings] = field(default_factory=dict)
+    progress: bool = True
+    #: The user the sides run as (root drops to it); None: as ourselves.
+    run_as: RunAs | None = None
+    #: Recorded as the document's ``config`` (the exact commands and options).
+    config: Mapping[str, Any] = field(default_factory=dict)
+    #: When another duet is measuring on this machine: queue behind it instead of refusing,
+    #: for at most ``wait_timeout`` seconds (None: as long as it takes).
+    wait: bool = False
+    #: Secret variables the sides keep (``--keep-env``; docs/isolation.md).
+    keep_env: tuple[str, ...] = ()
+    wait_timeout: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

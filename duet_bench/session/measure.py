@@ -16,16 +16,15 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from duet_bench import __version__
-from duet_bench.analysis import AnalysisSettings, analyze_benchmark, running_estimate
-from duet_bench.defaults import DEFAULT_MAX_FAILURES
+from duet_bench.analysis import analyze_benchmark, running_estimate
 from duet_bench.environment import capture_environment, load_average
 from duet_bench.errors import BenchmarkFailed, ResultsError, UsageError
-from duet_bench.isolation import Backend, Request, RunAs, pid_alive, select_backend
+from duet_bench.isolation import Backend, pid_alive, select_backend
 from duet_bench.lock import acquire as acquire_lock
 from duet_bench.plan import BenchmarkSpec, plan_runs
 from duet_bench.progress import Progress
@@ -39,6 +38,7 @@ from duet_bench.runner import (
     measure_benchmark,
     worker_python_for,
 )
+from duet_bench.session.options import SessionOptions
 from duet_bench.topology import choose_pair, read_topology
 from duet_bench.units import differing_name
 from duet_bench.untrusted import for_terminal
@@ -51,31 +51,6 @@ log = logging.getLogger(__name__)
 #: Work directories live here, not under /tmp: a side's sandbox replaces /tmp.
 WORK_ROOT = "/var/tmp"
 BARRIER_DIR = "/dev/shm"
-
-
-@dataclass(frozen=True, slots=True)
-class SessionOptions:
-    out: Path
-    isolation: Request = "auto"
-    cores: tuple[int, int] | None = None
-    share_network: bool = False
-    seed: int = 0
-    max_failures: int | None = DEFAULT_MAX_FAILURES
-    analysis: AnalysisSettings = field(default_factory=AnalysisSettings)
-    #: Per benchmark name, the settings it is judged with (:mod:`duet_bench.settings`); ``analysis``
-    #: for the others.
-    per_benchmark: Mapping[str, AnalysisSettings] = field(default_factory=dict)
-    progress: bool = True
-    #: The user the sides run as (root drops to it); None: as ourselves.
-    run_as: RunAs | None = None
-    #: Recorded as the document's ``config`` (the exact commands and options).
-    config: Mapping[str, Any] = field(default_factory=dict)
-    #: When another duet is measuring on this machine: queue behind it instead of refusing,
-    #: for at most ``wait_timeout`` seconds (None: as long as it takes).
-    wait: bool = False
-    #: Secret variables the sides keep (``--keep-env``; docs/isolation.md).
-    keep_env: tuple[str, ...] = ()
-    wait_timeout: float | None = None
 
 
 def _now() -> str:

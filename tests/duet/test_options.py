@@ -1,0 +1,109 @@
+"""The options of each command, typed once at the CLI boundary (duet_bench/options.py): built
+from click's own parsing of real command lines, not from hand-made dictionaries."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import click
+import pytest
+
+from duet_bench import defaults
+from duet_bench.errors import UsageError
+from duet_bench.options import AnalyzeOptions, ReportOptions, RunOptions
+
+
+def _context(command: click.Command, args: list[str]) -> click.Context:
+    return command.make_context(command.name or "duet", args)
+
+
+def test_run_options_are_typed_from_the_command_line() -> None:
+    from duet_bench.commands.run import run
+
+    ctx = _context(
+        run,
+        ["--baseline", "./old", "--candidate", "./new", "--runs", "12", "--confidence", "0.9"],
+    )
+    o = RunOptions.from_click(ctx)
+    assert o.name == "./old vs ./new"
+    assert o.plan.runs == 12
+    assert o.analysis.confidence == 0.9
+    assert o.analysis.explicit == {"confidence"}
+    assert o.analysis.explicit_values() == {"confidence": 0.9}
+    assert o.analysis.values()["metric"] == "auto"
+    settings = o.settings()
+    assert settings["timeout_s"] == defaults.DEFAULT_TIMEOUT_S
+    assert set(defaults.ANALYSIS_KEYS) <= set(settings)
+    assert o.sides.side("candidate").command == "./new"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        o.name = "other"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "nothing to measure"),
+        (["--callable", "m:f"], "needs --python-baseline"),
+        (
+            [
+                "--python-baseline",
+                "p",
+                "--python-candidate",
+                "p",
+                "--callable",
+                "m:f",
+                "--baseline",
+                "x",
+            ],
+            "not both",
+        ),
+    ],
+)
+def test_run_refuses_what_it_cannot_measure_once_at_the_boundary(
+    args: list[str], message: str
+) -> None:
+    from duet_bench.commands.run import run
+
+    with pytest.raises(UsageError, match=message):
+        RunOptions.from_click(_context(run, args))
+
+
+def test_a_python_benchmark_is_named_by_its_callable() -> None:
+    from duet_bench.commands.run import run
+
+    args = ["--python-baseline", "a/python", "--python-candidate", "b/python"]
+    o = RunOptions.from_click(_context(run, [*args, "--callable", "m:f"]))
+    assert o.name == "m:f"
+    assert o.sides.side("baseline").interpreter == "a/python"
+
+
+def test_analyze_and_report_carry_only_the_analysis_options_given() -> None:
+    from duet_bench.commands.analyze import analyze
+    from duet_bench.commands.report import report
+
+    a = AnalyzeOptions.from_click(_context(analyze, ["r.json", "--metric", "cpu"]))
+    assert (a.results, a.fmt, a.analysis.explicit_values()) == ("r.json", "text", {"metric": "cpu"})
+    r = ReportOptions.from_click(_context(report, ["r.json", "--format", "markdown"]))
+    assert (r.fmt, r.out, r.analysis.explicit_values()) == ("markdown", None, {})
+
+
+def test_compare_and_bisect_build_the_library_options_once() -> None:
+    from duet_bench.commands.bisect import bisect
+    from duet_bench.commands.compare import compare
+    from duet_bench.options import BisectCommandOptions, CompareCommandOptions
+
+    c = CompareCommandOptions.from_click(
+        _context(compare, ["main", "--runs", "7", "--metric", "cpu", "--shard", "1/2", "-q"])
+    )
+    assert (c.comparison.base, c.comparison.head, c.comparison.shard) == ("main", "HEAD", (1, 2))
+    # Given on the command line, plus reps and seed always (the results say which were used).
+    assert set(c.comparison.explicit) == {"runs", "metric", "reps", "seed"}
+    assert c.comparison.machine.progress is False
+    assert (c.fmt, c.fail_on, c.allow_missing) == ("text", "regression", False)
+    b = BisectCommandOptions.from_click(_context(bisect, ["v1", "--threshold", "0.05"]))
+    assert b.search.analysis_overrides == {
+        "threshold": 0.05,
+        "reps": defaults.DEFAULT_REPS,
+        "seed": defaults.DEFAULT_SEED,
+    }
+    assert "threshold" not in b.search.overrides
