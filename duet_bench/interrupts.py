@@ -11,7 +11,10 @@ measuring as if nothing had been asked (seen in the fault tests: a SIGTERM lost 
 running until its 60 s watchdog). So the handler also records the signal, and the loops duet
 spends its time in (the supervision of a run, ``duet_bench.runner.supervise``) call
 :func:`raise_if_pending`, which raises it again. Forks hold the signals instead
-(``duet_bench.isolation.spawn.signals_held``).
+(``duet_bench.isolation.spawn.signals_held``). The dropped exception is not printed either
+(:func:`sys.unraisablehook`): CPython's "Exception ignored in <function Popen.__del__>" and its
+traceback reached the user's terminal before "duet: error: interrupted by SIGHUP" (seen once in
+the fault tests, a SIGHUP landing while a ``Popen`` was collected).
 
 Once duet is stopping, a second signal (Ctrl-C then the CI runner's SIGTERM, milliseconds apart)
 does not raise: raised in the middle of the clean-up, it aborted it and left cgroups, a worker
@@ -23,6 +26,7 @@ once (the next duet removes what it leaves).
 from __future__ import annotations
 
 import signal
+import sys
 from types import FrameType
 
 from duet_bench.errors import Interrupted
@@ -37,6 +41,8 @@ _pending: int | None = None
 _stopping: int | None = None
 #: Signals received while stopping, not raised.
 _deferred: list[int] = []
+#: What prints an exception CPython drops, before :func:`install` (the default, or pytest's).
+_print_unraisable = sys.unraisablehook
 
 
 def _handler(signum: int, _frame: FrameType | None) -> None:
@@ -66,8 +72,21 @@ def install() -> None:
     global _pending, _stopping
     _pending = _stopping = None
     _deferred.clear()
+    global _print_unraisable
+    if sys.unraisablehook is not _quiet_when_interrupted:
+        _print_unraisable = sys.unraisablehook
+        sys.unraisablehook = _quiet_when_interrupted
     for signum in SIGNALS:
         signal.signal(signum, _handler)
+
+
+def _quiet_when_interrupted(unraisable: sys.UnraisableHookArgs) -> None:
+    """An :class:`Interrupted` that CPython dropped (raised in a ``__del__``, a weakref callback
+    or an at-fork hook) is not printed: the signal is still pending and
+    :func:`raise_if_pending` raises it where duet can stop. Anything else is printed as usual."""
+    if isinstance(unraisable.exc_value, Interrupted):
+        return
+    _print_unraisable(unraisable)
 
 
 def raise_if_pending() -> None:
