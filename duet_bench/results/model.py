@@ -98,8 +98,8 @@ class BenchmarkRecord:
     #: Per side: what was measured (``command``, ``commit``, ``interpreter``, ...).
     versions: Mapping[str, Any] = field(default_factory=dict)
     #: The plan: ``runs``, ``iterations``, ``warmup``, ``timeout_s``, ..., and ``analysis``: the
-    #: settings it was judged with (:func:`duet_bench.settings.record`), which ``duet analyze`` and
-    #: ``duet report`` use again unless an option says otherwise.
+    #: settings it was judged with (:meth:`duet_bench.analysis.model.AnalysisSettings.to_record`),
+    #: which ``duet analyze`` and ``duet report`` use again unless an option says otherwise.
     settings: Mapping[str, Any] = field(default_factory=dict)
     #: ``None`` until analysed; then the record :mod:`duet_bench.analysis` made
     #: (:class:`duet_bench.results.analysis.AnalysisBlock`).
