@@ -49,8 +49,7 @@ def run_log_ratios(benchmark: Mapping[str, Any], metric: str | None = None) -> l
     chosen = metric or known(benchmark.get("analysis", {}).get("metric"))
     pair = series.of(chosen)
     assert pair is not None, f"{record.name}: no {chosen} data: {series.why_missing(chosen)}"
-    assignment = None if series.crossover is None else series.crossover.assignment
-    return run_log_ratios(*pair, assignment)
+    return run_log_ratios(*pair, series.assignment)
 
 
 def sign_test_p(log_ratios: list[float]) -> float:

@@ -55,6 +55,5 @@ def running_estimate(record: BenchmarkRecord, requested: MetricChoice) -> str | 
         interference=interference(series),
     )
     a, b = series.of(metric) or series.wall
-    assignment = None if series.crossover is None else series.crossover.assignment
-    ratio = float(np.exp(np.mean(run_log_ratios(a, b, assignment))))
+    ratio = float(np.exp(np.mean(run_log_ratios(a, b, series.assignment))))
     return f"ratio {units.ratio(ratio)} so far ({METRIC_NAMES[metric]})"

@@ -47,12 +47,11 @@ def estimate_metrics(
     """Every metric the runs recorded, estimated; and for the others, why they are missing."""
     estimates: dict[str, MetricEstimate] = {}
     missing: dict[str, str] = {}
-    assignment = None if series.crossover is None else series.crossover.assignment
     for metric in names():
         data = series.of(metric)
         if data is not None:
             estimates[metric] = estimate(
-                metric, *data, name=name, settings=settings, assignment=assignment
+                metric, *data, name=name, settings=settings, assignment=series.assignment
             )
         else:
             missing[metric] = series.why_missing(metric) or "not recorded"

@@ -54,6 +54,11 @@ class Series:
         return self.recorded.wall_ns
 
     @property
+    def assignment(self) -> Matrix | None:
+        """Per iteration, which CPU assignment it ran under (crossover), else None."""
+        return None if self.crossover is None else self.crossover.assignment
+
+    @property
     def cpu(self) -> tuple[Matrix, Matrix] | None:
         """CPU time, None when it was not recorded or is unusable (as the metric)."""
         return self.of("cpu")

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from duet_bench import units
+from duet_bench.analysis.series import series_of
 from duet_bench.metrics import METRIC_NAMES, known, names, usable
 from duet_bench.report.plot_style import (
     RUN_SHADE,
@@ -38,8 +39,6 @@ Matrix = np.ndarray[Any, np.dtype[np.float64]]
 def metric_series(b: BenchmarkRecord) -> dict[str, tuple[Matrix, Matrix]]:
     """Metric key -> (baseline, candidate) ``(runs, iterations)`` matrices of the successful
     runs, for every metric recorded; the same figures the analysis made its estimates from."""
-    from duet_bench.analysis.series import series_of
-
     runs = b.ok_runs()
     if not runs:
         return {}
@@ -188,6 +187,7 @@ def runs_figure(b: BenchmarkRecord) -> Any:
     r = row(b)
     runs = b.ok_runs()
     matrices = metric_series(b)
+    assignment = series_of(runs).assignment if runs else None
     decided = deciding_metric(b)
     keys = [decided] + [k for k in names() if k != decided and k in matrices]
     keys = [k for k in keys if k in matrices] or [known(None)]
@@ -197,7 +197,7 @@ def runs_figure(b: BenchmarkRecord) -> Any:
     for i, (ax, key) in enumerate(zip(axes, keys, strict=True)):
         cell = _cell(r, key)
         pair = matrices.get(key)
-        panel = _runs_panel(ax, b, runs, cell, r.confidence, pair)
+        panel = _runs_panel(ax, b, runs, cell, r.confidence, pair, assignment)
         if i == 0:
             handles = panel
         role = "decided" if key == decided else "did not decide"
@@ -216,6 +216,7 @@ def _runs_panel(
     cell: MetricCell | None,
     confidence: float | None,
     pair: tuple[Matrix, Matrix] | None,
+    assignment: Matrix | None,
 ) -> list[Any]:
     """One metric's run ratios, grand ratio and interval on ``ax``; the legend handles."""
     from matplotlib.lines import Line2D
@@ -236,7 +237,7 @@ def _runs_panel(
         )
     ax.axhline(1.0, color="#333333", lw=0.9, ls="--", zorder=1)
     handles.append(Line2D([], [], color="#333333", lw=0.9, ls="--", label="1 = same speed"))
-    per_run = _run_ratios(runs, pair) if pair is not None else []
+    per_run = _run_ratios(pair, assignment) if pair is not None else []
     # Which core the baseline sat on: a faster core shows as two clusters of run ratios.
     cores = sorted({r.baseline.cores[0] for r in runs if r.baseline.cores})
     markers = ["o", "D", "s", "^"]
@@ -269,15 +270,12 @@ def _runs_panel(
     return handles
 
 
-def _run_ratios(runs: Sequence[RunRecord], pair: tuple[Matrix, Matrix]) -> list[float]:
+def _run_ratios(pair: tuple[Matrix, Matrix], assignment: Matrix | None) -> list[float]:
     """The ratio of every run (row) as the analysis weighs it: with crossover, the two CPU
     assignments of the run weighed equally (:func:`duet_bench.analysis.estimate.run_log_ratios`),
     so the points do not carry the core difference the grand ratio does not."""
     from duet_bench.analysis.estimate import run_log_ratios
-    from duet_bench.analysis.series import series_of
 
-    crossover = series_of(tuple(runs)).crossover
-    assignment = None if crossover is None else crossover.assignment
     return [math.exp(x) for x in run_log_ratios(*pair, assignment)]
 
 
