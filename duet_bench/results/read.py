@@ -455,32 +455,20 @@ def load_given(path: str | os.PathLike[str]) -> ResultsDocument:
     """
     from duet_bench.isolation.privileges import open_as_invoking_user
 
-    try:
-        fd = open_as_invoking_user(path)
-    except FileNotFoundError:
-        raise ResultsError(
-            f"{os.fspath(path)}: no such file",
-            fix="give the path of a results.json written by duet",
-        ) from None
-    except OSError as e:
-        raise ResultsError(f"{os.fspath(path)}: cannot read it: {e}") from None
-    try:
-        is_directory = stat.S_ISDIR(os.fstat(fd).st_mode)
-    finally:
+    def open_results(p: Path) -> int:
+        fd = open_as_invoking_user(p)
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            return fd
         os.close(fd)
-    if is_directory:
-        inside = os.path.join(path, "results.json")
         try:
-            os.close(open_as_invoking_user(inside))
+            return open_as_invoking_user(p / "results.json")
         except FileNotFoundError:
             raise ResultsError(
-                f"{os.fspath(path)} is a directory without a results.json",
+                f"{p} is a directory without a results.json",
                 fix="give the --out DIR that duet run, compare or merge wrote, or its results.json",
             ) from None
-        except OSError:
-            pass  # reading it says what is wrong
-        path = inside
-    return load(path, opener=open_as_invoking_user)
+
+    return load(path, opener=open_results)
 
 
 def _kind(value: Any) -> str:
