@@ -455,20 +455,28 @@ def load_given(path: str | os.PathLike[str]) -> ResultsDocument:
     """
     from duet_bench.isolation.privileges import open_as_invoking_user
 
-    def open_results(p: Path) -> int:
-        fd = open_as_invoking_user(p)
-        if not stat.S_ISDIR(os.fstat(fd).st_mode):
-            return fd
+    given = Path(path)
+    try:
+        fd = open_as_invoking_user(given)
+    except FileNotFoundError:
+        raise ResultsError(
+            f"{given}: no such file", fix="give the path of a results.json written by duet"
+        ) from None
+    except OSError as e:
+        raise ResultsError(f"{given}: cannot read it: {e}") from None
+    if stat.S_ISDIR(os.fstat(fd).st_mode):
         os.close(fd)
+        given = given / "results.json"
         try:
-            return open_as_invoking_user(p / "results.json")
+            fd = open_as_invoking_user(given)
         except FileNotFoundError:
             raise ResultsError(
-                f"{p} is a directory without a results.json",
+                f"{given.parent} is a directory without a results.json",
                 fix="give the --out DIR that duet run, compare or merge wrote, or its results.json",
             ) from None
-
-    return load(path, opener=open_results)
+    # The descriptor is opened once, as the user; load names ``given`` (the file, not the
+    # directory) in every error it raises.
+    return load(given, opener=lambda _p: fd)
 
 
 def _kind(value: Any) -> str:
