@@ -31,7 +31,7 @@ from duet_bench.errors import ConfigError
 from duet_bench.harness import duet_pytest
 from duet_bench.isolation.jobs import run_job_captured
 from duet_bench.isolation.privileges import without_secrets
-from duet_bench.runner.harness import install_harness
+from duet_bench.runner.worker_spec import install_harness
 
 if TYPE_CHECKING:
     from duet_bench.isolation.jobs import Captured

@@ -6,7 +6,7 @@ one after the other. One module per concern, in the order a run needs them:
 
 - :mod:`~duet_bench.runner.context`: what every run of an invocation shares, a side's state
 - :mod:`~duet_bench.runner.paths`: the /tmp and run-as policy, the worker's interpreter
-- :mod:`~duet_bench.runner.harness`: the worker spec, argv and environment; installing the harness
+- :mod:`~duet_bench.runner.worker_spec`: the worker spec, argv, environment; installing the harness
 - :mod:`~duet_bench.runner.inner_loops`: how many calls make one iteration of a python benchmark
 - :mod:`~duet_bench.runner.supervise`: waiting on the sides, the watchdog, abort, kill and reap
 - :mod:`~duet_bench.runner.samples`: reading a side's samples file and the end of its stderr
@@ -17,11 +17,11 @@ one after the other. One module per concern, in the order a run needs them:
 from __future__ import annotations
 
 from duet_bench.runner.context import RunnerContext
-from duet_bench.runner.harness import WORKER, install_harness, worker_spec
 from duet_bench.runner.inner_loops import calibrate_inner_loops
 from duet_bench.runner.paths import accessible_by, under_host_tmp, uses_host_tmp, worker_python_for
 from duet_bench.runner.run import RunCallback, measure_benchmark, measure_run
 from duet_bench.runner.samples import Samples, read_samples
+from duet_bench.runner.worker_spec import WORKER, install_harness, worker_spec
 
 __all__ = [
     "WORKER",

@@ -13,9 +13,9 @@ from duet_bench.errors import EnvironmentNotReady
 from duet_bench.isolation import RunAs
 from duet_bench.plan import BenchmarkSpec
 from duet_bench.runner.context import RunnerContext, remove_tree, safe_name
-from duet_bench.runner.harness import worker_spec
 from duet_bench.runner.paths import working_directory
 from duet_bench.runner.samples import STDERR_TAIL_BYTES
+from duet_bench.runner.worker_spec import worker_spec
 
 
 def calibrate_inner_loops(

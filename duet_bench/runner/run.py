@@ -34,10 +34,10 @@ from duet_bench.isolation.sandbox import make_sandbox
 from duet_bench.plan import BenchmarkSpec, RunPlan
 from duet_bench.results import SIDES, RunRecord, SideName, SideRecord
 from duet_bench.runner.context import RunnerContext, Side, remove_tree, safe_name
-from duet_bench.runner.harness import argv_and_env, worker_spec
 from duet_bench.runner.outcome import run_status, side_record
 from duet_bench.runner.paths import uses_host_tmp, why_hidden, working_directory
 from duet_bench.runner.supervise import abort_quietly, reap, supervise
+from duet_bench.runner.worker_spec import argv_and_env, worker_spec
 
 log = logging.getLogger(__name__)
 
