@@ -27,7 +27,7 @@ uses ``cgroup.kill`` (Linux 5.14+), else freeze, SIGKILL every task, thaw, until
 and reports the fields it cannot measure; ``select_backend`` only picks v2 when all four
 (cpuset, cpu, memory, pids) are there.
 
-One module per concern: ``plan`` (where the parent goes, probing, reasons and fixes; reads
+One module per concern: ``layout`` (where the parent goes, probing, reasons and fixes; reads
 only), ``controllers`` (which controllers a cgroup has and hands on, turning them on and off),
 ``backend`` (setting the parent up and tearing it down, creating the sides' cgroups),
 ``container`` (one side: measure, verify, kill, remove).
@@ -38,7 +38,7 @@ from __future__ import annotations
 from duet_bench.isolation.cgroup_v2.backend import ORCHESTRATOR_LEAF, CgroupV2Backend
 from duet_bench.isolation.cgroup_v2.container import CgroupV2Container, kill_tree
 from duet_bench.isolation.cgroup_v2.controllers import WANTED_CONTROLLERS
-from duet_bench.isolation.cgroup_v2.plan import Mode, find_v2_mount, probe_v2
+from duet_bench.isolation.cgroup_v2.layout import Mode, find_v2_mount, probe_v2
 
 __all__ = [
     "ORCHESTRATOR_LEAF",

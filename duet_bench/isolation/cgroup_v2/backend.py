@@ -1,4 +1,4 @@
-"""The cgroup v2 backend: carrying out the plan of ``duet_bench.isolation.cgroup_v2.plan``
+"""The cgroup v2 backend: carrying out the layout of ``duet_bench.isolation.cgroup_v2.layout``
 (creating the per-invocation parent, moving ourselves into its ``_orchestrator`` leaf when
 delegated, enabling the controllers on the way down), creating each side's cgroup with its CPUs
 and limits, and undoing all of it in ``close``, including the controllers it turned on above
@@ -23,7 +23,7 @@ from duet_bench.isolation.cgroup_v2.controllers import (
     subtree_control,
     turn_off_unused,
 )
-from duet_bench.isolation.cgroup_v2.plan import Mode, lacking_fix, lacking_reason, make_plan
+from duet_bench.isolation.cgroup_v2.layout import Mode, lacking_fix, lacking_reason, make_layout
 from duet_bench.isolation.cgroupfs import (
     find_stale,
     new_parent_name,
@@ -63,22 +63,22 @@ class CgroupV2Backend(Backend):
     ) -> None:
         super().__init__()
         required = frozenset(require_controllers)
-        plan, probe = make_plan(root, required | frozenset(WANTED_CONTROLLERS))
-        if plan is None:
+        layout, probe = make_layout(root, required | frozenset(WANTED_CONTROLLERS))
+        if layout is None:
             raise IsolationError(f"cgroup v2 is not usable: {probe.reason}", fix=probe.fix)
-        lacking = required - plan.available
+        lacking = required - layout.available
         if lacking:
             raise IsolationError(
-                f"cgroup v2 is not usable: {lacking_reason(plan, lacking)}",
-                fix=lacking_fix(plan, lacking),
+                f"cgroup v2 is not usable: {lacking_reason(layout, lacking)}",
+                fix=lacking_fix(layout, lacking),
             )
         self.root = root
-        self.mount = plan.mount.mountpoint
-        self.mode: Mode = plan.mode
-        self._plan = plan
+        self.mount = layout.mount.mountpoint
+        self.mode: Mode = layout.mode
+        self._layout = layout
         #: The controllers this backend's containers have.
-        self.controllers = frozenset(WANTED_CONTROLLERS) & plan.available
-        self.parent = os.path.join(plan.base, new_parent_name())
+        self.controllers = frozenset(WANTED_CONTROLLERS) & layout.available
+        self.parent = os.path.join(layout.base, new_parent_name())
         self._leaf = os.path.join(self.parent, ORCHESTRATOR_LEAF)
         self._enabled_in_own: frozenset[str] = frozenset()
         # (cgroup, controllers we turned on in its subtree_control), top down: undone in close.
@@ -117,23 +117,23 @@ class CgroupV2Backend(Backend):
         )
 
     def _set_up(self) -> None:
-        plan = self._plan
+        layout = self._layout
         os.mkdir(self.parent)
-        if plan.mode == "delegated":
+        if layout.mode == "delegated":
             os.mkdir(self._leaf)
-            # Everything in our cgroup is us or our children (checked by make_plan): move it all,
+            # Everything in our cgroup is us or our children (checked by make_layout): move it all,
             # otherwise the cgroup cannot hand controllers down.
-            for pid in procs_of(plan.own, recursive=False):
+            for pid in procs_of(layout.own, recursive=False):
                 try:
                     write_text(os.path.join(self._leaf, "cgroup.procs"), str(pid))
                 except ProcessLookupError:
                     continue
             self._relocated = True
-            before = subtree_control(plan.own)
-            enable(plan.own, self.controllers)
+            before = subtree_control(layout.own)
+            enable(layout.own, self.controllers)
             self._enabled_in_own = self.controllers - before
         else:
-            for cgroup in plan.chain:
+            for cgroup in layout.chain:
                 # Recorded before the write: one write(2) enables all of them or none.
                 self._enabled_in_chain.append((cgroup, self.controllers - subtree_control(cgroup)))
                 enable(cgroup, self.controllers)
@@ -160,12 +160,12 @@ class CgroupV2Backend(Backend):
         if limits.memory_bytes is not None and "memory" not in self.controllers:
             raise IsolationError(
                 "a memory limit was asked for but the memory controller is not available",
-                fix=lacking_fix(self._plan, ["memory"]),
+                fix=lacking_fix(self._layout, ["memory"]),
             )
         if limits.pids_max is not None and "pids" not in self.controllers:
             raise IsolationError(
                 "a pids limit was asked for but the pids controller is not available",
-                fix=lacking_fix(self._plan, ["pids"]),
+                fix=lacking_fix(self._layout, ["pids"]),
             )
         path = os.path.join(self.parent, name)
         try:
@@ -189,11 +189,11 @@ class CgroupV2Backend(Backend):
                 f"cannot set up cgroup v2 container {name}: {e}",
                 fix="check the CPU/node numbers and limits; `duet doctor` shows what is allowed",
             ) from e
-        return CgroupV2Container(name, cpus, path, self.controllers, self._plan)
+        return CgroupV2Container(name, cpus, path, self.controllers, self._layout)
 
     def cleanup_stale(self) -> list[str]:
         removed: list[str] = []
-        for path in find_stale([self._plan.base]):
+        for path in find_stale([self._layout.base]):
             if not kill_tree(path):
                 logger.warning("processes in stale cgroup %s survived SIGKILL", path)
             if rmdir_tree(path):
@@ -215,15 +215,15 @@ class CgroupV2Backend(Backend):
         if self._relocated:
             try:
                 disable(self.parent, self.controllers)
-                disable(self._plan.own, self._enabled_in_own)
+                disable(self._layout.own, self._enabled_in_own)
                 for pid in procs_of(self._leaf, recursive=False):
                     try:
-                        write_text(os.path.join(self._plan.own, "cgroup.procs"), str(pid))
+                        write_text(os.path.join(self._layout.own, "cgroup.procs"), str(pid))
                     except ProcessLookupError:
                         continue
                 self._relocated = False
             except OSError as e:
-                problems.append(f"could not move back into {self._plan.own}: {e}")
+                problems.append(f"could not move back into {self._layout.own}: {e}")
         if not self._relocated and not rmdir_tree(self.parent):
             problems.append(f"could not remove {self.parent}")
         elif self._enabled_in_chain:

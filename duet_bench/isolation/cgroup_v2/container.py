@@ -10,7 +10,7 @@ import os
 from duet_bench.errors import IsolationError
 from duet_bench.isolation.base import SETTLE_TIMEOUT_S, Container
 from duet_bench.isolation.cgroup_v2.controllers import controllers_of
-from duet_bench.isolation.cgroup_v2.plan import Plan, lacking_reason
+from duet_bench.isolation.cgroup_v2.layout import Layout, lacking_reason
 from duet_bench.isolation.cgroupfs import (
     kill_pids,
     procs_of,
@@ -81,13 +81,13 @@ class CgroupV2Container(Container):
         cpus: tuple[int, ...],
         path: str,
         controllers: frozenset[str],
-        plan: Plan,
+        layout: Layout,
     ) -> None:
         super().__init__(name, cpus)
         self.path = path
         self.controllers = controllers
-        self._mount = plan.mount.mountpoint
-        self._plan = plan
+        self._mount = layout.mount.mountpoint
+        self._layout = layout
 
     @property
     def pressure_file(self) -> str | None:
@@ -168,7 +168,7 @@ class CgroupV2Container(Container):
             if oom_kills is None:
                 missing["oom_kills"] = "memory.events has no oom_kill counter (Linux < 4.13)"
         else:
-            reason = lacking_reason(self._plan, ["memory"])
+            reason = lacking_reason(self._layout, ["memory"])
             missing["peak_memory_bytes"] = reason
             missing["oom_kills"] = reason
 
@@ -176,7 +176,7 @@ class CgroupV2Container(Container):
         if "pids" in self.controllers:
             limit_hit = read_keyed(os.path.join(self.path, "pids.events")).get("max", 0) > 0
         else:
-            missing["pids_limit_hit"] = lacking_reason(self._plan, ["pids"])
+            missing["pids_limit_hit"] = lacking_reason(self._layout, ["pids"])
         return Usage(
             cpu_ns=cpu_ns,
             cpu_user_ns=user_ns,

@@ -1,7 +1,7 @@
 """Where duet's cgroup v2 parent goes and whether cgroup v2 can be used here: finding the
 cgroup2 mount, choosing the placement (``root``, ``delegated``, ``sibling``; see
 ``duet_bench.isolation.cgroup_v2``), and the reasons and fixes when it cannot. Reads only: the
-backend (``duet_bench.isolation.cgroup_v2.backend``) carries the plan out.
+backend (``duet_bench.isolation.cgroup_v2.backend``) carries the layout out.
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from duet_bench.isolation.model import Probe
 from duet_bench.machine import THIS, CgroupMount, cgroup_mounts, own_cgroups
 
 __all__ = [
+    "Layout",
     "Mode",
-    "Plan",
     "find_v2_mount",
     "lacking_fix",
     "lacking_reason",
-    "make_plan",
+    "make_layout",
     "probe_v2",
 ]
 
@@ -34,7 +34,7 @@ Mode = Literal["root", "delegated", "sibling"]
 
 
 @dataclass(frozen=True, slots=True)
-class Plan:
+class Layout:
     """Where the per-invocation parent goes and which controllers it can have."""
 
     mount: CgroupMount
@@ -77,7 +77,7 @@ def _is_ours(pid: int) -> bool:
     return pid == me
 
 
-def make_plan(root: str, wanted: Iterable[str]) -> tuple[Plan | None, Probe]:
+def make_layout(root: str, wanted: Iterable[str]) -> tuple[Layout | None, Probe]:
     """Decide where the parent goes and which controllers we can get, without side effects."""
     mount = find_v2_mount(root)
     if mount is None:
@@ -109,17 +109,17 @@ def make_plan(root: str, wanted: Iterable[str]) -> tuple[Plan | None, Probe]:
         )
 
     if _is_real_root(own):
-        plan = Plan(mount, own, own, "root", controllers_of(own), (own,))
+        layout = Layout(mount, own, own, "root", controllers_of(own), (own,))
     elif writable(own, "cgroup.procs") and all(
         _is_ours(pid) for pid in procs_of(own, recursive=False)
     ):
-        plan = Plan(mount, own, own, "delegated", controllers_of(own), (own,))
+        layout = Layout(mount, own, own, "delegated", controllers_of(own), (own,))
     elif os.geteuid() == 0:
         base = os.path.dirname(own)
         chain = [base]
         while chain[0] != mount.mountpoint:
             chain.insert(0, os.path.dirname(chain[0]))
-        plan = Plan(mount, own, base, "sibling", controllers_of(mount.mountpoint), tuple(chain))
+        layout = Layout(mount, own, base, "sibling", controllers_of(mount.mountpoint), tuple(chain))
     elif not writable(own, "cgroup.procs"):
         return None, Probe(False, _not_writable_reason(own, own_path), privilege_fix())
     else:
@@ -129,13 +129,13 @@ def make_plan(root: str, wanted: Iterable[str]) -> tuple[Plan | None, Probe]:
             f"(uid {os.geteuid()}) cannot create cgroups elsewhere",
             privilege_fix(),
         )
-    if not writable(plan.base):
-        return None, Probe(False, f"we may not create cgroups in {plan.base}", privilege_fix())
+    if not writable(layout.base):
+        return None, Probe(False, f"we may not create cgroups in {layout.base}", privilege_fix())
     # Enabling a controller in a cgroup that holds processes fails with EBUSY (only the real
     # root is exempt); find that now rather than halfway through the setup.
-    needed = wanted_set & plan.available
-    for cgroup in plan.chain:
-        if plan.mode == "delegated" or _is_real_root(cgroup):
+    needed = wanted_set & layout.available
+    for cgroup in layout.chain:
+        if layout.mode == "delegated" or _is_real_root(cgroup):
             continue
         if needed - subtree_control(cgroup) and procs_of(cgroup, recursive=False):
             return None, Probe(
@@ -144,7 +144,7 @@ def make_plan(root: str, wanted: Iterable[str]) -> tuple[Plan | None, Probe]:
                 "(cgroup v2 allows controllers only over cgroups without processes)",
                 "start duet in its own cgroup: `systemd-run --scope -p Delegate=yes duet ...`",
             )
-    return plan, Probe(True)
+    return layout, Probe(True)
 
 
 def _not_writable_reason(own: str, own_path: str | None) -> str:
@@ -163,42 +163,42 @@ def probe_v2(
 ) -> Probe:
     """Whether cgroup v2 isolation with ``require_controllers`` is possible (no side effects)."""
     required = frozenset(require_controllers)
-    plan, probe = make_plan(root, required | frozenset(WANTED_CONTROLLERS))
-    if plan is None:
+    layout, probe = make_layout(root, required | frozenset(WANTED_CONTROLLERS))
+    if layout is None:
         return probe
-    lacking = required - plan.available
+    lacking = required - layout.available
     if lacking:
-        return Probe(False, lacking_reason(plan, lacking), lacking_fix(plan, lacking))
+        return Probe(False, lacking_reason(layout, lacking), lacking_fix(layout, lacking))
     return probe
 
 
-def lacking_reason(plan: Plan, lacking: Iterable[str]) -> str:
-    offered = ", ".join(sorted(plan.available)) or "none"
+def lacking_reason(layout: Layout, lacking: Iterable[str]) -> str:
+    offered = ", ".join(sorted(layout.available)) or "none"
     reason = (
-        f"the cgroup2 hierarchy at {plan.mount.mountpoint} does not offer "
-        f"{', '.join(sorted(lacking))} to {plan.base} (offered: {offered})"
+        f"the cgroup2 hierarchy at {layout.mount.mountpoint} does not offer "
+        f"{', '.join(sorted(lacking))} to {layout.base} (offered: {offered})"
     )
-    if any(m.fstype == "cgroup" for m in cgroup_mounts(os.path.dirname(plan.mount.mountpoint))):
+    if any(m.fstype == "cgroup" for m in cgroup_mounts(os.path.dirname(layout.mount.mountpoint))):
         reason += " (on this hybrid system, controllers mounted as cgroup v1 are not in cgroup2)"
     return reason
 
 
-def lacking_fix(plan: Plan, lacking: Iterable[str]) -> str:
+def lacking_fix(layout: Layout, lacking: Iterable[str]) -> str:
     lacking = sorted(lacking)
     controllers = " ".join(f"+{c}" for c in lacking)
-    if not set(lacking) <= controllers_of(plan.mount.mountpoint):
+    if not set(lacking) <= controllers_of(layout.mount.mountpoint):
         # The kernel does not offer them to cgroup2 at all (bound to v1, or not built).
         return (
             "boot with systemd.unified_cgroup_hierarchy=1 to have them in cgroup v2, or let "
             "duet use the cgroup v1 hierarchies (`--isolation auto` does)"
         )
-    if plan.mode == "delegated":
+    if layout.mode == "delegated":
         return (
             "delegate the controllers to duet's scope: "
             "`systemd-run --user --scope -p Delegate=yes duet ...` (and `Delegate=yes` for "
             "user@.service, see `systemctl edit user@.service`)"
         )
     return (
-        f"enable them: `echo '{controllers}' | sudo tee {plan.mount.mountpoint}/"
+        f"enable them: `echo '{controllers}' | sudo tee {layout.mount.mountpoint}/"
         "cgroup.subtree_control`"
     )
