@@ -13,10 +13,10 @@ One job per module:
 * :mod:`duet_bench.config.model`: the records (:class:`Defaults`, :class:`BenchmarkConfig`,
   :class:`Config`) and the range rules they share with the validation;
 * :mod:`duet_bench.config.values`: the parsers of the values (integer, number, size, choice, ...);
-* :mod:`duet_bench.config.load`: finding the file (:func:`choose_config`, :func:`find_config`),
-  reading and parsing it (:func:`load_config`);
+* :mod:`duet_bench.config.read`: finding the file (:func:`choose_config`, :func:`find_config`),
+  reading and parsing it (:func:`load_config`), and locating its statements for the line numbers
+  of messages (``Lines``);
 * :mod:`duet_bench.config.validate`: every key known, every value checked (the ``_Validator``);
-* :mod:`duet_bench.config.scan`: locating statements in the text, for the line numbers of messages;
 * :mod:`duet_bench.config.writer`: editing the file in place for ``duet calibrate --write``
   (:func:`~duet_bench.config.writer.write_recommendation`, on tomlkit), imported from there only, so
   that the command line does not import tomlkit to start.
@@ -26,14 +26,6 @@ Everything is imported from here: ``from duet_bench.config import load_config``.
 
 from __future__ import annotations
 
-from duet_bench.config.load import (
-    CONFIG_FILES,
-    MINIMAL_EXAMPLE,
-    choose_config,
-    find_config,
-    has_duet_table,
-    load_config,
-)
 from duet_bench.config.model import (
     DEFAULT_PYTHON,
     RECOMMENDATION_KEYS,
@@ -42,6 +34,14 @@ from duet_bench.config.model import (
     Config,
     Defaults,
     Form,
+)
+from duet_bench.config.read import (
+    CONFIG_FILES,
+    MINIMAL_EXAMPLE,
+    choose_config,
+    find_config,
+    has_duet_table,
+    load_config,
 )
 from duet_bench.config.validate import (
     _BENCHMARK_KEYS as _BENCHMARK_KEYS,

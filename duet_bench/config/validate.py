@@ -21,7 +21,6 @@ from duet_bench.config.model import (
     Defaults,
     Form,
 )
-from duet_bench.config.scan import _Region, _regions, _scan, _ScanError, _suite_path, _target_region
 from duet_bench.config.values import (
     _DOCS,
     _EXAMPLES,
@@ -94,12 +93,18 @@ class _Validator:
     """Turns the parsed table into a :class:`Config`, raising :class:`ConfigError` with the
     file, the line when it can be found, the table and the key."""
 
-    def __init__(self, path: Path, form: Form, text: str) -> None:
+    def __init__(
+        self,
+        path: Path,
+        form: Form,
+        text: str,
+        line: Callable[[int | None, str | None], int | None],
+    ) -> None:
         self.path = path
         self.form = form
         self.text = text
-        self._scanned: list[_Region] | None = None
-        self._scan_failed = False
+        # The line of a key or table, or None (duet_bench.config.read.Lines).
+        self._line = line
 
     # -- messages
 
@@ -110,35 +115,6 @@ class _Validator:
         name = table.get("name") if table is not None else None
         label = f"{prefix}benchmark[{index + 1}]"
         return f"{label} {name!r}" if isinstance(name, str) else label
-
-    def _line(self, index: int | None, key: str | None) -> int | None:
-        """The line of ``key`` in the suite table (index None) or in the index-th benchmark
-        table, or of that table's header; None when the file does not say (inline tables)."""
-        if self._scanned is None and not self._scan_failed:
-            try:
-                self._scanned = _regions(_scan(self.text))
-            except _ScanError:
-                # Only the line number is lost: the message still names the table and key.
-                self._scan_failed = True
-        if self._scanned is None:
-            return None
-        region = _target_region(self._scanned, self.form, index)
-        if region is None:
-            # Benchmarks written inline (benchmark = [{...}]): the line of that key.
-            return self._line(None, "benchmark") if index is not None else None
-        if key is not None:
-            for s in region.stmts:
-                if s.kind == "keyval" and s.path[:1] == (key,):
-                    return s.line
-            if index is None:
-                # A key written as a table of its own: [benchmark] instead of [[benchmark]].
-                table = (*_suite_path(self.form), key)
-                for r in self._scanned:
-                    if r.header is not None and r.path[: len(table)] == table:
-                        return r.header.line
-                return None
-        header = region.header
-        return header.line if header is not None else None
 
     def error(
         self,

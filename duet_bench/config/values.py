@@ -1,6 +1,6 @@
 """The parsers of the configuration's values: one per kind of value (integer, number, size,
 choice, ``module:function``, name, environment table). Each returns the value or raises
-:class:`_Invalid` with the problem and the fix; :mod:`duet_bench.config.load` adds the file, the
+:class:`_Invalid` with the problem and the fix; :mod:`duet_bench.config.validate` adds the file, the
 line, the table and the key.
 """
 

@@ -33,13 +33,13 @@ import tomlkit.exceptions
 import tomlkit.items
 
 from duet_bench import files
-from duet_bench.config.load import _form_of, _parse, _read
 from duet_bench.config.model import (
     RECOMMENDATION_KEYS,
     WORD_RECOMMENDATIONS,
     Form,
     _range_problem,
 )
+from duet_bench.config.read import _form_of, _parse, _read
 from duet_bench.config.values import _DOCS
 from duet_bench.errors import ConfigError
 from duet_bench.isolation.model import RunAs

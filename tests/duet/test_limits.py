@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from duet_bench.config.load import load_config
+from duet_bench.config.read import load_config
 from duet_bench.errors import ConfigError
 from duet_bench.limits import LIMITS, MAX_RESULTS_BYTES
 
