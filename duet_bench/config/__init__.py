@@ -16,7 +16,7 @@ One job per module:
 * :mod:`duet_bench.config.read`: finding the file (:func:`choose_config`, :func:`find_config`),
   reading and parsing it (:func:`load_config`), and locating its statements for the line numbers
   of messages (``Lines``);
-* :mod:`duet_bench.config.validate`: every key known, every value checked (the ``_Validator``);
+* :mod:`duet_bench.config.validate`: every key known, every value checked (the ``Validator``);
 * :mod:`duet_bench.config.writer`: editing the file in place for ``duet calibrate --write``
   (:func:`~duet_bench.config.writer.write_recommendation`, on tomlkit), imported from there only, so
   that the command line does not import tomlkit to start.
@@ -43,24 +43,17 @@ from duet_bench.config.read import (
     has_duet_table,
     load_config,
 )
-from duet_bench.config.validate import (
-    _BENCHMARK_KEYS as _BENCHMARK_KEYS,
-)
-from duet_bench.config.validate import (
-    _GLOBAL_KEYS as _GLOBAL_KEYS,
-)
-from duet_bench.config.values import (
-    _DOCS as _DOCS,
-)
+from duet_bench.config.validate import BENCHMARK_KEY_PARSERS, SUITE_KEY_PARSERS
+from duet_bench.config.values import DOCS
 
-# Besides __all__, the private names used outside the package (``_DOCS`` by the install test,
-# the key tables by the fuzz tests) are re-exported ("as" imports above), so every
-# ``from duet_bench.config import X`` of the single-module days keeps working.
 __all__ = [
+    "BENCHMARK_KEY_PARSERS",
     "CONFIG_FILES",
     "DEFAULT_PYTHON",
+    "DOCS",
     "MINIMAL_EXAMPLE",
     "RECOMMENDATION_KEYS",
+    "SUITE_KEY_PARSERS",
     "WORD_RECOMMENDATIONS",
     "BenchmarkConfig",
     "Config",

@@ -2,7 +2,7 @@
 the validated :class:`Config`.
 
 Each record checks its values on construction with the same range rules the file validation
-uses (:func:`_range_problem`), so a configuration built in code is held to the file's rules.
+uses (:func:`range_problem`), so a configuration built in code is held to the file's rules.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ WORD_RECOMMENDATIONS = ("method", "metric", "crossover")
 Form: TypeAlias = Literal["duet", "pyproject"]
 
 
-def _range_problem(name: str, value: Any) -> str | None:
+def range_problem(name: str, value: Any) -> str | None:
     """Why ``value`` is out of range for the setting ``name`` (a field name), or None.
 
     One place for the rules, shared by the file validation (which adds the file, table and
@@ -91,7 +91,7 @@ def _check_fields(record: object, names: Sequence[str]) -> None:
     for name in names:
         value = getattr(record, name)
         if value is not None:
-            problem = _range_problem(name, value)
+            problem = range_problem(name, value)
             if problem:
                 raise ValueError(f"{type(record).__name__}.{name} {problem}")
 

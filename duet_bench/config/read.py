@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from duet_bench.config.model import Config, Form
-from duet_bench.config.validate import _Validator
-from duet_bench.config.values import _DOCS, _indent, _type_name
+from duet_bench.config.validate import Validator
+from duet_bench.config.values import DOCS, indented, type_name
 from duet_bench.errors import ConfigError
 from duet_bench.isolation.privileges import open_as_invoking_user
 
@@ -109,7 +109,7 @@ def has_duet_table(text: str) -> bool:
     return isinstance(tool, dict) and "duet" in tool
 
 
-def _form_of(path: Path) -> Form:
+def form_of(path: Path) -> Form:
     return "pyproject" if path.name == "pyproject.toml" else "duet"
 
 
@@ -144,34 +144,34 @@ def load_config(
                     f"no duet configuration in {where} or its parents up to the git root "
                     "(looked for duet.toml, and for [tool.duet] in pyproject.toml)",
                     fix=f"create duet.toml at the root of your project, for example:\n\n"
-                    f"{_indent(MINIMAL_EXAMPLE)}\n  ({_DOCS})",
+                    f"{indented(MINIMAL_EXAMPLE)}\n  ({DOCS})",
                 )
             path = found
-        text = _read(path)
+        text = read_file(path)
     elif path is None:
         path = Path("duet.toml")
-    form = _form_of(path)
-    data = _parse(path, text)
+    form = form_of(path)
+    data = parse_toml(path, text)
     if form == "pyproject":
         tool = data.get("tool")
         if not isinstance(tool, dict) or "duet" not in tool:
             raise ConfigError(
                 f"{path}: has no [tool.duet] table",
                 fix="add a [tool.duet] table and [[tool.duet.benchmark]] tables to it, or "
-                f"create duet.toml ({_DOCS})",
+                f"create duet.toml ({DOCS})",
             )
         table = tool["duet"]
         if not isinstance(table, dict):
             raise ConfigError(
-                f"{path}: tool.duet must be a table, got {_type_name(table)}",
+                f"{path}: tool.duet must be a table, got {type_name(table)}",
                 fix="write the settings under a [tool.duet] header",
             )
     else:
         table = data
-    return _Validator(path, form, text, Lines(text, form)).config(table)
+    return Validator(path, form, text, Lines(text, form)).config(table)
 
 
-def _read(path: Path) -> str:
+def read_file(path: Path) -> str:
     """The text of the configuration file the user named or that was found from the working
     directory: root under ``sudo`` opens it as the user who ran sudo, so a link there leads only
     where they may read (docs/isolation.md, "What runs as root")."""
@@ -181,7 +181,7 @@ def _read(path: Path) -> str:
     except FileNotFoundError:
         raise ConfigError(
             f"{path}: no such file",
-            fix=f"create it, for example:\n\n{_indent(MINIMAL_EXAMPLE)}\n  ({_DOCS})",
+            fix=f"create it, for example:\n\n{indented(MINIMAL_EXAMPLE)}\n  ({DOCS})",
         ) from None
     except IsADirectoryError:
         raise ConfigError(
@@ -207,7 +207,7 @@ _TOML_POSITION = re.compile(
 )
 
 
-def _parse(path: Path, text: str) -> dict[str, Any]:
+def parse_toml(path: Path, text: str) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -226,7 +226,7 @@ def _parse(path: Path, text: str) -> dict[str, Any]:
         raise ConfigError(
             f"{path}:{line}:{col}: not valid TOML: {msg}{shown}",
             fix='correct the syntax at that place (strings need quotes: name = "parse"; '
-            f"a benchmark starts with a [[benchmark]] line); {_DOCS}",
+            f"a benchmark starts with a [[benchmark]] line); {DOCS}",
         ) from None
     except (RecursionError, ValueError) as e:
         # tomllib recurses into nested arrays and tables and refuses integers of more than
@@ -234,7 +234,7 @@ def _parse(path: Path, text: str) -> dict[str, Any]:
         what = "nested too deeply" if isinstance(e, RecursionError) else str(e)
         raise ConfigError(
             f"{path}: not a usable configuration: {what}",
-            fix=f"write the configuration as {_DOCS} shows",
+            fix=f"write the configuration as {DOCS} shows",
         ) from None
 
 

@@ -1,6 +1,6 @@
 """Validating the parsed configuration: every key known, every value checked.
 
-:class:`_Validator` turns the parsed table into a :class:`~duet_bench.config.model.Config` or a
+:class:`Validator` turns the parsed table into a :class:`~duet_bench.config.model.Config` or a
 :class:`~duet_bench.errors.ConfigError` naming the file, the line when it can be found, the table,
 the key and the fix, because a silently ignored typo would measure something else than asked for.
 """
@@ -22,56 +22,56 @@ from duet_bench.config.model import (
     Form,
 )
 from duet_bench.config.values import (
-    _DOCS,
-    _EXAMPLES,
-    _callable_name,
-    _choice,
-    _env,
-    _in_range,
-    _indent,
-    _integer,
-    _Invalid,
-    _name,
-    _number,
-    _show,
-    _size,
-    _string,
-    _type_name,
+    DOCS,
+    EXAMPLES,
+    Invalid,
+    benchmark_name,
+    callable_name,
+    choice,
+    env_table,
+    in_range,
+    indented,
+    integer,
+    number,
+    show,
+    size_bytes,
+    string,
+    type_name,
 )
 from duet_bench.defaults import CROSSOVERS, ISOLATIONS, KINDS, METHODS
 from duet_bench.errors import ConfigError
 from duet_bench.metrics import METRIC_CHOICES
 
 #: Keys of the suite table, each with its parser and the field it fills.
-_GLOBAL_KEYS: dict[str, tuple[Callable[[str, Any], Any], str]] = {
-    "runs": (lambda k, v: _in_range(k, "runs", _integer(k, v)), "runs"),
-    "iterations": (lambda k, v: _in_range(k, "iterations", _integer(k, v)), "iterations"),
-    "warmup": (lambda k, v: _in_range(k, "warmup", _integer(k, v)), "warmup"),
-    "confidence": (lambda k, v: _in_range(k, "confidence", _number(k, v)), "confidence"),
-    "threshold": (lambda k, v: _in_range(k, "threshold", _number(k, v)), "threshold"),
-    "isolation": (lambda k, v: _choice(k, v, ISOLATIONS), "isolation"),
-    "memory_limit": (_size, "memory_limit_bytes"),
-    "timeout": (lambda k, v: _in_range(k, "timeout_s", _number(k, v)), "timeout_s"),
-    "method": (lambda k, v: _choice(k, v, METHODS), "method"),
-    "crossover": (lambda k, v: _choice(k, v, CROSSOVERS), "crossover"),
-    "metric": (lambda k, v: _choice(k, v, METRIC_CHOICES), "metric"),
-    "max_failures": (lambda k, v: _in_range(k, "max_failures", _integer(k, v)), "max_failures"),
-    "build": (_string, "build"),
-    "python": (_string, "python"),
+SUITE_KEY_PARSERS: dict[str, tuple[Callable[[str, Any], Any], str]] = {
+    "runs": (lambda k, v: in_range(k, "runs", integer(k, v)), "runs"),
+    "iterations": (lambda k, v: in_range(k, "iterations", integer(k, v)), "iterations"),
+    "warmup": (lambda k, v: in_range(k, "warmup", integer(k, v)), "warmup"),
+    "confidence": (lambda k, v: in_range(k, "confidence", number(k, v)), "confidence"),
+    "threshold": (lambda k, v: in_range(k, "threshold", number(k, v)), "threshold"),
+    "isolation": (lambda k, v: choice(k, v, ISOLATIONS), "isolation"),
+    "memory_limit": (size_bytes, "memory_limit_bytes"),
+    "timeout": (lambda k, v: in_range(k, "timeout_s", number(k, v)), "timeout_s"),
+    "method": (lambda k, v: choice(k, v, METHODS), "method"),
+    "crossover": (lambda k, v: choice(k, v, CROSSOVERS), "crossover"),
+    "metric": (lambda k, v: choice(k, v, METRIC_CHOICES), "metric"),
+    "max_failures": (lambda k, v: in_range(k, "max_failures", integer(k, v)), "max_failures"),
+    "build": (string, "build"),
+    "python": (string, "python"),
     "benchmark": (lambda k, v: v, "benchmark"),  # validated table by table
     "suite": (lambda k, v: v, "suite"),  # validated by duet_bench.adapters.suites
 }
 
 
 #: Keys of a ``[[benchmark]]`` table.
-_BENCHMARK_KEYS: dict[str, tuple[Callable[[str, Any], Any], str]] = {
-    "name": (_name, "name"),
-    "command": (_string, "command"),
-    "python": (_callable_name, "callable"),
-    "native": (_string, "native"),
-    "setup": (_callable_name, "setup"),
+BENCHMARK_KEY_PARSERS: dict[str, tuple[Callable[[str, Any], Any], str]] = {
+    "name": (benchmark_name, "name"),
+    "command": (string, "command"),
+    "python": (callable_name, "callable"),
+    "native": (string, "native"),
+    "setup": (callable_name, "setup"),
     **{
-        k: _GLOBAL_KEYS[k]
+        k: SUITE_KEY_PARSERS[k]
         for k in (
             "runs",
             "iterations",
@@ -85,11 +85,11 @@ _BENCHMARK_KEYS: dict[str, tuple[Callable[[str, Any], Any], str]] = {
             "metric",
         )
     },
-    "env": (_env, "env"),
+    "env": (env_table, "env"),
 }
 
 
-class _Validator:
+class Validator:
     """Turns the parsed table into a :class:`Config`, raising :class:`ConfigError` with the
     file, the line when it can be found, the table and the key."""
 
@@ -170,7 +170,7 @@ class _Validator:
         fix = f"did you mean {close[0]!r}? " if close else "remove it; "
         return self.error(
             "is not a known key",
-            f"{fix}the keys here are: {names} ({_DOCS})",
+            f"{fix}the keys here are: {names} ({DOCS})",
             index=index,
             table=table,
             key=key,
@@ -181,15 +181,19 @@ class _Validator:
     def config(self, table: Mapping[str, Any]) -> Config:
         values: dict[str, Any] = {}
         for key, value in table.items():
-            if key not in _GLOBAL_KEYS:
-                raise self._unknown(key, _GLOBAL_KEYS, _BENCHMARK_KEYS, index=None, table=None)
-            parse, target = _GLOBAL_KEYS[key]
+            if key not in SUITE_KEY_PARSERS:
+                raise self._unknown(
+                    key, SUITE_KEY_PARSERS, BENCHMARK_KEY_PARSERS, index=None, table=None
+                )
+            parse, target = SUITE_KEY_PARSERS[key]
             try:
                 values[target] = parse(key, value)
-            except _Invalid as e:
+            except Invalid as e:
                 raise self.error(e.problem, e.fix, key=key) from None
 
-        suites = parse_suites(table.get("suite"), self.path, self.form, self.text, _BENCHMARK_KEYS)
+        suites = parse_suites(
+            table.get("suite"), self.path, self.form, self.text, BENCHMARK_KEY_PARSERS
+        )
         values.pop("suite", None)
         benchmarks = self._benchmarks(table.get("benchmark"), optional=bool(suites))
         python = values.pop("python", None)
@@ -216,23 +220,25 @@ class _Validator:
         if value is None:
             raise self.error(
                 "defines no benchmark",
-                f"add one:\n\n{_indent(example)}\n\n  ({_DOCS})",
+                f"add one:\n\n{indented(example)}\n\n  ({DOCS})",
             )
         if not isinstance(value, list):
             raise self.error(
-                f"must be an array of tables ({header}), got {_type_name(value)}",
+                f"must be an array of tables ({header}), got {type_name(value)}",
                 f"start every benchmark with {header} (double brackets)",
                 key="benchmark",
             )
         if not value:
-            raise self.error("is empty", f"add a benchmark:\n\n{_indent(example)}", key="benchmark")
+            raise self.error(
+                "is empty", f"add a benchmark:\n\n{indented(example)}", key="benchmark"
+            )
         out: list[BenchmarkConfig] = []
         seen: dict[str, int] = {}
         for index, item in enumerate(value):
             b = self._benchmark(index, item)
             if b.name in seen:
                 raise self.error(
-                    f"{_show(b.name)} is already the name of benchmark[{seen[b.name] + 1}]",
+                    f"{show(b.name)} is already the name of benchmark[{seen[b.name] + 1}]",
                     "give every benchmark its own name (they identify results across runs)",
                     index=index,
                     table=item,
@@ -245,24 +251,26 @@ class _Validator:
     def _benchmark(self, index: int, item: Any) -> BenchmarkConfig:
         if not isinstance(item, dict):
             raise self.error(
-                f"must be a table, got {_show(item)} ({_type_name(item)})",
+                f"must be a table, got {show(item)} ({type_name(item)})",
                 'write each benchmark as a table: { name = "x", command = "..." } or a '
                 "[[benchmark]] section",
                 index=index,
             )
         values: dict[str, Any] = {}
         for key, raw in item.items():
-            if key not in _BENCHMARK_KEYS:
-                raise self._unknown(key, _BENCHMARK_KEYS, _GLOBAL_KEYS, index=index, table=item)
-            parse, target = _BENCHMARK_KEYS[key]
+            if key not in BENCHMARK_KEY_PARSERS:
+                raise self._unknown(
+                    key, BENCHMARK_KEY_PARSERS, SUITE_KEY_PARSERS, index=index, table=item
+                )
+            parse, target = BENCHMARK_KEY_PARSERS[key]
             try:
                 values[target] = parse(key, raw)
-            except _Invalid as e:
+            except Invalid as e:
                 raise self.error(e.problem, e.fix, index=index, table=item, key=key) from None
         if "name" not in values:
             raise self.error(
                 "has no name",
-                f"add name = {_EXAMPLES['name']} (names identify results and select "
+                f"add name = {EXAMPLES['name']} (names identify results and select "
                 "benchmarks with --bench)",
                 index=index,
                 table=item,

@@ -1,6 +1,6 @@
 """The parsers of the configuration's values: one per kind of value (integer, number, size,
 choice, ``module:function``, name, environment table). Each returns the value or raises
-:class:`_Invalid` with the problem and the fix; :mod:`duet_bench.config.validate` adds the file, the
+:class:`Invalid` with the problem and the fix; :mod:`duet_bench.config.validate` adds the file, the
 line, the table and the key.
 """
 
@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from duet_bench.config.model import _range_problem
+from duet_bench.config.model import range_problem
 from duet_bench.defaults import (
     DEFAULT_CONFIDENCE,
     DEFAULT_CROSSOVER,
@@ -33,16 +33,16 @@ from duet_bench.metrics import DEFAULT_METRIC
 from duet_bench.units import parse_size
 
 #: Where messages send the reader.
-_DOCS = f"see {cite('configuration.md')}"
+DOCS = f"see {cite('configuration.md')}"
 
 
-def _indent(text: str) -> str:
+def indented(text: str) -> str:
     """``text`` indented for a message's example."""
     return "\n".join("    " + line if line else line for line in text.splitlines())
 
 
-class _Invalid(Exception):
-    """A problem with one value; :class:`_Validator` adds the file, table and key."""
+class Invalid(Exception):
+    """A problem with one value; :class:`Validator` adds the file, table and key."""
 
     def __init__(self, problem: str, fix: str | None = None) -> None:
         super().__init__(problem)
@@ -51,7 +51,7 @@ class _Invalid(Exception):
 
 
 #: An example value of every key, for the fixes: a setting's is its built-in default.
-_EXAMPLES = {
+EXAMPLES = {
     "runs": str(DEFAULT_RUNS),
     "iterations": str(DEFAULT_ITERATIONS),
     "warmup": str(DEFAULT_WARMUP),
@@ -78,7 +78,7 @@ _EXAMPLES = {
 _CALLABLE_EXAMPLE = '"mypkg.bench:parse"'
 
 
-def _type_name(value: Any) -> str:
+def type_name(value: Any) -> str:
     if isinstance(value, bool):
         return "a boolean"
     if isinstance(value, int):
@@ -100,7 +100,7 @@ def _type_name(value: Any) -> str:
     return type(value).__name__  # pragma: no cover - tomllib produces nothing else
 
 
-def _show(value: Any) -> str:
+def show(value: Any) -> str:
     """``value`` as it would be written in TOML, shortened."""
     if isinstance(value, bool):
         text = "true" if value else "false"
@@ -113,7 +113,7 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _integer(key: str, value: Any) -> int:
+def integer(key: str, value: Any) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     if isinstance(value, str) and value.strip().isdigit():
@@ -121,79 +121,79 @@ def _integer(key: str, value: Any) -> int:
     elif isinstance(value, float) and value.is_integer():
         fix = f"write {key} = {int(value)} (an integer has no decimal point)"
     else:
-        fix = f"write e.g. {key} = {_EXAMPLES[key]}"
-    raise _Invalid(f"must be an integer, got {_show(value)} ({_type_name(value)})", fix)
+        fix = f"write e.g. {key} = {EXAMPLES[key]}"
+    raise Invalid(f"must be an integer, got {show(value)} ({type_name(value)})", fix)
 
 
-def _number(key: str, value: Any) -> float:
+def number(key: str, value: Any) -> float:
     # An integer is a number too: `timeout = 60` and `threshold = 0` are natural to write.
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         try:
             return float(value)
         except OverflowError:  # an integer beyond the range of a float
-            raise _Invalid(
-                f"is too large, got {_show(value)}", f"write e.g. {key} = {_EXAMPLES[key]}"
+            raise Invalid(
+                f"is too large, got {show(value)}", f"write e.g. {key} = {EXAMPLES[key]}"
             ) from None
-    fix = f"write e.g. {key} = {_EXAMPLES[key]}"
+    fix = f"write e.g. {key} = {EXAMPLES[key]}"
     if isinstance(value, str):
         with contextlib.suppress(ValueError):
             if math.isfinite(float(value)):
                 fix = f"write {key} = {value.strip()} (without quotes)"
-    raise _Invalid(f"must be a number, got {_show(value)} ({_type_name(value)})", fix)
+    raise Invalid(f"must be a number, got {show(value)} ({type_name(value)})", fix)
 
 
-def _string(key: str, value: Any, example: str | None = None) -> str:
-    example = example or _EXAMPLES[key]
+def string(key: str, value: Any, example: str | None = None) -> str:
+    example = example or EXAMPLES[key]
     if not isinstance(value, str):
-        raise _Invalid(
-            f"must be a string, got {_show(value)} ({_type_name(value)})",
+        raise Invalid(
+            f"must be a string, got {show(value)} ({type_name(value)})",
             f"write e.g. {key} = {example} (with quotes)",
         )
     if not value.strip():
-        raise _Invalid("must not be empty", f"write e.g. {key} = {example}")
+        raise Invalid("must not be empty", f"write e.g. {key} = {example}")
     if "\0" in value:
-        raise _Invalid("must not contain a NUL character", "remove the \\u0000")
+        raise Invalid("must not contain a NUL character", "remove the \\u0000")
     return value
 
 
-def _in_range(key: str, name: str, value: Any) -> Any:
-    problem = _range_problem(name, value)
+def in_range(key: str, name: str, value: Any) -> Any:
+    problem = range_problem(name, value)
     if problem:
-        raise _Invalid(problem, f"write e.g. {key} = {_EXAMPLES[key]}")
+        raise Invalid(problem, f"write e.g. {key} = {EXAMPLES[key]}")
     return value
 
 
-def _choice(key: str, value: Any, choices: Sequence[str]) -> str:
-    text = _string(key, value)
+def choice(key: str, value: Any, choices: Sequence[str]) -> str:
+    text = string(key, value)
     if text not in choices:
         # A prefix ("seq") is the likeliest meaning; difflib catches typos ("cgroups").
         close = [c for c in choices if c.startswith(text)] or difflib.get_close_matches(
             text, choices, n=1
         )
-        raise _Invalid(
-            f"must be one of {', '.join(map(repr, choices))}, got {_show(value)}",
+        raise Invalid(
+            f"must be one of {', '.join(map(repr, choices))}, got {show(value)}",
             f'write {key} = "{close[0] if close else choices[0]}"',
         )
     return text
 
 
-def _size(key: str, value: Any) -> int:
+def size_bytes(key: str, value: Any) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         if value <= 0:
-            raise _Invalid(f"must be a positive size, got {value}", f'write e.g. {key} = "2G"')
+            raise Invalid(f"must be a positive size, got {value}", f'write e.g. {key} = "2G"')
         return value
     if not isinstance(value, str):
-        raise _Invalid(
-            f'must be a size such as "2G" or a number of bytes, got {_show(value)} '
-            f"({_type_name(value)})",
+        raise Invalid(
+            f'must be a size such as "2G" or a number of bytes, got {show(value)} '
+            f"({type_name(value)})",
             f'write e.g. {key} = "2G" (binary units: K, M, G, KiB, MiB, GiB; KB, MB, GB are '
             "decimal)",
         )
     try:
         return parse_size(value)
     except (ValueError, OverflowError):
-        raise _Invalid(
-            f"{_show(value)} is not a size",
+        raise Invalid(
+            f"{show(value)} is not a size",
             f'write e.g. {key} = "2G", "512MiB", "1.5GB" or a number of bytes',
         ) from None
 
@@ -204,24 +204,23 @@ _IDENTIFIER_PATH = r"[^\W\d]\w*(?:\.[^\W\d]\w*)*"
 _CALLABLE = re.compile(rf"{_IDENTIFIER_PATH}:{_IDENTIFIER_PATH}")
 
 
-def _callable_name(key: str, value: Any) -> str:
-    example = _EXAMPLES["setup"] if key == "setup" else _CALLABLE_EXAMPLE
-    text = _string(key, value, example)
+def callable_name(key: str, value: Any) -> str:
+    example = EXAMPLES["setup"] if key == "setup" else _CALLABLE_EXAMPLE
+    text = string(key, value, example)
     if not _CALLABLE.fullmatch(text):
-        raise _Invalid(
-            f"must name a function as module:function, got {_show(value)}",
+        raise Invalid(
+            f"must name a function as module:function, got {show(value)}",
             f"write e.g. {key} = {example} (the module is imported from the version's directory)",
         )
     return text
 
 
-def _name(key: str, value: Any) -> str:
-    text = _string(key, value)
+def benchmark_name(key: str, value: Any) -> str:
+    text = string(key, value)
     if any(ord(c) < 32 or ord(c) == 127 for c in text) or text != text.strip():
-        raise _Invalid(
-            f"must be one line without control characters or surrounding spaces, got "
-            f"{_show(value)}",
-            f"write e.g. {key} = {_EXAMPLES['name']}",
+        raise Invalid(
+            f"must be one line without control characters or surrounding spaces, got {show(value)}",
+            f"write e.g. {key} = {EXAMPLES['name']}",
         )
     return text
 
@@ -229,27 +228,26 @@ def _name(key: str, value: Any) -> str:
 _ENV_NAME = re.compile(r"[^=\0]+")
 
 
-def _env(key: str, value: Any) -> dict[str, str]:
+def env_table(key: str, value: Any) -> dict[str, str]:
     if not isinstance(value, dict):
-        raise _Invalid(
-            f"must be a table of variable names to strings, got {_show(value)} "
-            f"({_type_name(value)})",
-            f"write e.g. {key} = {_EXAMPLES['env']}",
+        raise Invalid(
+            f"must be a table of variable names to strings, got {show(value)} ({type_name(value)})",
+            f"write e.g. {key} = {EXAMPLES['env']}",
         )
     out: dict[str, str] = {}
     for var, val in value.items():
         if not _ENV_NAME.fullmatch(var):
-            raise _Invalid(f"has an invalid variable name {var!r}", "remove it")
+            raise Invalid(f"has an invalid variable name {var!r}", "remove it")
         if var.startswith("DUET_"):
-            raise _Invalid(
+            raise Invalid(
                 f"sets {var}: names starting with DUET_ are set by duet itself",
                 "rename the variable",
             )
         if isinstance(val, str) and "\0" in val:
-            raise _Invalid(f"{var} must not contain a NUL character", "remove the \\u0000")
+            raise Invalid(f"{var} must not contain a NUL character", "remove the \\u0000")
         if not isinstance(val, str):
-            raise _Invalid(
-                f"{var} must be a string, got {_show(val)} ({_type_name(val)})",
+            raise Invalid(
+                f"{var} must be a string, got {show(val)} ({type_name(val)})",
                 f'write {var} = "{val}" (environment values are strings: quote them)'
                 if isinstance(val, (int, float)) and not isinstance(val, bool)
                 else f'write e.g. {var} = "1"',

@@ -37,10 +37,10 @@ from duet_bench.config.model import (
     RECOMMENDATION_KEYS,
     WORD_RECOMMENDATIONS,
     Form,
-    _range_problem,
+    range_problem,
 )
-from duet_bench.config.read import _form_of, _parse, _read
-from duet_bench.config.values import _DOCS
+from duet_bench.config.read import form_of, parse_toml, read_file
+from duet_bench.config.values import DOCS
 from duet_bench.errors import ConfigError
 from duet_bench.isolation.model import RunAs
 from duet_bench.isolation.privileges import call_as
@@ -78,11 +78,11 @@ def write_recommendation(
                 raise ValueError(f"{key} must be a str, got {value!r}")
         elif isinstance(value, bool) or not isinstance(value, int):
             raise ValueError(f"{key} must be an int, got {value!r}")
-        problem = _range_problem(key, value)
+        problem = range_problem(key, value)
         if problem:
             raise ValueError(f"{key} {problem}")
-    text = _read(path)
-    new = edit_text(text, form=_form_of(path), benchmark=benchmark, values=values, path=path)
+    text = read_file(path)
+    new = edit_text(text, form=form_of(path), benchmark=benchmark, values=values, path=path)
     if new == text:
         return
 
@@ -119,14 +119,14 @@ def edit_text(
     added after the table's last key, with that key's indentation.
     """
     path = path or Path("duet.toml" if form == "duet" else "pyproject.toml")
-    data = _parse(path, text)  # tomllib first: its errors carry line and column
+    data = parse_toml(path, text)  # tomllib first: its errors carry line and column
     suite: Any = data if form == "duet" else data.get("tool", {})
     if form == "pyproject":
         suite = suite.get("duet") if isinstance(suite, dict) else None
     if not isinstance(suite, dict):
         raise ConfigError(
             f"{path}: has no [tool.duet] table to write the recommendation into",
-            fix=f"add [tool.duet] to {path}, or create duet.toml ({_DOCS})",
+            fix=f"add [tool.duet] to {path}, or create duet.toml ({DOCS})",
         )
     index = None if benchmark is None else _benchmark_index(path, suite, benchmark)
     expected = copy.deepcopy(data)

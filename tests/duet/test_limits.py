@@ -79,11 +79,11 @@ def test_a_huge_configuration_value_is_refused_with_its_limit(
 
 def test_options_and_configuration_share_one_table() -> None:
     assert LIMITS["runs"].high == 10_000
-    from duet_bench.config.model import _range_problem
+    from duet_bench.config.model import range_problem
 
     for name, limit in LIMITS.items():
         over = limit.high * 2 if limit.number else int(limit.high) + 1
-        assert _range_problem(name, over) is not None, name
+        assert range_problem(name, over) is not None, name
 
 
 @pytest.mark.parametrize(

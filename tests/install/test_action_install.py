@@ -63,7 +63,7 @@ def test_install_step(tmp_path: Path, wheels: Wheelhouse, install: str) -> None:
             outputs["python"],
             "-c",
             "from duet_bench import config, manual; print(manual.page('configuration.md')); "
-            "print(config._DOCS)",
+            "print(config.DOCS)",
         ],
         capture_output=True,
         text=True,
