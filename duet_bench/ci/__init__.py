@@ -6,9 +6,9 @@ bottom, one job per module:
 
 - :mod:`duet_bench.ci.sanitize`: the untrusted results document reduced to what the comment
   shows, every field type-checked.
-- :mod:`duet_bench.ci.marker`: the hidden first line that makes a comment ours, and its key.
-- :mod:`duet_bench.ci.body`: the comment text: marker, markdown report, link to the artifact,
-  the last pass against injected markup, the size limits.
+- :mod:`duet_bench.ci.body`: the comment text: the marker (the hidden first line that makes a
+  comment ours, and its key; written here, read back by the upsert), markdown report, link to
+  the artifact, the last pass against injected markup, the size limits.
 - :mod:`duet_bench.ci.http`: the HTTP client (standard library only, retries,
   ``Retry-After``, no redirects, the token redacted from every message).
 - :mod:`duet_bench.ci.provider`: what a place to comment must answer, and its records.
@@ -22,9 +22,8 @@ so GitHub Enterprise Server and self-managed GitLab work as they are. The names 
 comment`` uses are importable from here.
 """
 
-from duet_bench.ci.body import build_body
+from duet_bench.ci.body import build_body, validate_key
 from duet_bench.ci.errors import ApiError, CommentError, NotPosted
-from duet_bench.ci.marker import validate_key
 from duet_bench.ci.provider import Provider
 from duet_bench.ci.upsert import Outcome, upsert
 

@@ -1,10 +1,15 @@
 """The comment body: the marker line, the markdown report, the link to the artifact, within
 the provider's size limit.
 
+The marker is the hidden first line ``<!-- duet-report v1 key=K -->`` that makes a comment
+ours, and the key inside it (one comment per key, e.g. one per suite): written here
+(:func:`marker`), read back by the upsert (:func:`marker_key`); the key goes inside an HTML
+comment, so :func:`validate_key` makes ``-->`` impossible.
+
 The report (:func:`duet_bench.report.markdown.render_markdown`) of the sanitized document
-(:mod:`duet_bench.ci.sanitize`) goes under the marker (:mod:`duet_bench.ci.marker`); a last
-pass over the rendered text (:func:`neutralize`) escapes any HTML tag but the few the report
-itself writes and breaks every ``@mention``. When it is too long, first the folded full table
+(:mod:`duet_bench.ci.sanitize`) goes under the marker; a last pass over the rendered text
+(:func:`neutralize`) escapes any HTML tag but the few the report itself writes and breaks every
+``@mention``. When it is too long, first the folded full table
 goes (the artifact has it), then the rest is cut at a line with a link to the artifact
 (:func:`fit`, also used for GitHub's job summary).
 """
@@ -14,10 +19,38 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from duet_bench.ci.marker import DEFAULT_KEY, marker
 from duet_bench.ci.sanitize import sanitize
+from duet_bench.errors import UsageError
 from duet_bench.report.markdown import ALL_BENCHMARKS, render_markdown
 from duet_bench.results import ResultsDocument
+
+#: The marker that makes a comment ours; ``key`` lets several suites keep one comment each.
+MARKER_FORMAT = "<!-- duet-report v1 key={key} -->"
+_MARKER = re.compile(r"<!-- duet-report(?: [^\n]*?)? key=([A-Za-z0-9._-]{1,64}) -->")
+_KEY = re.compile(r"[A-Za-z0-9._-]{1,64}")
+DEFAULT_KEY = "default"
+
+
+def validate_key(key: str) -> str:
+    """The comment key, checked: it goes inside an HTML comment, so ``-->`` must be impossible."""
+    if not _KEY.fullmatch(key):
+        raise UsageError(
+            f"comment key {key!r} is not 1 to 64 letters, digits, '.', '_' or '-'",
+            fix="use e.g. --key default or --key parser-suite",
+        )
+    return key
+
+
+def marker(key: str) -> str:
+    return MARKER_FORMAT.format(key=validate_key(key))
+
+
+def marker_key(body: str) -> str | None:
+    """The key of the marker on the first line of ``body``, or None when it has none."""
+    first = body.split("\n", 1)[0].strip()
+    m = _MARKER.fullmatch(first)
+    return m.group(1) if m else None
+
 
 GITHUB_MAX_BODY = 65_536
 GITLAB_MAX_BODY = 1_000_000

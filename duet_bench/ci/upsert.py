@@ -13,8 +13,8 @@ import logging
 from dataclasses import dataclass
 from typing import Literal
 
+from duet_bench.ci.body import marker_key, validate_key
 from duet_bench.ci.errors import ApiError, CommentError, NotPosted
-from duet_bench.ci.marker import marker_key, validate_key
 from duet_bench.ci.provider import Comment, Provider
 
 log = logging.getLogger(__name__)

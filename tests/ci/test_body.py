@@ -12,8 +12,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from duet_bench import results
-from duet_bench.ci.body import GITHUB_MAX_BODY, body_length, build_body, fit, neutralize, safe_url
-from duet_bench.ci.marker import marker, marker_key, validate_key
+from duet_bench.ci.body import (
+    GITHUB_MAX_BODY,
+    body_length,
+    build_body,
+    fit,
+    marker,
+    marker_key,
+    neutralize,
+    safe_url,
+    validate_key,
+)
 from duet_bench.ci.sanitize import sanitize
 from duet_bench.errors import UsageError
 from tests.ci.conftest import HOSTILE_NAME

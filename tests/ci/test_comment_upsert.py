@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from duet_bench.ci import github
+from duet_bench.ci.body import marker
 from duet_bench.ci.errors import ApiError
-from duet_bench.ci.marker import marker
 from duet_bench.ci.upsert import upsert
 from tests.ci.conftest import HEAD_SHA, PR, REPO
 from tests.ci.fakeapi import ACTIONS_TOKEN, FakeApi, Fault
