@@ -23,7 +23,7 @@ class Suite:
 
     ``path`` is relative to the version's directory: a test path (pytest-benchmark), a binary
     built by the ``build`` command (Google Benchmark), a package (``./pkg``, go), a bench target
-    (cargo). ``filter`` is the harness's own selection syntax, applied at discovery.
+    (cargo). ``filter`` is the benchmark tool's own selection syntax, applied at discovery.
     ``options`` holds the adapter's own keys; ``settings`` the benchmark settings (``runs``,
     ``iterations``, ``threshold``, ...) every discovered benchmark gets, as field names of
     :class:`duet_bench.config.BenchmarkConfig`.
@@ -43,7 +43,7 @@ class Checkout:
     """The version a suite is discovered in: its directory after the build, the interpreter
     of python suites (absolute, or None when the configuration has no python benchmark), the
     environment discovery runs with, and the user it runs as: the version's own programs (a
-    cargo build script, the built harness listing its benchmarks) never run as root
+    cargo build script, the built benchmark binary listing its benchmarks) never run as root
     (docs/isolation.md, "What runs as root"); ``keep_env`` names the CI secrets kept on purpose.
     """
 
@@ -55,11 +55,11 @@ class Checkout:
 
 
 class Adapter(Protocol):
-    """One harness.
+    """One benchmark tool.
 
-    ``discover`` lists the benchmarks of ``suite`` in ``checkout`` (the harness's own names,
+    ``discover`` lists the benchmarks of ``suite`` in ``checkout`` (the tool's own names,
     filtered, in a stable order); it raises :class:`duet_bench.errors.ConfigError` saying what the
-    harness printed when the suite cannot be listed. ``benchmark`` says how one iteration of
+    tool printed when the suite cannot be listed. ``benchmark`` says how one iteration of
     ``name`` runs, relative to the version's directory (duet runs every side in its version's
     directory), named ``f"{suite.name}/{name}"``. ``iteration`` is one sentence for the
     documentation and the report: what one iteration of this adapter is.

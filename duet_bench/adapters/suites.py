@@ -5,10 +5,10 @@ parsers of the benchmark settings, so a suite's ``runs``, ``threshold``, ... are
 a benchmark's are, and every message names the file, the line, the suite and the key::
 
     [[suite]]
-    adapter = "google-benchmark"   # which harness (duet_bench/adapters/registry.py)
+    adapter = "google-benchmark"   # which benchmark tool (adapters/registry.py)
     path = "build/bench_parse"     # where the suite is, relative to the version's directory
     name = "parse"                 # optional: benchmarks are called parse/<name>
-    filter = "BM_Parse"            # optional: the harness's own selection syntax
+    filter = "BM_Parse"            # optional: the tool's own selection syntax
     min_time = 0.05                # the adapter's own options
     runs = 10                      # the usual benchmark settings, for every benchmark found
 """

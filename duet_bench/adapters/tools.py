@@ -1,4 +1,4 @@
-"""Running a harness's own tools at discovery: found explicitly, their output kept for the
+"""Running a benchmark tool's own programs at discovery: found explicitly, their output kept for the
 error message."""
 
 from __future__ import annotations
@@ -61,10 +61,10 @@ def run_tool(
     env: Mapping[str, str] | None = None,
 ) -> str:
     """Run one discovery step and return its stdout; a :class:`ConfigError` saying what the
-    harness printed when it fails.
+    benchmark tool printed when it fails.
 
-    As the builds: as the invoking user, without the CI's secrets (the harness and what it
-    builds are the version's code), and in a container of its own, killed with whatever the
+    As the builds: as the invoking user, without the CI's secrets (the benchmark tool and what
+    it builds are the version's code), and in a container of its own, killed with whatever the
     step left running (a daemon, a ``setsid`` child) before anything is measured
     (:func:`duet_bench.isolation.jobs.run_job_captured`)."""
     where = cwd or checkout.directory

@@ -142,7 +142,8 @@ class BenchmarkConfig:
     crossover: Crossover | None = None
     metric: MetricChoice | None = None
     env: Mapping[str, str] = field(default_factory=dict)
-    #: Suite adapters: the harness output the sample is read from (``duet_bench/adapters/``).
+    #: Suite adapters: the benchmark tool's output the sample is read from
+    #: (``duet_bench/adapters/``).
     output: str | None = None
 
     def __post_init__(self) -> None:

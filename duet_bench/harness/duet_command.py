@@ -18,7 +18,7 @@ only, Python >= 3.8.
   ``"task"``). ``nivcsw``: the involuntary context switches of the child and its reaped
   descendants.
 - :func:`run_command_output` (spec ``"output"``, suite adapters, ``docs/adapters.md``): the
-  same spawn, stdout to a file; the sample is what the harness printed (``duet_outputs.py``).
+  same spawn, stdout to a file; the sample is what the benchmark tool printed (``duet_outputs.py``).
 
 Crossover: the child is spawned after the barrier's wait moved the worker to the iteration's CPU
 (``duet_barrier.Barrier.cross``), so it starts there (a child inherits its parent's affinity),
@@ -241,13 +241,13 @@ def run_command_output(
     spec: dict[str, Any], barrier: duet_barrier.Barrier, samples: duet_samples.Samples
 ) -> dict[str, str]:
     """Every iteration of a suite adapter's side (spec ``"output"``): the command is one
-    invocation of a benchmark harness for one benchmark; its stdout goes to a file (a pipe
-    could fill and stall the harness mid-measurement), and the sample written is the
-    harness's own time per operation (:mod:`duet_outputs`), so the start-up of the binary and
-    the harness's warm-up and calibration are not in it.
+    invocation of a benchmark tool for one benchmark; its stdout goes to a file (a pipe could
+    fill and stall the tool mid-measurement), and the sample written is the tool's own time
+    per operation (:mod:`duet_outputs`), so the start-up of the binary and the tool's warm-up
+    and calibration are not in it.
 
     ``start_ns`` is still the moment the barrier released both sides; ``cpu_ns`` is the
-    harness's CPU time per operation when it reports one, else left out. ``runq_ns`` and
+    tool's CPU time per operation when it reports one, else left out. ``runq_ns`` and
     ``nivcsw`` are left out: the process's figures cover the whole invocation (start-up,
     warm-up, calibration), not the operations the sample is the mean of, and a run-queue delay
     subtracted from a per-operation time would be meaningless. Returns the ``done`` line's

@@ -1,12 +1,12 @@
-"""What a benchmark harness printed, turned into one duet sample (standard library only).
+"""What a benchmark tool printed, turned into one duet sample (standard library only).
 
-The worker runs a suite adapter's iteration (one invocation of the harness for one benchmark)
+The worker runs a suite adapter's iteration (one invocation of the benchmark tool for one benchmark)
 with its stdout in a file, then calls :func:`parse` with the worker spec's ``"output"`` and
-that text. The sample is the harness's own time per operation, not the process's wall time:
+that text. The sample is the tool's own time per operation, not the process's wall time:
 the start-up of the binary, its warm-up and its calibration are not in it.
 
 ``parse`` returns ``(real_ns, cpu_ns)``: the real (wall-clock) time per operation, and the CPU
-time per operation when the harness reports one (Google Benchmark), else None. Both are
+time per operation when the tool reports one (Google Benchmark), else None. Both are
 rounded to whole nanoseconds, at least 1 (a sample line needs a positive ``duration_ns``).
 
 Formats:
@@ -37,7 +37,7 @@ _BENCHER_LINE = re.compile(r"^test (.+?) \.\.\. bench:\s+([0-9,._]+) ns/iter\b",
 
 
 class OutputError(Exception):
-    """The harness's output holds no usable result."""
+    """The benchmark tool's output holds no usable result."""
 
 
 def _quote(text: str, limit: int = 600) -> str:

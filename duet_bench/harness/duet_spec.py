@@ -112,7 +112,7 @@ def _check_crossover(spec: dict[str, Any]) -> None:
 
 
 def _check_output(spec: dict[str, Any]) -> None:
-    """``output`` (suite adapters): the harness's output format the sample is read from."""
+    """``output`` (suite adapters): the benchmark tool's output format the sample is read from."""
     output = spec.get("output")
     if output is None:
         return

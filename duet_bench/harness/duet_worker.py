@@ -16,7 +16,8 @@ harness files beside it, each with one job:
 - ``duet_command.py``: the ``command`` kind, plain or with ``"output"`` (suite adapters);
 - ``duet_python.py``: the ``python`` kind, plain or through a driver (``duet_pytest.py``), its
   one timed loop, and the calibration of inner loops;
-- ``duet_barrier.py``: the barrier client; ``duet_outputs.py``: the parsers of harness output.
+- ``duet_barrier.py``: the barrier client; ``duet_outputs.py``: the parsers of benchmark tools'
+  output.
 
 The worker spec and the samples file are described in ``docs/architecture.md``; the barrier in
 ``docs/barrier-protocol.md``. Every iteration starts right after leaving the barrier

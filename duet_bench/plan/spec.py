@@ -47,9 +47,9 @@ class SideSpec:
     with optional ``setup``; ``sys_path`` is prepended to the module search path.
     ``native`` kind: ``command`` starts the user's program, which links a barrier client and
     runs its own iteration loop.
-    ``output`` (suite adapters, ``command`` kind): the harness output format the worker reads
-    each iteration's sample from (``duet_bench/harness/duet_outputs.py``), None for the process
-    time.
+    ``output`` (suite adapters, ``command`` kind): the benchmark tool's output format the worker
+    reads each iteration's sample from (``duet_bench/harness/duet_outputs.py``), None for the
+    process time.
     """
 
     kind: Kind

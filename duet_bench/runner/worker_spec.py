@@ -109,8 +109,8 @@ def argv_and_env(
 
 def install_harness(workdir: Path) -> Path:
     """Copy every harness file (``duet_*.py`` of duet_bench/harness/: the worker, the barrier
-    client, the pytest driver, the parsers of harness output, ...) into one directory of the
-    work directory, world-readable, so the sides can run them whatever user they run as and
+    client, the pytest driver, the parsers of benchmark tools' output, ...) into one directory of
+    the work directory, world-readable, so the sides can run them whatever user they run as and
     wherever duet is installed; return the worker script in it.
 
     Every ``duet_*.py``, not a list: a harness file added beside the worker is installed

@@ -1,4 +1,4 @@
-"""The shared shape of the adapter tests: a small real suite of one harness in a real git
+"""The shared shape of the adapter tests: a small real suite of one benchmark tool in a real git
 repository with two commits. BASE has ``steady``, ``slowed`` and ``removed``; HEAD makes
 ``slowed`` 30% slower, drops ``removed`` and adds ``added``. ``duet compare`` must find the
 regression on ``slowed`` only, report ``added`` as new and ``removed`` as missing, and an A/A
@@ -97,7 +97,7 @@ def check_regression_found(
     suite: str,
     names: Mapping[str, str],
 ) -> None:
-    """``names`` maps the roles (steady, slowed, added, removed) to the harness's names."""
+    """``names`` maps the roles (steady, slowed, added, removed) to the benchmark tool's names."""
     assert done.returncode == 1, done.stdout + done.stderr
     by_name = {b["name"]: b for b in doc["benchmarks"]}
     steady, slowed = f"{suite}/{names['steady']}", f"{suite}/{names['slowed']}"

@@ -128,7 +128,7 @@ def test_filter_escapes_regular_expression_characters() -> None:
     assert filter_for("BM_a.b(c)") == "^BM_a\\.b\\(c\\)$"
 
 
-def test_discovery_failure_says_what_the_harness_printed(tmp_path: Path) -> None:
+def test_discovery_failure_says_what_the_benchmark_tool_printed(tmp_path: Path) -> None:
     config = load(tmp_path, '[[suite]]\nadapter = "google-benchmark"\npath = "bench"\n')
     binary = tmp_path / "bench"
     binary.write_text("#!/bin/sh\necho 'cannot open data/input.json' >&2\nexit 4\n")

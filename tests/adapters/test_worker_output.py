@@ -1,5 +1,5 @@
 """The worker's output mode (suite adapters) in real processes through a real barrier: the
-sample is what the harness printed, not the process's time."""
+sample is what the benchmark tool printed, not the process's time."""
 
 from __future__ import annotations
 
@@ -20,19 +20,19 @@ shm_path = shared.shm_path
 processes = shared.processes
 
 
-def harness(tmp_path: Path, body: str) -> str:
-    """A stand-in harness: a real program printing what a harness prints."""
-    path = tmp_path / "harness.sh"
+def benchmark_tool(tmp_path: Path, body: str) -> str:
+    """A stand-in benchmark tool: a real program printing what such a tool prints."""
+    path = tmp_path / "benchmark_tool.sh"
     path.write_text("#!/bin/sh\n" + body)
     path.chmod(0o755)
     return str(path)
 
 
-def test_the_sample_is_the_harness_time_per_operation(
+def test_the_sample_is_the_benchmark_tool_time_per_operation(
     processes: Processes, shm_path: str, tmp_path: Path
 ) -> None:
     # 50 ms of sleep per invocation, 1234 ns/op reported: the sample is the report.
-    program = harness(tmp_path, "sleep 0.05\necho 'BenchmarkX-2   100   1234.4 ns/op'\n")
+    program = benchmark_tool(tmp_path, "sleep 0.05\necho 'BenchmarkX-2   100   1234.4 ns/op'\n")
     with db.create(shm_path):
         results = run_pair(processes, tmp_path, shm_path, command=program, output="go")
     for slot, (code, _, err) in enumerate(results):
@@ -50,14 +50,14 @@ def test_the_sample_is_the_harness_time_per_operation(
     assert not os.path.exists(tmp_path / "samples-0.jsonl.out")
 
 
-def test_cpu_time_is_kept_when_the_harness_reports_it(
+def test_cpu_time_is_kept_when_the_benchmark_tool_reports_it(
     processes: Processes, shm_path: str, tmp_path: Path
 ) -> None:
     json_out = (
         '{"benchmarks": [{"name": "BM_a", "run_type": "iteration", "real_time": 2.5, '
         '"cpu_time": 2.0, "time_unit": "us"}]}'
     )
-    program = harness(tmp_path, f"echo '{json_out}'\n")
+    program = benchmark_tool(tmp_path, f"echo '{json_out}'\n")
     with db.create(shm_path, parties=1):
         worker = start_worker(
             processes, write_spec(tmp_path, shm_path, 0, command=program, output="google-benchmark")
@@ -71,7 +71,7 @@ def test_cpu_time_is_kept_when_the_harness_reports_it(
 def test_output_without_a_result_fails_quoting_it(
     processes: Processes, shm_path: str, tmp_path: Path
 ) -> None:
-    program = harness(tmp_path, "echo 'panic: index out of range'\n")
+    program = benchmark_tool(tmp_path, "echo 'panic: index out of range'\n")
     with db.create(shm_path, parties=1):
         worker = start_worker(
             processes, write_spec(tmp_path, shm_path, 0, command=program, output="go")
@@ -83,10 +83,10 @@ def test_output_without_a_result_fails_quoting_it(
     assert read_samples(tmp_path / "samples-0.jsonl")[-1]["error"].startswith("BenchmarkFailed")
 
 
-def test_a_failing_harness_fails_with_its_output(
+def test_a_failing_benchmark_tool_fails_with_its_output(
     processes: Processes, shm_path: str, tmp_path: Path
 ) -> None:
-    program = harness(tmp_path, "echo 'error: no such benchmark'\nexit 2\n")
+    program = benchmark_tool(tmp_path, "echo 'error: no such benchmark'\nexit 2\n")
     with db.create(shm_path, parties=1):
         worker = start_worker(
             processes, write_spec(tmp_path, shm_path, 0, command=program, output="criterion")

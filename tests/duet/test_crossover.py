@@ -279,10 +279,10 @@ def test_c_refuses_a_crossover_it_cannot_make(
 def test_a_suite_adapters_invocation_runs_on_the_iterations_cpu(
     processes: Processes, shm_path: str, tmp_path: Path
 ) -> None:
-    """The ``output`` variant of the command kind (suite adapters): the harness the worker
-    spawns reports its time per operation as 1000 + the CPU it ran on (field 39 of its own
-    stat), so the parsed sample says where the child ran."""
-    program = tmp_path / "harness.sh"
+    """The ``output`` variant of the command kind (suite adapters): the benchmark tool the
+    worker spawns reports its time per operation as 1000 + the CPU it ran on (field 39 of its
+    own stat), so the parsed sample says where the child ran."""
+    program = tmp_path / "benchmark_tool.sh"
     program.write_text(
         "#!/bin/sh\nread -r stat < /proc/self/stat; set -- $stat; shift 38\n"
         'echo "BenchmarkX-2   100   $((1000 + $1)) ns/op"\n'

@@ -547,7 +547,7 @@ def test_killed_command_is_a_failure(processes: Processes, shm_path: str, tmp_pa
     assert "exit_status" not in error
 
 
-def test_a_failing_harness_has_its_exit_status_in_the_error_line(
+def test_a_failing_benchmark_tool_has_its_exit_status_in_the_error_line(
     processes: Processes, shm_path: str, tmp_path: Path
 ) -> None:
     fields = {"command": "echo half a line; exit 4", "output": "go"}

@@ -528,9 +528,9 @@ def test_keep_env_passes_a_token_on_purpose(user: User) -> None:
 
 def test_suite_discovery_runs_as_the_user_without_secrets(user: User) -> None:
     """A suite's discovery runs the version's own programs (a cargo build script, the built
-    harness listing its benchmarks): as the invoking user, as the builds, never as root, and
-    without the CI's secrets. Here the "harness" is the pull request's script, which records who
-    ran it when asked for its list."""
+    benchmark binary listing its benchmarks): as the invoking user, as the builds, never as
+    root, and without the CI's secrets. Here the "benchmark tool" is the pull request's script,
+    which records who ran it when asked for its list."""
     seen = user.home / "discovered"
     script = (
         "#!/bin/sh\n"
@@ -641,8 +641,8 @@ def test_pytest_collection_runs_as_the_user_without_secrets(user: User) -> None:
 
 @pytest.mark.guest
 def test_discovery_daemons_are_gone_before_measuring(user: User) -> None:
-    """As the build's: a ``setsid`` child the suite's discovery leaves (here the "harness"
-    asked for its list starts one) is killed before the measurement starts, and does not
+    """As the build's: a ``setsid`` child the suite's discovery leaves (here the "benchmark
+    tool" asked for its list starts one) is killed before the measurement starts, and does not
     outlive duet."""
     pids = user.home / "discovery-daemon"
     # The sleeper writes its pid to a file named after the listing's own pid, which waits
