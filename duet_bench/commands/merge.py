@@ -44,9 +44,9 @@ def merge(
     path = results_path(out)
     doc = merge_files([Path(s) for s in shards], path)
     if not is_file_form(out):
-        from duet_bench.compare.outputs import write_outputs
+        from duet_bench.report.files import write_reports
 
-        write_outputs(doc, path.parent, plots=False)
+        write_reports(doc, path.parent, plots=False)
     click.echo(render(doc, fmt), nl=False)
     click.echo(f"merged {len(shards)} shards into {path}", err=True)
     raise_if_incomplete(doc, allow=allow_incomplete)

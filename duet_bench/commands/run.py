@@ -99,7 +99,7 @@ def measure_run(o: RunOptions) -> Outcome:
     install_signal_handlers()
     doc = measure([bench], options)
     if not is_file_form(o.out):
-        from duet_bench.compare.outputs import write_outputs
+        from duet_bench.report.files import write_reports
 
-        write_outputs(doc, out.parent, plots=False)
+        write_reports(doc, out.parent, plots=False)
     return finish(doc, str(out), o.fmt, o.fail_on, o.machine.max_failures)

@@ -11,10 +11,12 @@ something else, and listed in ``config.missing_in_baseline`` (the command exits 
 ``--allow-missing``); when BASE has no duet configuration at all (the pull request that adds
 duet), HEAD's suite is used for both versions.
 
-One job per module: :mod:`duet_bench.compare.configuration` (where the suite is read),
-:mod:`duet_bench.compare.outputs` (the reports beside ``results.json``); here, the sequence of
-:func:`compare`, one named step after another. How the sides run (the session's options, shared
-with ``duet bisect``, ``run`` and ``calibrate``) is :mod:`duet_bench.session.options`'s.
+One job per module: :mod:`duet_bench.compare.configuration` (where the suite is read); here,
+the sequence of :func:`compare`, one named step after another, and the results file that says
+why nothing was measured (:func:`write_stopped`). The reports beside ``results.json`` are
+written by :mod:`duet_bench.report.files`, as for ``run`` and ``merge``. How the sides run (the
+session's options, shared with ``duet bisect``, ``run`` and ``calibrate``) is
+:mod:`duet_bench.session.options`'s.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from duet_bench import files, results, settings
+from duet_bench import __version__, files, results, settings
 from duet_bench.adapters.expand import expand_config, select_names, unmeasured
 from duet_bench.analysis import AnalysisSettings, analyze_benchmark
 from duet_bench.compare.configuration import (
@@ -39,10 +41,10 @@ from duet_bench.compare.configuration import (
     read_suite,
     repo_root,
 )
-from duet_bench.compare.outputs import write_outputs, write_stopped
 from duet_bench.config import Config
 from duet_bench.errors import ConfigError, DuetError, VersionError
 from duet_bench.plan import for_suite, select_shard
+from duet_bench.report.files import write_reports
 from duet_bench.results import BenchmarkRecord, ResultsDocument
 from duet_bench.session import MachineOptions, measure, session_options
 from duet_bench.versions import Versions
@@ -61,7 +63,6 @@ __all__ = [
     "read_config_from_disk",
     "read_configuration",
     "repo_root",
-    "write_outputs",
 ]
 
 log = logging.getLogger(__name__)
@@ -149,7 +150,7 @@ def compare(
             chosen = _discovered(suite, options, commits, base, head)
         doc = _measure(options, suite, chosen, commits, base, head)
         results.save(doc, out_dir / "results.json")
-        write_outputs(doc, out_dir, plots=options.plots)
+        write_reports(doc, out_dir, plots=options.plots)
         return doc
 
 
@@ -236,6 +237,29 @@ def _stopped_by(
             config_source=suite.source.record(commits.head),
         )
         raise
+
+
+def write_stopped(
+    path: Path,
+    suite: Mapping[str, Any],
+    versions: Mapping[str, Any],
+    why: str,
+    *,
+    config_source: Mapping[str, Any],
+) -> None:
+    """A results file that says why nothing was measured (CI keeps it as an artifact)."""
+    doc = ResultsDocument(
+        benchmarks=(),
+        tool={"name": "duet-bench", "version": __version__},
+        config={
+            "command": "compare",
+            "suite": dict(suite),
+            "versions": dict(versions),
+            "config_source": dict(config_source),
+        },
+        state={"complete": False, "stopped": why},
+    )
+    results.save(doc, path)
 
 
 def _described(sides: tuple[Version, Version]) -> dict[str, Any]:

@@ -1,14 +1,13 @@
-"""What ``duet compare`` writes beside ``results.json``: the reports (report.md, junit.xml,
-metrics.txt, plots/), or a results file that says why nothing was measured."""
+"""The report files beside a ``results.json``: ``report.md``, ``junit.xml``, ``metrics.txt`` and
+``plots/``, what ``duet run``, ``duet compare`` and ``duet merge`` write in their ``--out``
+directory, each rendered by its renderer and written atomically."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from duet_bench import __version__, extras, files, results
+from duet_bench import extras, files
 from duet_bench.defaults import Format
 from duet_bench.errors import ResultsError
 from duet_bench.report import render
@@ -16,8 +15,10 @@ from duet_bench.results import ResultsDocument
 
 log = logging.getLogger(__name__)
 
+__all__ = ["write_reports"]
 
-def write_outputs(doc: ResultsDocument, out_dir: Path, *, plots: bool = True) -> list[Path]:
+
+def write_reports(doc: ResultsDocument, out_dir: Path, *, plots: bool = True) -> list[Path]:
     """report.md, junit.xml, metrics.txt and plots/ next to results.json."""
     written = []
     reports: tuple[tuple[str, Format], ...] = (
@@ -61,26 +62,3 @@ def write_outputs(doc: ResultsDocument, out_dir: Path, *, plots: bool = True) ->
                 extras.install_hint("matplotlib"),
             )
     return written
-
-
-def write_stopped(
-    path: Path,
-    suite: Mapping[str, Any],
-    versions: Mapping[str, Any],
-    why: str,
-    *,
-    config_source: Mapping[str, Any],
-) -> None:
-    """A results file that says why nothing was measured (CI keeps it as an artifact)."""
-    doc = ResultsDocument(
-        benchmarks=(),
-        tool={"name": "duet-bench", "version": __version__},
-        config={
-            "command": "compare",
-            "suite": dict(suite),
-            "versions": dict(versions),
-            "config_source": dict(config_source),
-        },
-        state={"complete": False, "stopped": why},
-    )
-    results.save(doc, path)
