@@ -306,7 +306,7 @@ def _given(name: str) -> bool:
 
 def _measure(spec: BenchmarkSpec, o: dict[str, Any], settings: Any, out: Path) -> ResultsDocument:
     from duet_bench.commands.calibrate_designs import design_specs, measure_interleaved
-    from duet_bench.options import MachineGiven
+    from duet_bench.options.common import MachineGiven
     from duet_bench.session import measure, raise_if_broken
 
     options = MachineGiven.from_values(o).session(settings, "calibrate", out)

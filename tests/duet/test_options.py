@@ -1,4 +1,4 @@
-"""The options of each command, typed once at the CLI boundary (duet_bench/options.py): built
+"""The options of each command, typed once at the CLI boundary (duet_bench/options/): built
 from click's own parsing of real command lines, not from hand-made dictionaries."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import pytest
 
 from duet_bench import defaults
 from duet_bench.errors import UsageError
-from duet_bench.options import AnalyzeOptions, ReportOptions, RunOptions
+from duet_bench.options.measuring import RunOptions
+from duet_bench.options.reading import AnalyzeOptions, ReportOptions
 
 
 def _context(command: click.Command, args: list[str]) -> click.Context:
@@ -90,7 +91,7 @@ def test_analyze_and_report_carry_only_the_analysis_options_given() -> None:
 def test_compare_and_bisect_build_the_library_options_once() -> None:
     from duet_bench.commands.bisect import bisect
     from duet_bench.commands.compare import compare
-    from duet_bench.options import BisectCommandOptions, CompareCommandOptions
+    from duet_bench.options.measuring import BisectCommandOptions, CompareCommandOptions
 
     c = CompareCommandOptions.from_click(
         _context(compare, ["main", "--runs", "7", "--metric", "cpu", "--shard", "1/2", "-q"])
