@@ -8,7 +8,9 @@ built and checked once from click's values by its ``from_click`` and passed down
 - :mod:`~duet_bench.options.measuring`: the commands that measure two versions (``RunOptions``
   with its ``Sides``, ``CompareCommandOptions``, ``BisectCommandOptions``);
 - :mod:`~duet_bench.options.reading`: the commands that read a results file
-  (``AnalyzeOptions``, ``ReportOptions``).
+  (``AnalyzeOptions``, ``ReportOptions``);
+- :mod:`~duet_bench.options.calibrate`: ``duet calibrate`` (``CalibrateOptions``, what its A/A
+  measures in ``AASource``).
 
 The ranges and choices (``--confidence`` in (0, 1), ``--metric`` one of the metric choices, the
 bounds of :data:`duet_bench.limits.LIMITS`) are checked by the click types of

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -89,20 +88,15 @@ class MachineGiven:
 
     @classmethod
     def from_click(cls, ctx: click.Context) -> MachineGiven:
-        return cls.from_values(ctx.params)
-
-    @classmethod
-    def from_values(cls, p: Mapping[str, Any]) -> MachineGiven:
-        """From click's values by parameter name (a command that still passes them as a
-        mapping: ``calibrate``)."""
+        p = ctx.params
         return cls(
             cores=p["cores"],
             isolation=p["isolation"],
             timeout_s=p["timeout"],
-            share_network=p.get("share_network", False),
+            share_network=p["share_network"],
             max_failures=p["max_failures"],
             user=p["user"],
-            keep_env=tuple(p.get("keep_env", ())),
+            keep_env=tuple(p["keep_env"]),
             plan_seed=p["plan_seed"],
             wait=p["wait"],
             wait_timeout_s=p["wait_timeout"],
