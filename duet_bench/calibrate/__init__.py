@@ -30,7 +30,8 @@ The package, one job per module, in the order a calibration runs:
   factor, variance components, timing of a run, side asymmetry, start skew);
 - :mod:`~duet_bench.calibrate.decide`: the deciding steps (sequential comparison, which method pays,
   the plan);
-- :mod:`~duet_bench.calibrate.plan`: variance components and the recommendation (formulas 5, 8);
+- :mod:`~duet_bench.calibrate.experiment`: the planning of the A/A experiment, variance components
+  and the recommendation (formulas 5, 8);
 - :mod:`~duet_bench.calibrate.model`: the records of the result, :class:`Calibration`;
 - :mod:`~duet_bench.calibrate.calibration`: :func:`calibrate`, the steps in sequence, and
   :func:`calibrate_metrics`.
@@ -53,14 +54,7 @@ References
 
 from duet_bench.calibrate.calibration import calibrate, calibrate_metrics
 from duet_bench.calibrate.data import AAData, aa_data, has_metric
-from duet_bench.calibrate.model import (
-    Calibration,
-    ImpactEntry,
-    SequentialComparison,
-    SideAsymmetry,
-    StartSkew,
-)
-from duet_bench.calibrate.plan import (
+from duet_bench.calibrate.experiment import (
     EXTRAPOLATION,
     MAX_ITERATIONS,
     MIN_ITERATIONS,
@@ -71,6 +65,13 @@ from duet_bench.calibrate.plan import (
     components_of,
     recommend,
     width_for_runs,
+)
+from duet_bench.calibrate.model import (
+    Calibration,
+    ImpactEntry,
+    SequentialComparison,
+    SideAsymmetry,
+    StartSkew,
 )
 from duet_bench.calibrate.steps import ADDITIVE_LIMIT
 from duet_stats.warmup import Warmup, detect_warmup

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from duet_bench.analysis.series import crossover_of, recorded_of
-from duet_bench.calibrate.plan import Method
+from duet_bench.calibrate.experiment import Method
 from duet_bench.metrics import MetricName, get
 from duet_bench.results import BenchmarkRecord
 from duet_stats import FloatArray

@@ -11,8 +11,7 @@ import numpy as np
 
 from duet_bench.analysis import AnalysisSettings
 from duet_bench.calibrate.data import AAData
-from duet_bench.calibrate.model import SequentialComparison
-from duet_bench.calibrate.plan import (
+from duet_bench.calibrate.experiment import (
     EXTRAPOLATION,
     EXTRAPOLATION_FLOOR,
     MAX_ITERATIONS,
@@ -25,6 +24,7 @@ from duet_bench.calibrate.plan import (
     summed,
     width_for_runs,
 )
+from duet_bench.calibrate.model import SequentialComparison
 from duet_bench.calibrate.steps import AAInterval, Timing, Warnings, pct, skipped, timing
 from duet_stats.ratio import MIN_BOOTSTRAP_RUNS
 from duet_stats.sequential import accuracy_gain, sequential_ci
@@ -135,7 +135,8 @@ def choose_method(
 @dataclass(frozen=True, slots=True)
 class Plan:
     """The components the recommendation used, the recommendation, and the width formula 5
-    predicts at its iterations for each of :data:`~duet_bench.calibrate.plan.RUNS_GRID` runs."""
+    predicts at its iterations for each of
+    :data:`~duet_bench.calibrate.experiment.RUNS_GRID` runs."""
 
     components: Components | None
     recommended: Recommendation | None

@@ -31,7 +31,7 @@ import numpy as np
 from duet_bench.analysis import AnalysisSettings, rng_for
 from duet_bench.calibrate import steps
 from duet_bench.calibrate.data import AAData
-from duet_bench.calibrate.plan import (
+from duet_bench.calibrate.experiment import (
     EXTRAPOLATION,
     EXTRAPOLATION_FLOOR,
     MAX_ITERATIONS,

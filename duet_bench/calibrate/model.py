@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from duet_bench.analysis.sides import SideAsymmetry  # one record, shared with analysis
-from duet_bench.calibrate.plan import Components, Method, Recommendation
+from duet_bench.calibrate.experiment import Components, Method, Recommendation
 from duet_bench.metrics import MetricName
 from duet_stats.crossover import CoreContrast
 from duet_stats.warmup import Warmup

@@ -18,8 +18,8 @@ import numpy as np
 from duet_bench import units
 from duet_bench.analysis import AnalysisSettings, rng_for, verdict
 from duet_bench.calibrate.data import AAData
+from duet_bench.calibrate.experiment import MIN_RUNS, Components, components_of, summed
 from duet_bench.calibrate.model import ImpactEntry, SideAsymmetry, StartSkew
-from duet_bench.calibrate.plan import MIN_RUNS, Components, components_of, summed
 from duet_stats import FloatArray, RatioEstimate
 from duet_stats.crossover import CoreContrast, centre_assignments
 from duet_stats.crossover import core_contrast as contrast_of

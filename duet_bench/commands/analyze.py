@@ -24,7 +24,7 @@ from duet_bench.report.layout import terminal_width
 from duet_bench.results import load_given
 
 if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not load it
-    from duet_bench.options import AnalyzeOptions
+    from duet_bench.options.reading import AnalyzeOptions
 
 
 @click.command(cls=Command, exits=READS_RESULTS, interrupts=False)
@@ -42,7 +42,7 @@ def analyze(ctx: click.Context, /, **_given: Any) -> Outcome:
     Each benchmark is analysed with the settings it was measured with (duet.toml's
     `threshold`, `confidence` and `metric`, or the options of the run), except those given
     here explicitly."""
-    from duet_bench.options import AnalyzeOptions
+    from duet_bench.options.reading import AnalyzeOptions
 
     return analyze_results(AnalyzeOptions.from_click(ctx))
 

@@ -20,7 +20,7 @@ from duet_bench.commands.output import format_option, out_option
 from duet_bench.errors import EXIT_INFRASTRUCTURE, EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, Outcome
 
 if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not load it
-    from duet_bench.options import BisectCommandOptions
+    from duet_bench.options.measuring import BisectCommandOptions
 
 #: The outcome of each result of the search; any other (none: stopped undecided) is
 #: :attr:`Outcome.UNDECIDED`.
@@ -97,7 +97,7 @@ def bisect(ctx: click.Context, /, **_given: Any) -> Outcome:
     where it is slow; GOOD must be on BAD's first-parent line (a merge is one step).
     A slowdown carried by several commits is reported as spread, naming them.
     """
-    from duet_bench.options import BisectCommandOptions
+    from duet_bench.options.measuring import BisectCommandOptions
 
     return search(BisectCommandOptions.from_click(ctx))
 

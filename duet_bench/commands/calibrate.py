@@ -20,32 +20,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-from click.core import ParameterSource
 
 from duet_bench import settings
 from duet_bench.cli import install_signal_handlers, reports_errors
 from duet_bench.commands.help import Command
 from duet_bench.commands.options import (
     analysis_options,
-    analysis_settings,
     bench_option,
     bounded,
     crossover_option,
     machine_options,
 )
 from duet_bench.commands.output import format_option, out_option, results_path
-from duet_bench.errors import (
-    EXIT_REGRESSION,
-    BenchmarkFailed,
-    ConfigError,
-    ResultsError,
-    UsageError,
-)
+from duet_bench.errors import EXIT_REGRESSION, BenchmarkFailed, ConfigError, ResultsError
 from duet_bench.results import load_given
 
-if TYPE_CHECKING:
-    from duet_bench.analysis import AnalysisSettings
+if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not load it
     from duet_bench.calibrate import Calibration
+    from duet_bench.options.calibrate import AASource, CalibrateOptions
     from duet_bench.plan import BenchmarkSpec
     from duet_bench.results import ResultsDocument
 
@@ -141,8 +133,9 @@ if TYPE_CHECKING:
     "(comments kept): the benchmark's table with --bench, else the suite defaults.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.pass_context
 @reports_errors
-def calibrate(**o: Any) -> None:
+def calibrate(ctx: click.Context, /, **_given: Any) -> None:
     """Measure an A/A duet (the same version on both sides) and tell what this machine detects.
 
     Reports the A/A ratio and its interval (which must contain 1), the interval width, the
@@ -157,26 +150,33 @@ def calibrate(**o: Any) -> None:
       duet calibrate --bench parse --compare-designs --write
       duet calibrate --python .venv/bin/python --callable mypkg.bench:parse --plot plots/
     """
+    from duet_bench.options.calibrate import CalibrateOptions
+
+    run_calibration(CalibrateOptions.from_click(ctx))
+
+
+def run_calibration(o: CalibrateOptions) -> None:
+    """``duet calibrate`` with its options: measure the A/A (or read it with ``--results``),
+    calibrate, write the recommendation and the plots when asked, print the report."""
     from duet_bench.calibrate import aa_data, calibrate_metrics
 
-    settings = _check_options(o)
-    if o["from_results"]:
-        doc = load_given(o["from_results"])
-        out = Path(o["from_results"])
+    if o.source.from_results:
+        doc = load_given(o.source.from_results)
+        out = Path(o.source.from_results)
     else:
-        out = results_path(o["out"])
-        doc = _measure(_spec(o), o, settings, out)
+        out = results_path(o.out)
+        doc = _measure(_spec(o), o, out)
     main_record, seq_record = _records(doc)
     from duet_bench.analysis import analyze_benchmark
     from duet_bench.commands.calibrate_designs import design_records, with_designs
     from duet_bench.report.rows import interference_line
 
-    analysis = analyze_benchmark(main_record, settings)
+    analysis = analyze_benchmark(main_record, o.analysis)
     designs = design_records(doc, main_record)
     try:
-        cal = calibrate_metrics(main_record, seq_record, settings, busy_share=analysis.busy_share)
+        cal = calibrate_metrics(main_record, seq_record, o.analysis, busy_share=analysis.busy_share)
         if len(designs) > 1:
-            cal, main_record = with_designs(designs, cal, settings, analysis.busy_share)
+            cal, main_record = with_designs(designs, cal, o.analysis, analysis.busy_share)
         data = aa_data(main_record, cal.metric)
     except ValueError as e:
         raise BenchmarkFailed(str(e), fix=f"the run failures are in {out}") from e
@@ -190,17 +190,17 @@ def calibrate(**o: Any) -> None:
         "command": main_record.versions.get("baseline"),
         "interference": interference_line(analysis.to_block()),
     }
-    config_target = _config_target(o) if (o["write"] or o["bench"]) else None
+    config_target = _config_target(o.source) if (o.write or o.source.bench) else None
     written: str | None = None
-    if o["write"]:
-        written = _write(cal, config_target, o)
+    if o.write:
+        written = _write(cal, config_target)
     from duet_bench.report.calibration import finite, render_text
     from duet_bench.report.calibration_plots import write_plots
 
     plots: list[Path] = []
-    if o["plot_dir"]:
-        plots = write_plots(data, cal, Path(o["plot_dir"]))
-    if o["fmt"] == "json":
+    if o.plot_dir:
+        plots = write_plots(data, cal, Path(o.plot_dir))
+    if o.fmt == "json":
         payload = {**cal.to_dict(), "context": context}
         payload["plots"] = [str(p) for p in plots]
         payload["written"] = written
@@ -213,57 +213,22 @@ def calibrate(**o: Any) -> None:
     click.echo(f"results: {out}", err=True)
 
 
-def _check_options(o: dict[str, Any]) -> AnalysisSettings:
-    """The analysis settings, after refusing combinations of options that cannot work."""
-    sources = [k for k in ("bench", "command", "python") if o[k]]
-    if o["from_results"]:
-        # No measuring: --bench then only names the configuration table for --write.
-        if o["command"] or o["python"]:
-            raise UsageError(
-                "--results calibrates from a file: it cannot be combined with --command or "
-                "--python (they say what to measure)",
-                fix="drop --command/--python, or drop --results to measure anew",
-            )
-    elif len(sources) != 1:
-        raise UsageError(
-            "give exactly one of --bench NAME, --command CMD, --python INTERP --callable "
-            "MODULE:FUNCTION (or --results FILE to calibrate from an earlier A/A)"
-            + (f" (got {', '.join('--' + s for s in sources)})" if sources else ""),
-            fix="e.g. duet calibrate --command 'sleep 0.01'",
-        )
-    if o["python"] and not o["callable_"]:
-        raise UsageError(
-            "--python needs --callable MODULE:FUNCTION", fix="e.g. --callable mypkg.bench:run"
-        )
-    if o["callable_"] and not o["python"]:
-        raise UsageError("--callable needs --python INTERP", fix="e.g. --python .venv/bin/python")
-    settings: AnalysisSettings = analysis_settings(o)
-    if settings.threshold <= 0:
-        raise UsageError("--threshold must be above 0 for a calibration (the change to detect)")
-    return settings
-
-
 # --------------------------------------------------------------------------------------------
 # What to measure, and measuring it
 
 
-def _spec(o: dict[str, Any]) -> BenchmarkSpec:
-    """The A/A spec, through the one spec builder (:func:`duet_bench.plan.build`). A calibration's
-    runs, iterations and warm-up are its own options (it needs more than a comparison), so they
-    win over the configuration whether given or not; the timeout only when given."""
-    from duet_bench.plan import SideSpec, build, for_suite
+def _spec(o: CalibrateOptions) -> BenchmarkSpec:
+    """The A/A spec, through the one spec builder (:func:`duet_bench.plan.build`), with the
+    settings the options give (:meth:`CalibrateOptions.settings`)."""
+    from duet_bench.plan import build, for_suite
 
-    explicit = {
-        **{k: o[k] for k in ("runs", "iterations", "warmup")},
-        "method": "duet",
-        **({"timeout_s": o["timeout"]} if _given("timeout") else {}),
-        **({"crossover": o["crossover"]} if _given("crossover") else {}),
-    }
-    if o["bench"]:
+    explicit = o.settings()
+    source = o.source
+    if source.bench:
         from duet_bench.config import load_config
 
-        config = load_config(Path(o["config_path"]) if o["config_path"] else None)
-        b = config.select_one(o["bench"])  # a ConfigError naming the closest name
+        config = load_config(Path(source.config_path) if source.config_path else None)
+        b = config.select_one(source.bench)  # a ConfigError naming the closest name
         root = config.path.resolve().parent
         # A/A: the baseline's side on both sides (the same directory, so the same version).
         (planned,) = [
@@ -278,39 +243,17 @@ def _spec(o: dict[str, Any]) -> BenchmarkSpec:
             if p.spec.name == b.name
         ]
         return replace(planned.spec, candidate=planned.spec.baseline)
-    if o["python"]:
-        cwd = o["directory"]
-        side = SideSpec(
-            kind="python",
-            interpreter=o["python"],
-            callable=o["callable_"],
-            setup=o["setup"],
-            sys_path=(str(Path(cwd).resolve()),) if cwd else (),
-            cwd=cwd,
-        )
-        name = o["callable_"]
-    else:
-        side = SideSpec(
-            kind="native" if o["native"] else "command", command=o["command"], cwd=o["directory"]
-        )
-        # Whole: the name is stored; the reports shorten it for display.
-        name = " ".join(o["command"].split())
-    resolved = settings.resolve({**explicit, "timeout_s": o["timeout"]})
-    return build(name, side, side, resolved).spec
+    side = source.side()
+    resolved = settings.resolve({**explicit, "timeout_s": o.machine.timeout_s})
+    return build(source.name(), side, side, resolved).spec
 
 
-def _given(name: str) -> bool:
-    ctx = click.get_current_context()
-    return ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
-
-
-def _measure(spec: BenchmarkSpec, o: dict[str, Any], settings: Any, out: Path) -> ResultsDocument:
+def _measure(spec: BenchmarkSpec, o: CalibrateOptions, out: Path) -> ResultsDocument:
     from duet_bench.commands.calibrate_designs import design_specs, measure_interleaved
-    from duet_bench.options import MachineGiven
     from duet_bench.session import measure, raise_if_broken
 
-    options = MachineGiven.from_values(o).session(settings, "calibrate", out)
-    compare = o["compare_designs"]
+    options = o.machine.session(o.analysis, "calibrate", out)
+    compare = o.compare_designs
     click.echo(
         f"duet: calibrating {spec.name!r}: A/A, {spec.runs} runs x ({spec.warmup} warm-up + "
         f"{spec.iterations}) iterations"
@@ -326,7 +269,7 @@ def _measure(spec: BenchmarkSpec, o: dict[str, Any], settings: Any, out: Path) -
     if compare:
 
         def on_block(n: int, total: int) -> None:
-            if not o["quiet"]:
+            if not o.machine.quiet:
                 click.echo(f"duet: block {n + 1}/{total}", err=True)
 
         doc = measure_interleaved(
@@ -334,7 +277,7 @@ def _measure(spec: BenchmarkSpec, o: dict[str, Any], settings: Any, out: Path) -
         )
     else:
         doc = measure([spec], options)
-    raise_if_broken(doc, o["max_failures"])
+    raise_if_broken(doc, o.machine.max_failures)
     return doc
 
 
@@ -368,24 +311,22 @@ def _records(doc: ResultsDocument) -> tuple[Any, Any]:
 # The configuration
 
 
-def _config_target(o: dict[str, Any]) -> tuple[Path, str, str | None] | None:
+def _config_target(source: AASource) -> tuple[Path, str, str | None] | None:
     """``(file, form, benchmark name or None)`` of the configuration the lines belong in."""
     from duet_bench.config import find_config
 
-    path = Path(o["config_path"]) if o["config_path"] else find_config(Path.cwd())
+    path = Path(source.config_path) if source.config_path else find_config(Path.cwd())
     if path is None:
         return None
     form = "pyproject" if path.name == "pyproject.toml" else "duet"
-    if not o["bench"]:
+    if not source.bench:
         return path, form, None
     from duet_bench.config import load_config
 
-    return path, form, load_config(path).select_one(o["bench"]).name
+    return path, form, load_config(path).select_one(source.bench).name
 
 
-def _write(
-    cal: Calibration, target: tuple[Path, str, str | None] | None, o: dict[str, Any]
-) -> str | None:
+def _write(cal: Calibration, target: tuple[Path, str, str | None] | None) -> str | None:
     from duet_bench.config import RECOMMENDATION_KEYS, WORD_RECOMMENDATIONS
     from duet_bench.config.writer import write_recommendation
 

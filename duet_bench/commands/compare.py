@@ -21,7 +21,7 @@ from duet_bench.defaults import RESULTS_FORMATS
 from duet_bench.errors import EXIT_INFRASTRUCTURE, EXIT_USAGE, Outcome
 
 if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not load it
-    from duet_bench.options import CompareCommandOptions
+    from duet_bench.options.measuring import CompareCommandOptions
 
 
 @click.command(
@@ -67,7 +67,7 @@ def compare(ctx: click.Context, /, **_given: Any) -> Outcome:
     \b
     BASE and HEAD are any git refs: branches, tags, shas, HEAD~1, origin/main.
     """
-    from duet_bench.options import CompareCommandOptions
+    from duet_bench.options.measuring import CompareCommandOptions
 
     return compare_versions(CompareCommandOptions.from_click(ctx))
 

@@ -1,6 +1,5 @@
-"""The options shared by ``duet`` commands, and the analysis settings they give to
-``calibrate`` (the typed options of each command, and the settings given explicitly, are
-:mod:`duet_bench.options`).
+"""The options shared by ``duet`` commands (the typed options of each command, and the settings
+given explicitly, are :mod:`duet_bench.options`).
 
 The declarations (``--confidence``, ``--cores``, ``--runs``, ``--format`` of the reports, ...)
 are written here once; each command module stacks the decorators it needs. Only click is
@@ -10,17 +9,14 @@ imported at module level, so that ``duet --help`` stays fast.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import click
 
 from duet_bench import defaults
 from duet_bench.limits import LIMITS
 from duet_bench.metrics import DEFAULT_METRIC, METRIC_CHOICES
-
-if TYPE_CHECKING:
-    from duet_bench.analysis import AnalysisSettings
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -388,15 +384,3 @@ def run_options(fn: F) -> F:
         crossover_option,
     ]
     return machine_options(_apply(options, fn))
-
-
-# ------------------------------------------------------------------------------------------------
-# What the options give
-
-
-def analysis_settings(o: Mapping[str, Any]) -> AnalysisSettings:
-    """The :class:`duet_bench.analysis.AnalysisSettings` of the :func:`analysis_options` in
-    ``o``."""
-    from duet_bench.analysis import AnalysisSettings
-
-    return AnalysisSettings(**{k: o[k] for k in defaults.ANALYSIS_KEYS})

@@ -25,7 +25,7 @@ from duet_bench.report.layout import terminal_width
 from duet_bench.results import load_given
 
 if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not load it
-    from duet_bench.options import ReportOptions
+    from duet_bench.options.reading import ReportOptions
 
 
 @click.command(
@@ -80,7 +80,7 @@ def report(ctx: click.Context, /, **_given: Any) -> None:
     benchmark with it, and with the other settings it was measured with. The html format
     inlines the plots.
     """
-    from duet_bench.options import ReportOptions
+    from duet_bench.options.reading import ReportOptions
 
     write_report(ReportOptions.from_click(ctx))
 

@@ -16,7 +16,7 @@ from duet_bench.defaults import RESULTS_FORMATS
 from duet_bench.errors import Outcome
 
 if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not load it
-    from duet_bench.options import RunOptions
+    from duet_bench.options.measuring import RunOptions
 
 
 @click.command(cls=Command)
@@ -73,7 +73,7 @@ def run(ctx: click.Context, /, **_given: Any) -> Outcome:
       duet run --python-baseline old/.venv/bin/python --python-candidate new/.venv/bin/python \\
                --callable mypkg.bench:parse
     """
-    from duet_bench.options import RunOptions
+    from duet_bench.options.measuring import RunOptions
 
     return measure_run(RunOptions.from_click(ctx))
 

@@ -21,7 +21,7 @@ from duet_bench.calibrate.designs import (
     design_figures,
     equal_time_widths,
 )
-from duet_bench.calibrate.plan import Components, recommend
+from duet_bench.calibrate.experiment import Components, recommend
 from duet_bench.commands.calibrate_designs import blocks, design_of, design_specs
 from duet_bench.config import load_config
 from duet_bench.config.writer import write_recommendation

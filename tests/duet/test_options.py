@@ -1,4 +1,4 @@
-"""The options of each command, typed once at the CLI boundary (duet_bench/options.py): built
+"""The options of each command, typed once at the CLI boundary (duet_bench/options/): built
 from click's own parsing of real command lines, not from hand-made dictionaries."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import pytest
 
 from duet_bench import defaults
 from duet_bench.errors import UsageError
-from duet_bench.options import AnalyzeOptions, ReportOptions, RunOptions
+from duet_bench.options.measuring import RunOptions
+from duet_bench.options.reading import AnalyzeOptions, ReportOptions
 
 
 def _context(command: click.Command, args: list[str]) -> click.Context:
@@ -90,7 +91,7 @@ def test_analyze_and_report_carry_only_the_analysis_options_given() -> None:
 def test_compare_and_bisect_build_the_library_options_once() -> None:
     from duet_bench.commands.bisect import bisect
     from duet_bench.commands.compare import compare
-    from duet_bench.options import BisectCommandOptions, CompareCommandOptions
+    from duet_bench.options.measuring import BisectCommandOptions, CompareCommandOptions
 
     c = CompareCommandOptions.from_click(
         _context(compare, ["main", "--runs", "7", "--metric", "cpu", "--shard", "1/2", "-q"])
@@ -107,3 +108,53 @@ def test_compare_and_bisect_build_the_library_options_once() -> None:
         "seed": defaults.DEFAULT_SEED,
     }
     assert "threshold" not in b.search.overrides
+
+
+def test_calibrate_options_are_typed_from_the_command_line() -> None:
+    from duet_bench.commands.calibrate import calibrate
+    from duet_bench.options.calibrate import CalibrateOptions
+
+    o = CalibrateOptions.from_click(
+        _context(calibrate, ["--command", "sleep  0.01", "--timeout", "5", "--metric", "cpu"])
+    )
+    assert (o.runs, o.iterations, o.warmup) == (20, 30, 0)
+    assert (o.analysis.metric, o.analysis.threshold) == ("cpu", defaults.DEFAULT_THRESHOLD)
+    assert o.source.name() == "sleep 0.01"
+    assert o.source.side().kind == "command"
+    # Runs, iterations and warm-up always (a calibration's own); timeout and crossover as given.
+    assert o.settings() == {
+        "runs": 20,
+        "iterations": 30,
+        "warmup": 0,
+        "method": "duet",
+        "timeout_s": 5,
+    }
+    crossed = CalibrateOptions.from_click(
+        _context(calibrate, ["--python", "py", "--callable", "m:f", "--crossover", "run"])
+    )
+    assert crossed.settings()["crossover"] == "run"
+    assert "timeout_s" not in crossed.settings()
+    assert (crossed.source.name(), crossed.source.side().interpreter) == ("m:f", "py")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        o.runs = 3  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], r"give exactly one of --bench NAME.*earlier A/A\)\n"),
+        (["--bench", "b", "--command", "c"], r"\(got --bench, --command\)"),
+        (["--results", "r.json", "--command", "c"], "cannot be combined with --command"),
+        (["--python", "py"], "--python needs --callable"),
+        (["--command", "c", "--callable", "m:f"], "--callable needs --python"),
+        (["--command", "c", "--threshold", "0"], "--threshold must be above 0"),
+    ],
+)
+def test_calibrate_refuses_what_it_cannot_measure_once_at_the_boundary(
+    args: list[str], message: str
+) -> None:
+    from duet_bench.commands.calibrate import calibrate
+    from duet_bench.options.calibrate import CalibrateOptions
+
+    with pytest.raises(UsageError, match=message):
+        CalibrateOptions.from_click(_context(calibrate, args))

@@ -572,7 +572,7 @@ def test_a_hand_edited_analysis_block_renders_in_every_format() -> None:
 
 
 def test_long_names_are_stored_whole_and_shortened_for_display_only() -> None:
-    from duet_bench.options import Sides
+    from duet_bench.options.measuring import Sides
     from duet_bench.units import NAME_WIDTH
     from duet_bench.units import short_name as display_name
 

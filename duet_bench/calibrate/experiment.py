@@ -1,5 +1,6 @@
-"""Planning from an A/A (``docs/statistics.md``, method 5): variance components of the duet's data,
-the runs and iterations that decide at a threshold, and the interval width a plan buys.
+"""The planning of an A/A experiment (``docs/statistics.md``, method 5): variance components of
+the duet's data, the runs and iterations that decide at a threshold, and the interval width a plan
+buys. (Named ``experiment``, not ``plan``: :mod:`duet_bench.plan` is the runs of a benchmark.)
 
 The numbers come from :mod:`duet_stats.planning` ([KBT] formulas 3-5 and 8); this module adds the
 duet side: the unbiased run-effect variance the formulas need, the bounds a recommendation

@@ -1,0 +1,176 @@
+"""What several commands' options share, typed once at the CLI boundary: the groups that
+:mod:`duet_bench.commands.options` declares once (:class:`AnalysisGiven` for
+``analysis_options``, :class:`PlanGiven` for ``run_options``, :class:`MachineGiven` for
+``machine_options``), and :func:`explicit_settings`, what the command line gave, for a suite's
+precedence.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from click.core import ParameterSource
+
+from duet_bench import defaults, settings
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import click
+
+    from duet_bench.analysis import AnalysisSettings
+    from duet_bench.defaults import Crossover, Interval, Isolation, Method
+    from duet_bench.metrics import MetricChoice
+    from duet_bench.session import MachineOptions, SessionOptions
+
+
+@dataclass(frozen=True, slots=True)
+class AnalysisGiven:
+    """The analysis options (``--confidence`` ... ``--metric``), and which of them the command
+    line gave (the others are their defaults)."""
+
+    confidence: float
+    threshold: float
+    reps: int
+    seed: int
+    interval: Interval
+    winsorize: bool
+    metric: MetricChoice
+    #: The names (:data:`duet_bench.defaults.ANALYSIS_KEYS`) given on the command line.
+    explicit: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_click(cls, ctx: click.Context) -> AnalysisGiven:
+        p = ctx.params
+        return cls(
+            confidence=p["confidence"],
+            threshold=p["threshold"],
+            reps=p["reps"],
+            seed=p["seed"],
+            interval=p["interval"],
+            winsorize=p["winsorize"],
+            metric=p["metric"],
+            explicit=frozenset(
+                k
+                for k in defaults.ANALYSIS_KEYS
+                if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE
+            ),
+        )
+
+    def values(self) -> dict[str, Any]:
+        """Every analysis setting by its name, given or default."""
+        return {k: getattr(self, k) for k in defaults.ANALYSIS_KEYS}
+
+    def explicit_values(self) -> dict[str, Any]:
+        """The settings given on the command line, by name: they override the recorded ones."""
+        return {k: getattr(self, k) for k in defaults.ANALYSIS_KEYS if k in self.explicit}
+
+
+@dataclass(frozen=True, slots=True)
+class MachineGiven:
+    """The machine options (``--cores`` ... ``--wait-timeout``) and ``--quiet``: where and how
+    the two sides run, and what makes a run fail."""
+
+    cores: tuple[int, int] | None
+    isolation: Isolation
+    timeout_s: float
+    share_network: bool
+    max_failures: int | None
+    user: str | None
+    keep_env: tuple[str, ...]
+    plan_seed: int
+    wait: bool
+    wait_timeout_s: float | None
+    quiet: bool
+
+    @classmethod
+    def from_click(cls, ctx: click.Context) -> MachineGiven:
+        p = ctx.params
+        return cls(
+            cores=p["cores"],
+            isolation=p["isolation"],
+            timeout_s=p["timeout"],
+            share_network=p["share_network"],
+            max_failures=p["max_failures"],
+            user=p["user"],
+            keep_env=tuple(p["keep_env"]),
+            plan_seed=p["plan_seed"],
+            wait=p["wait"],
+            wait_timeout_s=p["wait_timeout"],
+            quiet=p["quiet"],
+        )
+
+    def machine(self) -> MachineOptions:
+        """The :class:`duet_bench.session.MachineOptions` these give (``--user``, or the user
+        who ran sudo, read from the environment here)."""
+        from duet_bench.isolation import RunAs
+        from duet_bench.session import MachineOptions
+
+        return MachineOptions(
+            cores=self.cores,
+            share_network=self.share_network,
+            plan_seed=self.plan_seed,
+            progress=not self.quiet,
+            run_as=RunAs.from_environment(self.user, os.environ),
+            wait=self.wait,
+            keep_env=self.keep_env,
+            wait_timeout=self.wait_timeout_s,
+        )
+
+    def session(self, analysis: AnalysisSettings, command: str, out: Path) -> SessionOptions:
+        """The :class:`duet_bench.session.SessionOptions` of a command without a configuration
+        (``run``, ``calibrate``) that writes the results file ``out``: every value is an
+        option's."""
+        from duet_bench.session import session_options
+
+        return session_options(
+            out,
+            self.machine(),
+            isolation=self.isolation,
+            max_failures=self.max_failures,
+            analysis=analysis,
+            config={"command": command, "argv": sys.argv[1:]},
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PlanGiven:
+    """The plan options of ``run_options`` (``--runs`` ... ``--crossover``)."""
+
+    runs: int
+    iterations: int
+    warmup: int
+    memory_limit_bytes: int | None
+    method: Method
+    crossover: Crossover
+
+    @classmethod
+    def from_click(cls, ctx: click.Context) -> PlanGiven:
+        p = ctx.params
+        return cls(
+            runs=p["runs"],
+            iterations=p["iterations"],
+            warmup=p["warmup"],
+            memory_limit_bytes=p["memory_limit"],
+            method=p["method"],
+            crossover=p["crossover"],
+        )
+
+
+def explicit_settings(ctx: click.Context) -> dict[str, Any]:
+    """Every setting (:data:`duet_bench.settings.BUILTIN`, by field name) the command has as an
+    option and that was given on the command line; ``reps`` and ``seed`` always (the
+    configuration cannot set them, and the results file says which were used)."""
+    out: dict[str, Any] = {}
+    for name in settings.BUILTIN:
+        param = defaults.FILE_KEYS.get(name, name)
+        if param not in ctx.params:
+            continue
+        if name in ("reps", "seed") or (
+            ctx.get_parameter_source(param) == ParameterSource.COMMANDLINE
+        ):
+            out[name] = ctx.params[param]
+    return out

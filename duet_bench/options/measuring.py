@@ -1,0 +1,221 @@
+"""The typed options of the commands that measure two versions: ``duet run``
+(:class:`RunOptions`, what it measures in :class:`Sides`), ``duet compare``
+(:class:`CompareCommandOptions`) and ``duet bisect`` (:class:`BisectCommandOptions`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from duet_bench import defaults
+from duet_bench.errors import UsageError
+from duet_bench.options.common import AnalysisGiven, MachineGiven, PlanGiven, explicit_settings
+
+if TYPE_CHECKING:
+    import click
+
+    from duet_bench.bisect import BisectOptions
+    from duet_bench.compare import CompareOptions
+    from duet_bench.defaults import FailOn, Format
+    from duet_bench.plan import SideSpec
+    from duet_bench.report.bisect import Format as BisectFormat
+
+
+@dataclass(frozen=True, slots=True)
+class Sides:
+    """What ``duet run`` measures: two commands (``--baseline``, ``--candidate``, ``--native``)
+    or a python benchmark (``--python-baseline``, ``--python-candidate``, ``--callable``,
+    ``--setup``), each side in its directory (``--baseline-dir``, ``--candidate-dir``)."""
+
+    baseline: str | None
+    candidate: str | None
+    native: bool
+    python_baseline: str | None
+    python_candidate: str | None
+    callable: str | None
+    setup: str | None
+    baseline_dir: str | None
+    candidate_dir: str | None
+
+    def __post_init__(self) -> None:
+        if self.python:
+            if not (self.python_baseline and self.python_candidate and self.callable):
+                raise UsageError(
+                    "a python benchmark needs --python-baseline, --python-candidate and --callable",
+                    fix="give all three, e.g. --python-baseline old/.venv/bin/python "
+                    "--python-candidate new/.venv/bin/python --callable mypkg.bench:run",
+                )
+            if self.baseline or self.candidate:
+                raise UsageError(
+                    "give either --baseline/--candidate commands or a python benchmark, not both"
+                )
+        elif not (self.baseline and self.candidate):
+            raise UsageError(
+                "nothing to measure: give --baseline CMD and --candidate CMD",
+                fix="duet run --baseline './old' --candidate './new'",
+            )
+
+    @property
+    def python(self) -> bool:
+        """Whether the options name a python benchmark rather than two commands."""
+        return bool(self.python_baseline or self.python_candidate or self.callable)
+
+    def name(self) -> str:
+        """The benchmark's name when ``--name`` is not given: the callable, or the common
+        command (both when they differ), stored whole (results, JUnit, metric labels must stay
+        unique and greppable; reports shorten it for display only)."""
+        if self.python:
+            return str(self.callable)
+        b, c = str(self.baseline).strip(), str(self.candidate).strip()
+        return " ".join((b if b == c else f"{b} vs {c}").split())
+
+    def side(self, which: str) -> SideSpec:
+        """The ``baseline`` or ``candidate`` side."""
+        from pathlib import Path
+
+        from duet_bench.plan import SideSpec
+
+        cwd = self.baseline_dir if which == "baseline" else self.candidate_dir
+        if self.python:
+            return SideSpec(
+                kind="python",
+                interpreter=self.python_baseline if which == "baseline" else self.python_candidate,
+                callable=self.callable,
+                setup=self.setup,
+                sys_path=(str(Path(cwd).resolve()),) if cwd else (),
+                cwd=cwd,
+            )
+        command = self.baseline if which == "baseline" else self.candidate
+        return SideSpec(kind="native" if self.native else "command", command=command, cwd=cwd)
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """``duet run``: what it measures, the plan, the machine, the analysis and the output."""
+
+    sides: Sides
+    name: str
+    plan: PlanGiven
+    machine: MachineGiven
+    analysis: AnalysisGiven
+    out: str
+    fmt: Format
+    fail_on: FailOn
+
+    @classmethod
+    def from_click(cls, ctx: click.Context) -> RunOptions:
+        p = ctx.params
+        sides = Sides(
+            baseline=p["baseline"],
+            candidate=p["candidate"],
+            native=p["native"],
+            python_baseline=p["python_baseline"],
+            python_candidate=p["python_candidate"],
+            callable=p["callable_"],
+            setup=p["setup"],
+            baseline_dir=p["baseline_dir"],
+            candidate_dir=p["candidate_dir"],
+        )
+        return cls(
+            sides=sides,
+            name=p["name"] or sides.name(),
+            plan=PlanGiven.from_click(ctx),
+            machine=MachineGiven.from_click(ctx),
+            analysis=AnalysisGiven.from_click(ctx),
+            out=p["out"],
+            fmt=p["fmt"],
+            fail_on=p["fail_on"],
+        )
+
+    def settings(self) -> dict[str, Any]:
+        """Every setting by its field name (:func:`duet_bench.settings.resolve`): without a
+        configuration every value is an option's, given or its default."""
+        return {
+            **self.analysis.values(),
+            "runs": self.plan.runs,
+            "iterations": self.plan.iterations,
+            "warmup": self.plan.warmup,
+            "method": self.plan.method,
+            "crossover": self.plan.crossover,
+            "max_failures": self.machine.max_failures,
+            "timeout_s": self.machine.timeout_s,
+            "memory_limit_bytes": self.plan.memory_limit_bytes,
+            "isolation": self.machine.isolation,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CompareCommandOptions:
+    """``duet compare``: the comparison (:class:`duet_bench.compare.CompareOptions`, the
+    library's input) and what the command does with its results."""
+
+    comparison: CompareOptions
+    fmt: Format
+    fail_on: FailOn
+    #: ``--max-failures``, for a document that does not record the suite's own.
+    max_failures: int | None
+    allow_missing: bool
+
+    @classmethod
+    def from_click(cls, ctx: click.Context) -> CompareCommandOptions:
+        from pathlib import Path
+
+        from duet_bench.compare import CompareOptions
+        from duet_bench.plan import parse_shard
+
+        p = ctx.params
+        comparison = CompareOptions(
+            base=p["base"],
+            head=p["head"],
+            out_dir=Path(p["out"]),
+            repo=Path(p["repo"]),
+            config=p["config"],
+            bench=p["bench"],
+            shard=parse_shard(p["shard"]) if p["shard"] else None,
+            rebuild=p["rebuild"],
+            keep_worktrees=p["keep_worktrees"],
+            explicit=explicit_settings(ctx),
+            machine=MachineGiven.from_click(ctx).machine(),
+            plots=not p["no_plots"],
+        )
+        return cls(
+            comparison=comparison,
+            fmt=p["fmt"],
+            fail_on=p["fail_on"],
+            max_failures=p["max_failures"],
+            allow_missing=p["allow_missing"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class BisectCommandOptions:
+    """``duet bisect``: the search (:class:`duet_bench.bisect.BisectOptions`, the library's
+    input) and the format of its report."""
+
+    search: BisectOptions
+    fmt: BisectFormat
+
+    @classmethod
+    def from_click(cls, ctx: click.Context) -> BisectCommandOptions:
+        from pathlib import Path
+
+        from duet_bench.bisect import BisectOptions
+
+        p = ctx.params
+        explicit = explicit_settings(ctx)
+        search = BisectOptions(
+            good=p["good"],
+            bad=p["bad"],
+            out_dir=Path(p["out"]),
+            repo=Path(p["repo"]),
+            config=p["config"],
+            benchmark=p["bench"],
+            max_runs=p["max_runs"],
+            spread_share=p["spread_share"],
+            rebuild=p["rebuild"],
+            keep_worktrees=p["keep_worktrees"],
+            overrides={k: v for k, v in explicit.items() if k not in defaults.ANALYSIS_KEYS},
+            analysis_overrides={k: v for k, v in explicit.items() if k in defaults.ANALYSIS_KEYS},
+            machine=MachineGiven.from_click(ctx).machine(),
+        )
+        return cls(search=search, fmt=p["fmt"])
