@@ -106,8 +106,11 @@ def main() -> int:
             file=sys.stderr,
         )
     OUT.mkdir(parents=True, exist_ok=True)
-    name = f"demo-rate-{args.crossover or 'default'}.json"
-    (OUT / name).write_text(json.dumps({"argv": sys.argv, "demos": rows}, indent=1) + "\n")
+    path = OUT / f"demo-rate-{args.crossover or 'default'}.json"
+    if path.exists():  # an earlier sitting's demos are kept: this one gets its UTC time
+        path = path.with_name(f"{path.stem}-{time.strftime('%Y%m%d-%H%M', time.gmtime())}.json")
+    path.write_text(json.dumps({"argv": sys.argv, "demos": rows}, indent=1) + "\n")
+    print(f"demos written to {path}", file=sys.stderr)
     print(table(rows))
     return 0
 
