@@ -26,7 +26,7 @@ demo: $(RUNTIME)
 
 # The guest tier (scripts/guest/run-tier.sh) runs in the background from the start, through a
 # gate (DUET_GUEST_GATE): it builds or finds its image, boots, installs and runs its short jobs
-# while lint, types and the tests that do not measure run; it parks, idle, while the host's
+# while lint, types and the tests that do not measure run; it parks, stopped, while the host's
 # measuring tests run (the host waits for it to park first); its system tests follow them.
 # Its log is printed at the end, which counts every skip by reason (scripts/test_summary.py).
 RESULTS := duet-results

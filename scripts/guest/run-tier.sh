@@ -18,7 +18,8 @@
 # tests): the guest never runs beside the host's measuring tests. Before booting and before
 # each job the tier parks while PREFIX.hold exists (and PREFIX.open does not), saying so by
 # PREFIX.parked; the system tests wait for PREFIX.open (the host's measuring tests are done).
-# While parked the guest idles; the log says how much CPU QEMU took meanwhile.
+# While parked the guest is stopped (QMP `stop`, `cont` to unpark; SCHED_IDLE if QMP fails); the
+# log says how much CPU QEMU took meanwhile.
 set -euo pipefail
 image_only=0
 if [ "${1:-}" = --image-only ]; then
@@ -176,18 +177,57 @@ qemu_policy() {  # qemu_policy --idle|--other: the scheduling policy of every QE
     chrt --all-tasks "$1" --pid 0 "$pid" >/dev/null 2>&1 ||
         say "could not set QEMU's scheduling policy ($1); it competes with the host's tests"
 }
+qmp() {  # qmp COMMAND: run one QMP command (stop, cont) on QEMU's monitor socket; 0 if it did
+    [ -S "$run/qmp.sock" ] || return 1
+    "$python" - "$run/qmp.sock" "$1" <<'PY'
+import json, socket, sys
+
+with socket.socket(socket.AF_UNIX) as s:
+    s.settimeout(10)
+    s.connect(sys.argv[1])
+    f = s.makefile("rw")
+    json.loads(f.readline())  # the greeting
+    for command in ("qmp_capabilities", sys.argv[2]):
+        f.write(json.dumps({"execute": command}) + "\n")
+        f.flush()
+        while True:  # events may come before the answer
+            answer = json.loads(f.readline())
+            if "return" in answer or "error" in answer:
+                break
+        if "error" in answer:
+            sys.exit(f"{command}: {answer['error']}")
+PY
+}
+guest_pause() {  # the parked guest: its vCPUs stopped, or (if QMP fails) QEMU at SCHED_IDLE
+    [ -n "$qemu_pid" ] || return 0
+    # An idle guest under TCG still takes CPU: 507 s of CPU in 848 s parked at normal priority,
+    # 269 s in 688 s at SCHED_IDLE (rehearsals). Stopped (QMP `stop`) it takes none, and its
+    # clocks stop with it (the TSC and timers are the VM's), so no timer of the guest fires late
+    # after `cont`; only its wall clock is then behind the host's by the time parked.
+    if qmp stop 2>>"$run/qmp.log"; then
+        paused=stopped
+    else
+        say "could not stop the guest's vCPUs through QMP ($(tail -n 1 "$run/qmp.log" 2>/dev/null)); SCHED_IDLE instead"
+        qemu_policy --idle
+        paused=idle
+    fi
+}
+guest_resume() {
+    case $paused in
+    stopped) qmp cont 2>>"$run/qmp.log" || broken "could not resume the parked guest (QMP cont: $(tail -n 1 "$run/qmp.log"))" ;;
+    idle) qemu_policy --other ;;
+    esac
+    paused=""
+}
+paused=""
 park() {  # park WHY CONDITION...: wait while CONDITION holds, the host told why
     [ -n "$gate" ] || return 0
     "${@:2}" || return 0
     park_since=$(date +%s.%N)
     park_cpu0=$(qemu_cpu_s)
-    # An idle guest under TCG still takes CPU (a rehearsal: 507 s of CPU in 848 s parked, about
-    # 0.6 of a CPU beside the host's measuring tests). SCHED_IDLE for every QEMU thread while
-    # parked: it then runs only on CPU time nothing else wants (weight 3 against 1024), and its
-    # clock does not stop as a paused guest's would.
-    qemu_policy --idle
+    guest_pause
     touch "$gate.parked"
-    say "parked: $1"
+    say "parked: $1${paused:+ (guest $paused)}"
     while "${@:2}"; do
         if [ -n "$qemu_pid" ] && ! kill -0 "$qemu_pid" 2>/dev/null; then
             rm -f "$gate.parked"
@@ -196,7 +236,7 @@ park() {  # park WHY CONDITION...: wait while CONDITION holds, the host told why
         sleep 1
     done
     rm -f "$gate.parked"
-    qemu_policy --other
+    guest_resume
     echo "parked $(elapsed "$park_since")" >>"$out/phases.txt"
     phase_start=$(date +%s.%N)
     say "unparked after $(parked_cpu)"
@@ -260,7 +300,7 @@ qemu-img create -q -f qcow2 -b "$image" -F raw "$run/overlay.qcow2"
 
 boot() {  # boot ACCEL CPU: start QEMU in the background, set qemu_pid
     local accel_opt=$1 cpu=$2
-    rm -f "$run/qemu.pid" "$share/out/agent-ready"
+    rm -f "$run/qemu.pid" "$run/qmp.sock" "$share/out/agent-ready"
     # setpriv --pdeathsig: QEMU (and the timeout around it) die with this script, even by SIGKILL.
     setpriv --pdeathsig KILL -- timeout -k 5 "$guest_max_s" \
         setpriv --pdeathsig KILL -- \
@@ -271,6 +311,7 @@ boot() {  # boot ACCEL CPU: start QEMU in the background, set qemu_pid
         -drive "file=$run/overlay.qcow2,format=qcow2,if=virtio" \
         -virtfs "local,path=$share,mount_tag=share,security_model=none,id=share" \
         -nic none -serial "file:$run/serial-${accel_opt%%,*}.log" -display none -monitor none \
+        -qmp "unix:$run/qmp.sock,server=on,wait=off" \
         -no-reboot -pidfile "$run/qemu.pid" 2>"$run/qemu-${accel_opt%%,*}.log" &
     qemu_pid=$!
 }
