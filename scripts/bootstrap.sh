@@ -17,6 +17,15 @@ case "$SIZE" in runtime|dev) ;; *)
     exit 2 ;;
 esac
 
+# One apt-get at a time among duet's scripts: `make test` starts the guest tier, which may install
+# QEMU with apt, beside this bootstrap (dpkg's own lock would make the second one fail at once).
+apt_get() {
+    if command -v flock >/dev/null 2>&1; then
+        DEBIAN_FRONTEND=noninteractive flock -w 900 /var/lock/duet-apt.lock apt-get "$@"
+    else
+        DEBIAN_FRONTEND=noninteractive apt-get "$@"
+    fi
+}
 if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
     echo "duet needs Python >= 3.11; $PYTHON is $("$PYTHON" --version 2>&1)." >&2
     echo "Fix: install a newer python3 and run 'make test PYTHON=python3.11'." >&2
@@ -25,7 +34,7 @@ fi
 if ! "$PYTHON" -m venv --help >/dev/null 2>&1 || ! "$PYTHON" -c 'import ensurepip' >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         ver=$("$PYTHON" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
-        apt-get update -qq && (apt-get install -y -qq "python${ver}-venv" || apt-get install -y -qq python3-venv)
+        apt_get update -qq && (apt_get install -y -qq "python${ver}-venv" || apt_get install -y -qq python3-venv)
     else
         echo "The venv module is missing. Fix: sudo apt-get install python3-venv" >&2
         exit 3
@@ -52,8 +61,8 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     done
     if [ -n "$missing" ]; then
         # shellcheck disable=SC2086  # one word per package, on purpose
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null 2>&1 \
-            || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null 2>&1) \
+        apt_get install -y -qq $missing >/dev/null 2>&1 \
+            || (apt_get update -qq && apt_get install -y -qq $missing >/dev/null 2>&1) \
             || echo "bootstrap: could not install$missing with apt; the tests that need them will skip." >&2
     fi
 fi
@@ -61,8 +70,8 @@ fi
 # test (tests/adapters/); that test skips with the reason when the library is missing.
 if [ ! -f /usr/include/benchmark/benchmark.h ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libbenchmark-dev >/dev/null 2>&1 \
-            || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libbenchmark-dev >/dev/null 2>&1) \
+        apt_get install -y -qq libbenchmark-dev >/dev/null 2>&1 \
+            || (apt_get update -qq && apt_get install -y -qq libbenchmark-dev >/dev/null 2>&1) \
             || echo "bootstrap: could not install libbenchmark-dev with apt; the google-benchmark adapter test will skip." >&2
     else
         echo "bootstrap: libbenchmark-dev not installed (needs root and apt-get); the google-benchmark adapter test will skip." >&2

@@ -88,8 +88,10 @@ command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
 [ -n "$(newest_kernel)" ] || missing+=(linux-image-amd64)
 if [ ${#missing[@]} -gt 0 ]; then
     say "installing ${missing[*]} (apt-get; qemu-system-x86 may upgrade the host's systemd packages)"
-    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-        --no-install-recommends "${missing[@]}"; } >"$out/apt.log" 2>&1; then
+    # flock: one apt-get at a time with scripts/bootstrap.sh, which `make test` runs beside this.
+    if ! { flock -w 900 /var/lock/duet-apt.lock apt-get update -qq &&
+        DEBIAN_FRONTEND=noninteractive flock -w 900 /var/lock/duet-apt.lock apt-get install -y -qq \
+            --no-install-recommends "${missing[@]}"; } >"$out/apt.log" 2>&1; then
         tail -5 "$out/apt.log"
         skip "could not install ${missing[*]} (log: $out/apt.log)"
     fi
@@ -138,6 +140,13 @@ if [ -r "$image" ]; then
 else
     say "building image $image (kernel $kver; a few minutes, then cached)"
     mkdir -p "$cache/$key"
+    if [ -n "${DUET_GUEST_GATE:-}" ] && [ ! -e "$repo/.venv/.installed" ]; then
+        # `make test` starts this tier beside scripts/bootstrap.sh: the wheels are built with the
+        # venv's pip, once it is there (the host stops the tier if its bootstrap fails).
+        say "waiting for the host's venv (scripts/bootstrap.sh) to build the wheels with its pip"
+        while [ ! -e "$repo/.venv/.installed" ]; do sleep 1; done
+        python=$repo/.venv/bin/python
+    fi
     wheels=$(mktemp -d "$cache/wheels.XXXXXX")
     echo "$requirements" >"$wheels/requirements.txt"
     # The guest has no network: its venv is filled from wheels built here, where pip already
