@@ -458,25 +458,23 @@ def load_given(path: str | os.PathLike[str]) -> ResultsDocument:
     given = Path(path)
     try:
         fd = open_as_invoking_user(given)
-    except FileNotFoundError:
-        raise ResultsError(
-            f"{given}: no such file", fix="give the path of a results.json written by duet"
-        ) from None
-    except OSError as e:
-        raise ResultsError(f"{given}: cannot read it: {e}") from None
-    if stat.S_ISDIR(os.fstat(fd).st_mode):
-        os.close(fd)
-        given = given / "results.json"
+    except OSError:  # missing or unreadable: load opens it again and says which, in its words
+        return load(given, opener=open_as_invoking_user)
+    if not stat.S_ISDIR(os.fstat(fd).st_mode):
+        return load(given, opener=lambda _p: fd)
+    os.close(fd)
+
+    def in_directory(p: Path) -> int:
         try:
-            fd = open_as_invoking_user(given)
+            return open_as_invoking_user(p)
         except FileNotFoundError:
             raise ResultsError(
-                f"{given.parent} is a directory without a results.json",
+                f"{given} is a directory without a results.json",
                 fix="give the --out DIR that duet run, compare or merge wrote, or its results.json",
             ) from None
-    # The descriptor is opened once, as the user; load names ``given`` (the file, not the
-    # directory) in every error it raises.
-    return load(given, opener=lambda _p: fd)
+
+    # load names the file, not the directory, in every error it raises.
+    return load(given / "results.json", opener=in_directory)
 
 
 def _kind(value: Any) -> str:
