@@ -9,7 +9,7 @@ STAMP   := $(VENV)/.installed
 
 .PHONY: demo test install install-runtime lint types pytest guest-tier bench-stats bench-barrier bench-overhead demo-rate accuracy accuracy-quick metric-study metric-study-quick soak clean
 
-$(STAMP): pyproject.toml scripts/bootstrap.sh
+$(STAMP): pyproject.toml scripts/bootstrap.sh tests/constraints.txt
 	PYTHON=$(PYTHON) VENV=$(VENV) sh scripts/bootstrap.sh dev
 	touch $(STAMP) $(RUNTIME)
 

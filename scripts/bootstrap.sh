@@ -47,7 +47,9 @@ if [ "$SIZE" = runtime ]; then
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e .
     exit 0
 fi
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[dev,arch]"
+# The test environment pins what decides the numbers (tests/constraints.txt says why).
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -c tests/constraints.txt \
+    -e ".[dev,arch]"
 
 # Tools the CI-template, install and accuracy tests use. Each is optional: the tests that need
 # one skip with the reason when it is missing, so a registry that is down does not break the

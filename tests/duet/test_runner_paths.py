@@ -8,6 +8,7 @@ import os
 import shlex
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -48,18 +49,26 @@ def test_a_program_or_input_under_tmp_keeps_the_host_tmp(tmp_path: Path) -> None
     assert not uses_host_tmp(SideSpec(kind="command", command="touch /tmp/new.db", cwd="/"))
 
 
+def place_outside_tmp() -> str:
+    """A writable directory outside the host's /tmp: /var/tmp (FHS: always there, writable by
+    everyone, not /tmp), else the home directory or the working directory."""
+    for candidate in ("/var/tmp", str(Path.home()), os.getcwd()):
+        if os.access(candidate, os.W_OK | os.X_OK) and not under_host_tmp(candidate):
+            return candidate
+    raise AssertionError("no writable directory outside /tmp: /var/tmp, $HOME and . are not")
+
+
 def test_a_venv_reached_through_a_symlink_into_tmp_keeps_the_host_tmp(tmp_path: Path) -> None:
     # A build step made `.venv -> /tmp/...`: the venv's python resolves to /usr/bin/python3.x,
     # outside /tmp, yet the kernel goes through /tmp to find it, so a private /tmp hides it.
     real_venv = tmp_path / "venv"
     (real_venv / "bin").mkdir(parents=True)
     (real_venv / "bin" / "python").symlink_to(os.path.realpath(sys.executable))
-    # The link itself must live outside /tmp for the case to matter: the working directory
-    # (the checkout) is the place outside /tmp the tests may write to.
-    outside = Path.cwd()
-    if under_host_tmp(str(outside)):
-        pytest.skip("the working directory is under /tmp: no place outside it to put the link")
-    link = outside / f".venv-link-test-{os.getpid()}"
+    # The link itself must live outside /tmp for the case to matter, wherever the checkout is
+    # (a clone under /tmp is common): a directory of its own in the first place outside /tmp
+    # that we may write to.
+    outside = Path(tempfile.mkdtemp(prefix="venv-link-test-", dir=place_outside_tmp()))
+    link = outside / "venv"
     link.symlink_to(real_venv)
     try:
         python = str(link / "bin" / "python")
@@ -73,6 +82,7 @@ def test_a_venv_reached_through_a_symlink_into_tmp_keeps_the_host_tmp(tmp_path: 
         assert "private /tmp" in why
     finally:
         link.unlink()
+        outside.rmdir()
     assert why_hidden("/usr/bin") is None
 
 
