@@ -86,9 +86,10 @@ def render_openmetrics(doc: ResultsDocument) -> str:
     def add(family: _Family, value: float | None, **labels: str) -> None:
         if value is None:
             return
-        # Full precision (repr is the shortest text that reads back as the same float): three
-        # significant digits printed an interval as 1.05 [1.05, 1.05].
-        samples[family.name].append(f"{family.name}{_labels(**labels)} {float(value)!r}")
+        # Nine significant digits: three printed an interval as 1.05 [1.05, 1.05]; all 17 carry
+        # the last bits of numpy's arithmetic, which differ between CPUs, and no reader needs
+        # them (a ratio to 1e-8, a time in seconds to the nanosecond below 1 s).
+        samples[family.name].append(f"{family.name}{_labels(**labels)} {float(value):.9g}")
 
     for b in doc.benchmarks:
         a = b.analysis or AnalysisBlock()

@@ -330,9 +330,12 @@ def test_openmetrics_parses_back(basic: ResultsDocument) -> None:
         assert isinstance(samples, list)
         return {labels["benchmark"]: v for labels, v in samples}
 
-    # Full precision: the value is the analysis's float itself.
+    # Nine significant digits of the analysis's float: within 5e-9 relative, and not three.
     analysis = {b.name: b.analysis for b in basic.benchmarks if b.analysis is not None}
-    assert values("duet_ratio")["parse-json"] == analysis["parse-json"].ratio
+    ratio = analysis["parse-json"].ratio
+    assert ratio is not None
+    assert values("duet_ratio")["parse-json"] == pytest.approx(ratio, rel=5e-9, abs=0)
+    assert values("duet_ratio")["parse-json"] != round(ratio, 3)
     assert round(values("duet_ratio")["parse-json"], 3) == 1.05
     assert round(values("duet_ratio")["tiny"], 3) == 0.997
     # A schema-1 file has wall time only: one metric ratio per benchmark, equal to the ratio.
