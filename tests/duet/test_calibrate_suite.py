@@ -9,11 +9,15 @@ import json
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from duet_bench.adapters.expand import expand_config
+from duet_bench.calibrate import AAData
+from duet_bench.calibrate.steps import timing
 from duet_bench.config import load_config
 from duet_bench.config.writer import edit_text
 from duet_bench.plan import for_suite
@@ -150,3 +154,23 @@ def test_a_suite_table_gets_the_values_in_place() -> None:
         '[[suite]]  # the second\nadapter = "go"\npath = "./b"\niterations = 90 # here\n'
         "runs = 12\n"
     )
+
+
+def test_a_run_costs_processes_not_samples_when_the_sample_is_per_operation() -> None:
+    """Samples of 50 µs per operation inside iterations that start 20 ms apart (a process per
+    iteration), runs of 30 iterations lasting 0.7 s: the start-up is 0.1 s, 5 iterations, not
+    the 13,400 "iterations" of 50 µs the samples alone would make it."""
+    rng = np.random.default_rng(3)
+    base = rng.lognormal(np.log(50e3), 0.2, (10, 30))
+    cand = rng.lognormal(np.log(50e3), 0.2, (10, 30))
+    data = AAData(
+        "gb/BM_Sort", "duet", base, cand, np.zeros((10, 0)), np.zeros((10, 0)), (0, 1) * 5,
+        wall_ns=np.full((10, 2), 0.7e9), iteration_period_ns=20e6,
+    )  # fmt: skip
+    t = timing(data, 0)
+    assert t.mean_iteration_ns == 20e6
+    assert t.startup_ns == pytest.approx(0.1e9)
+    assert t.startup_iterations == pytest.approx(5.0)
+    # A sample that is the iteration's wall time keeps today's figures.
+    same = timing(replace(data, iteration_period_ns=float(np.maximum(base, cand).mean())), 0)
+    assert same.mean_iteration_ns == pytest.approx(float(np.maximum(base, cand).mean()))
