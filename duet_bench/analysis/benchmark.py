@@ -24,6 +24,7 @@ from duet_bench.analysis.sides import (
     asymmetry_note,
     benchmark_asymmetry,
     crossover_difference,
+    process_note,
 )
 from duet_bench.metrics import names
 from duet_bench.results import BenchmarkRecord
@@ -72,6 +73,13 @@ def analyze_benchmark(record: BenchmarkRecord, settings: AnalysisSettings) -> Be
         series.crossover_note,
         _design_note(record, series),
         asymmetry_note(asymmetry, ok, chosen.log_ratios, threshold=settings.threshold),
+        process_note(
+            record.kind,
+            (a, b),
+            chosen,
+            threshold=settings.threshold,
+            confidence=settings.confidence,
+        ),
         interval_note(chosen, len(ok)),
         winsor_note(settings, runs=len(ok), iterations=int(a.shape[1])),
         runs_needed_note(needed, runs_used=len(ok), threshold=settings.threshold),

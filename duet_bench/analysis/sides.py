@@ -2,14 +2,17 @@
 the runs sat on: the one record of it, for a benchmark's own runs here and for an A/A run in
 :mod:`duet_bench.calibrate`, and the note a benchmark's analysis adds when it matters. When the
 sides changed CPUs inside the runs (crossover), the core difference comes from inside the runs
-instead (:class:`CoreDifference`, :func:`duet_stats.crossover.core_contrast`)."""
+instead (:class:`CoreDifference`, :func:`duet_stats.crossover.core_contrast`), and it is named
+only when it stands out of the noise between iterations under the same CPU assignment. Where an
+iteration is a process, that noise is the variation between processes, and when it is what
+widens the interval, :func:`process_note` says so in plain words."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,7 +21,15 @@ from duet_bench.analysis.series import Crossover
 from duet_bench.results import RunRecord
 from duet_stats import FloatArray
 from duet_stats.asymmetry import Asymmetry, side_asymmetry
-from duet_stats.crossover import CoreContrast, core_contrast
+from duet_stats.crossover import CoreContrast, centre_assignments, core_contrast
+from duet_stats.planning import VarianceComponents, variance_components
+
+if TYPE_CHECKING:  # model imports this module
+    from duet_bench.analysis.model import MetricEstimate
+
+#: The share of the run ratios' variance that the variation between iterations (processes)
+#: must make up for :func:`process_note` to say that it dominates.
+PROCESS_SHARE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +183,8 @@ def benchmark_asymmetry(
 
 
 def _crossover_note(difference: CoreDifference, *, threshold: float) -> str | None:
+    # ``significant`` asks both the bootstrap over runs and the test against the noise within
+    # each assignment (duet_stats.crossover.CoreContrast.beyond_noise).
     c = difference.contrast
     if not c.significant or abs(math.log(c.ratio)) < math.log1p(threshold) / 2:
         return None
@@ -218,4 +231,70 @@ def asymmetry_note(
         f"{units.change(max(est.ratio, 1 / est.ratio))} on CPU {slower} against CPU {faster}. "
         "Alternating the sides cancels it in the ratio but widens the interval; "
         "`duet doctor` and an A/A `duet calibrate` tell what makes the cores unequal"
+    )
+
+
+def _process_spread(times: tuple[FloatArray, FloatArray], assignment: FloatArray | None) -> float:
+    """How many times slower the slowest process ran than the fastest on the same CPU in one
+    run: per run, side and CPU assignment the largest over the smallest time, the median over
+    these groups (one disturbed run does not set it)."""
+    spreads: list[float] = []
+    for side in times:
+        for r, row in enumerate(side):
+            groups = [row] if assignment is None else [row[assignment[r] == k] for k in (0, 1)]
+            spreads.extend(float(g.max() / g.min()) for g in groups if g.size >= 2)
+    return float(np.median(spreads)) if spreads else 1.0
+
+
+def _runs_stand_out(c: VarianceComponents, confidence: float) -> bool:
+    """Whether the run means differ by more than the iterations' noise explains: the F test of
+    ``n S_A^2 / S_X^2`` with ``(k - 1, k (n - 1))`` degrees of freedom at ``1 - confidence``."""
+    if c.within_run_var <= 0.0:
+        return True
+    import scipy.special  # lazy: ~0.3 s to import, and only wide command benchmarks need it
+
+    f = c.iterations * c.between_run_var / c.within_run_var
+    p = float(scipy.special.fdtrc(c.runs - 1, c.runs * (c.iterations - 1), f))
+    return p < 1.0 - confidence
+
+
+def process_note(
+    kind: str | None,
+    times: tuple[FloatArray, FloatArray],
+    chosen: MetricEstimate,
+    *,
+    threshold: float,
+    confidence: float,
+) -> str | None:
+    """Where every iteration is a new process (``kind == "command"``), a note in plain words when
+    the variation between processes is what widens the interval.
+
+    It dominates when the within-run variance over the iterations, ``S_X^2 / n``, makes up at
+    least :data:`PROCESS_SHARE` of the variance of the run ratios, or when the runs do not
+    differ by more than it explains (an F test at ``1 - confidence``; with 5 runs the share
+    alone is a noisy estimate), both from the log ratios with the core difference taken out
+    (:func:`duet_stats.crossover.centre_assignments`). The note is given only when the interval
+    is wider than the threshold, where narrowing it matters. More iterations per run then
+    narrow the interval as ``1 / sqrt(n)``, and ``duet calibrate`` plans how many (Kalibera et
+    al., formula 8)."""
+    lo, hi = chosen.ci_low, chosen.ci_high
+    x = chosen.log_ratios
+    if kind != "command" or lo is None or hi is None or hi / lo - 1.0 <= threshold:
+        return None
+    if x.shape[0] < 2 or x.shape[1] < 2:
+        return None
+    if chosen.assignment is not None:
+        x = centre_assignments(x, chosen.assignment)
+    c = variance_components(x)
+    if c.between_run_var <= 0.0:
+        return None
+    share = c.within_run_var / c.iterations / c.between_run_var
+    if share < PROCESS_SHARE and _runs_stand_out(c, confidence):
+        return None
+    spread = _process_spread(times, chosen.assignment)
+    return (
+        f"this benchmark's time changes up to {units.sig(spread)}x from one process to the next "
+        "on the same CPU (every iteration is a new process), and that, not a difference between "
+        "the cores, is what widens the interval: more iterations per run narrow it, and "
+        "`duet calibrate` plans how many"
     )

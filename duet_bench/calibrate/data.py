@@ -48,6 +48,11 @@ class AAData:
         Crossover at every iteration (docs/statistics.md, method 1b): per measured iteration, 0 with
         the baseline on the lower-numbered CPU of the pair, 1 on the other; None when the sides
         kept their CPUs for a run (or the CPUs were not recorded).
+    iteration_period_ns : float or None
+        The median time from one measured iteration's start to the next one's, from the
+        baseline's ``iteration_start_ns``: what an iteration really costs, also when the sample
+        is not its wall time (a suite adapter's time per operation, for an iteration that is a
+        process running the benchmark tool). None when not recorded.
     """
 
     name: str
@@ -61,6 +66,7 @@ class AAData:
     wall_ns: FloatArray | None = None
     failed_runs: int = 0
     assignment: FloatArray | None = None
+    iteration_period_ns: float | None = None
 
     def __post_init__(self) -> None:
         a, b = self.baseline_ns, self.candidate_ns
@@ -169,6 +175,11 @@ def aa_data(record: BenchmarkRecord, metric: MetricName = "wall") -> AAData:
         skews.append(np.array(start_b[:n], dtype=np.float64) - np.array(start_a[:n]))
     skew = np.array(skews) if len(skews) == len(ok) and method == "duet" else None
     wall: FloatArray | None = None
+    periods = [
+        float(np.median(np.diff(np.array(r.baseline.iteration_start_ns[:n], dtype=np.float64))))
+        for r in ok
+        if r.baseline.iteration_start_ns is not None and len(r.baseline.iteration_start_ns) >= 2
+    ]
     crossover = crossover_of(ok, n)[0] if method == "duet" else None
     if all(r.baseline.wall_ns is not None and r.candidate.wall_ns is not None for r in ok):
         wall = np.array([[r.baseline.wall_ns, r.candidate.wall_ns] for r in ok], dtype=np.float64)
@@ -187,4 +198,5 @@ def aa_data(record: BenchmarkRecord, metric: MetricName = "wall") -> AAData:
         assignment=crossover.assignment
         if crossover is not None and crossover.within_runs
         else None,
+        iteration_period_ns=float(np.median(periods)) if periods else None,
     )

@@ -293,15 +293,36 @@ class Timing:
     startup_iterations: float | None
 
 
+#: A sample shorter than this share of the time between iteration starts is not the iteration's
+#: wall time but a figure inside it (a suite adapter's time per operation): the iteration's cost
+#: is then that time between starts. An iteration whose sample is its wall time takes nearly all
+#: of it (the barrier wait and the sample's writing are microseconds).
+PERIOD_SHARE = 0.5
+
+
 def timing(data: AAData, skip: int) -> Timing:
     """Mean wall time of one iteration (both sides together for duet: an iteration ends when
     the slower side reaches the barrier; one side for sequential), and the start-up cost: a
-    run's wall time minus every iteration."""
+    run's wall time minus every iteration.
+
+    When the samples are a figure inside the iteration (Google Benchmark's, go's or
+    criterion's time per operation, where an iteration is a process running the tool), the
+    iteration's cost is the time between iteration starts (``data.iteration_period_ns``):
+    measured by the samples, a run's start-up would come out as thousands of "iterations" and
+    formula 8 would ask for the most iterations allowed whatever the noise."""
     a, b = data.baseline_ns[:, skip:], data.candidate_ns[:, skip:]
     if data.method == "duet":
         iteration_ns = float(np.maximum(a, b).mean())
     else:
         iteration_ns = float((a.mean() + b.mean()) / 2.0)
+    period = data.iteration_period_ns
+    if period is not None and iteration_ns < PERIOD_SHARE * period:
+        iteration_ns = period
+        if data.wall_ns is None:
+            return Timing(iteration_ns, None, None)
+        total = data.baseline_ns.shape[1] + data.baseline_warmup_ns.shape[1]
+        startup = float(np.median(np.clip(data.wall_ns - total * period, 0.0, None)))
+        return Timing(iteration_ns, startup, startup / iteration_ns)
     if data.wall_ns is None or iteration_ns <= 0:
         return Timing(iteration_ns, None, None)
     spent = np.stack(

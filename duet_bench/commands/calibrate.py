@@ -37,8 +37,11 @@ from duet_bench.results import load_given
 
 if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not load it
     from duet_bench.calibrate import Calibration
+    from duet_bench.config import Config
     from duet_bench.options.calibrate import AASource, CalibrateOptions
+    from duet_bench.options.common import MachineGiven
     from duet_bench.plan import BenchmarkSpec
+    from duet_bench.report.calibration import ConfigTarget
     from duet_bench.results import ResultsDocument
 
 
@@ -48,8 +51,8 @@ if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not 
 )
 @bench_option(
     "The benchmark of the configuration file to measure, in the working tree as it is (build "
-    "it first): its name, or a glob that matches one name. With --results: the table --write "
-    "sets."
+    "it first): its name, or a glob that matches one name; a suite's benchmark (SUITE/NAME) "
+    "is found by discovering the suites there. With --results: the table --write sets."
 )
 @click.option("--command", metavar="CMD", help="A shell command, run every iteration.")
 @click.option(
@@ -130,7 +133,8 @@ if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not 
     "--write",
     is_flag=True,
     help="Put the recommended runs, iterations and warmup into the configuration file "
-    "(comments kept): the benchmark's table with --bench, else the suite defaults.",
+    "(comments kept): the benchmark's table with --bench (for a suite's benchmark, its "
+    "[[suite]] table: every benchmark the suite finds), else the suite defaults.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.pass_context
@@ -160,12 +164,17 @@ def run_calibration(o: CalibrateOptions) -> None:
     calibrate, write the recommendation and the plots when asked, print the report."""
     from duet_bench.calibrate import aa_data, calibrate_metrics
 
+    # The benchmark --write sets: the one --bench named (a suite's benchmark resolved by
+    # discovery when measured), which names a [[benchmark]] or, for a suite's, its [[suite]].
+    table = o.source.bench
     if o.source.from_results:
         doc = load_given(o.source.from_results)
         out = Path(o.source.from_results)
     else:
         out = results_path(o.out)
-        doc = _measure(_spec(o), o, out)
+        spec = _spec(o)
+        table = spec.name if o.source.bench else None
+        doc = _measure(spec, o, out)
     main_record, seq_record = _records(doc)
     from duet_bench.analysis import analyze_benchmark
     from duet_bench.commands.calibrate_designs import design_records, with_designs
@@ -190,7 +199,7 @@ def run_calibration(o: CalibrateOptions) -> None:
         "command": main_record.versions.get("baseline"),
         "interference": interference_line(analysis.to_block()),
     }
-    config_target = _config_target(o.source) if (o.write or o.source.bench) else None
+    config_target = _config_target(o.source, table) if (o.write or o.source.bench) else None
     written: str | None = None
     if o.write:
         written = _write(cal, config_target)
@@ -228,8 +237,10 @@ def _spec(o: CalibrateOptions) -> BenchmarkSpec:
         from duet_bench.config import load_config
 
         config = load_config(Path(source.config_path) if source.config_path else None)
-        b = config.select_one(source.bench)  # a ConfigError naming the closest name
         root = config.path.resolve().parent
+        if config.suites and not any(b.name == source.bench for b in config.benchmarks):
+            config = _with_suites(config, root, o.machine)
+        b = config.select_one(source.bench)  # a ConfigError naming the closest name
         # A/A: the baseline's side on both sides (the same directory, so the same version).
         (planned,) = [
             p
@@ -246,6 +257,26 @@ def _spec(o: CalibrateOptions) -> BenchmarkSpec:
     side = source.side()
     resolved = settings.resolve({**explicit, "timeout_s": o.machine.timeout_s})
     return build(source.name(), side, side, resolved).spec
+
+
+def _with_suites(config: Config, root: Path, machine: MachineGiven) -> Config:
+    """``config`` with what its suites find in the working tree (discovered as ``duet compare``
+    discovers a version: as the invoking user, without the CI's secrets), so that ``--bench``
+    can name a suite's benchmark (``gb/BM_Sort``) and the A/A measures it as a comparison would:
+    the adapter's command and sample, the suite's settings."""
+    import os
+
+    from duet_bench.adapters.expand import expand_config
+    from duet_bench.isolation import RunAs
+
+    expanded, _found = expand_config(
+        config,
+        baseline_dir=root,
+        candidate_dir=root,
+        run_as=RunAs.from_environment(machine.user, os.environ),
+        keep_env=machine.keep_env,
+    )
+    return expanded
 
 
 def _measure(spec: BenchmarkSpec, o: CalibrateOptions, out: Path) -> ResultsDocument:
@@ -311,22 +342,29 @@ def _records(doc: ResultsDocument) -> tuple[Any, Any]:
 # The configuration
 
 
-def _config_target(source: AASource) -> tuple[Path, str, str | None] | None:
-    """``(file, form, benchmark name or None)`` of the configuration the lines belong in."""
+def _config_target(source: AASource, bench: str | None) -> ConfigTarget | None:
+    """The configuration file and the table the lines belong in: ``bench``'s ``[[benchmark]]``,
+    the ``[[suite]]`` that found it (``suite name/benchmark``), or the suite defaults."""
     from duet_bench.config import find_config
+    from duet_bench.report.calibration import ConfigTarget
 
     path = Path(source.config_path) if source.config_path else find_config(Path.cwd())
     if path is None:
         return None
     form = "pyproject" if path.name == "pyproject.toml" else "duet"
-    if not source.bench:
-        return path, form, None
+    if not bench:
+        return ConfigTarget(path, form)
     from duet_bench.config import load_config
 
-    return path, form, load_config(path).select_one(source.bench).name
+    config = load_config(path)
+    if not any(b.name == bench for b in config.benchmarks):
+        for index, suite in enumerate(config.suites):
+            if bench == suite.name or bench.startswith(suite.name + "/"):
+                return ConfigTarget(path, form, suite=suite.name, suite_index=index)
+    return ConfigTarget(path, form, benchmark=config.select_one(bench).name)
 
 
-def _write(cal: Calibration, target: tuple[Path, str, str | None] | None) -> str | None:
+def _write(cal: Calibration, target: ConfigTarget | None) -> str | None:
     from duet_bench.config import RECOMMENDATION_KEYS, WORD_RECOMMENDATIONS
     from duet_bench.config.writer import write_recommendation
 
@@ -341,12 +379,18 @@ def _write(cal: Calibration, target: tuple[Path, str, str | None] | None) -> str
             "--write found no configuration file (duet.toml, or [tool.duet] in pyproject.toml)",
             fix="create duet.toml, or name the file with --config PATH",
         )
-    path, _form, benchmark = target
     values: dict[str, int | str] = {
         k: (str(v) if k in WORD_RECOMMENDATIONS else int(v))
         for k, v in rec.values().items()
         if k in RECOMMENDATION_KEYS
     }
-    write_recommendation(path, benchmark=benchmark, values=values)
-    where = f"benchmark {benchmark!r}" if benchmark else "the suite defaults"
-    return f"{path} ({where})"
+    write_recommendation(
+        target.path, benchmark=target.benchmark, values=values, suite=target.suite_index
+    )
+    if target.suite is not None:
+        where = f"suite {target.suite!r}: every benchmark it finds"
+    elif target.benchmark:
+        where = f"benchmark {target.benchmark!r}"
+    else:
+        where = "the suite defaults"
+    return f"{target.path} ({where})"

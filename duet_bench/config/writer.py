@@ -55,10 +55,16 @@ class _Unwritable(Exception):
 
 
 def write_recommendation(
-    path: Path, *, benchmark: str | None, values: Mapping[str, int | str]
+    path: Path,
+    *,
+    benchmark: str | None,
+    values: Mapping[str, int | str],
+    suite: int | None = None,
 ) -> None:
     """Set the recommended settings in the suite table (``benchmark`` None) or in that
-    benchmark's table of ``path``, keeping everything else as it was (see :func:`edit_text`).
+    benchmark's table of ``path``, or with ``suite`` in the ``suite``-th ``[[suite]]`` table
+    (from 0, in file order: every benchmark the suite finds gets them), keeping everything else
+    as it was (see :func:`edit_text`).
     Works for ``duet.toml`` and for ``[tool.duet]`` in ``pyproject.toml``; the file is replaced
     atomically, keeps its mode, and is written through a symlink. Unchanged values: no write.
 
@@ -82,7 +88,9 @@ def write_recommendation(
         if problem:
             raise ValueError(f"{key} {problem}")
     text = read_file(path)
-    new = edit_text(text, form=form_of(path), benchmark=benchmark, values=values, path=path)
+    new = edit_text(
+        text, form=form_of(path), benchmark=benchmark, values=values, path=path, suite=suite
+    )
     if new == text:
         return
 
@@ -111,6 +119,7 @@ def edit_text(
     benchmark: str | None,
     values: Mapping[str, int | str],
     path: Path | None = None,
+    suite: int | None = None,
 ) -> str:
     """The text of :func:`write_recommendation` without touching a file (for tests and dry
     runs). ``form`` is ``"duet"`` (keys at top level) or ``"pyproject"`` (under tool.duet).
@@ -119,25 +128,38 @@ def edit_text(
     added after the table's last key, with that key's indentation.
     """
     path = path or Path("duet.toml" if form == "duet" else "pyproject.toml")
+    suite_index = suite
     data = parse_toml(path, text)  # tomllib first: its errors carry line and column
-    suite: Any = data if form == "duet" else data.get("tool", {})
+    table: Any = data if form == "duet" else data.get("tool", {})
     if form == "pyproject":
-        suite = suite.get("duet") if isinstance(suite, dict) else None
-    if not isinstance(suite, dict):
+        table = table.get("duet") if isinstance(table, dict) else None
+    if not isinstance(table, dict):
         raise ConfigError(
             f"{path}: has no [tool.duet] table to write the recommendation into",
             fix=f"add [tool.duet] to {path}, or create duet.toml ({DOCS})",
         )
-    index = None if benchmark is None else _benchmark_index(path, suite, benchmark)
+    array = "suite" if suite_index is not None else "benchmark"
+    index = suite_index
+    if index is None and benchmark is not None:
+        index = _benchmark_index(path, table, benchmark)
+    elif index is not None:
+        items = table.get("suite")
+        if not isinstance(items, list) or not 0 <= index < len(items):
+            raise ConfigError(
+                f"{path}: has no suite table number {index + 1}",
+                fix="name a suite's benchmark of this file (suite name/benchmark)",
+            )
     expected = copy.deepcopy(data)
     target: dict[str, Any] = expected if form == "duet" else expected["tool"]["duet"]
     if index is not None:
-        target = target["benchmark"][index]
+        target = target[array][index]
     target.update(values)
 
     where = (
         ("the top of the file" if form == "duet" else "[tool.duet]")
-        if benchmark is None
+        if index is None
+        else f"suite table number {index + 1}"
+        if suite_index is not None
         else f"benchmark {benchmark!r}"
     )
 
@@ -151,7 +173,7 @@ def edit_text(
     nl = "\r\n" if "\r\n" in text else "\n"
     try:
         doc = tomlkit.parse(text)
-        _set_values(_table(doc, form, index), values, nl)
+        _set_values(_table(doc, form, index, array), values, nl)
         new = doc.as_string()
     except _Unwritable as e:
         raise cannot(str(e)) from None
@@ -210,8 +232,11 @@ def _same(a: Any, b: Any) -> bool:
 _Table = tomlkit.TOMLDocument | tomlkit.items.Table
 
 
-def _table(doc: tomlkit.TOMLDocument, form: Form, index: int | None) -> _Table:
-    """The suite table (``index`` None) or the index-th benchmark's table.
+def _table(
+    doc: tomlkit.TOMLDocument, form: Form, index: int | None, array: str = "benchmark"
+) -> _Table:
+    """The suite table (``index`` None) or the index-th table of ``array`` (``benchmark``, or
+    ``suite``: the ``[[suite]]`` tables).
 
     Found by walking the document's bodies in file order rather than by ``doc["tool"]``, so
     that ``[tool.duet]`` and ``[[tool.duet.benchmark]]`` tables parted by other tables (as in a
@@ -233,9 +258,9 @@ def _table(doc: tomlkit.TOMLDocument, form: Form, index: int | None) -> _Table:
     benchmarks: list[tomlkit.items.Table] = []
     for suite in suites:
         for key, item in _body(suite):
-            if key is not None and key.key == "benchmark":
+            if key is not None and key.key == array:
                 if key.is_dotted() or not isinstance(item, tomlkit.items.AoT):
-                    raise _Unwritable("the benchmarks are not all written as [[benchmark]] tables")
+                    raise _Unwritable(f"the {array}s are not all written as [[{array}]] tables")
                 benchmarks += item.body
     return benchmarks[index]
 

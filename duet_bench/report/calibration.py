@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,19 +22,40 @@ if TYPE_CHECKING:
 _LABEL = 17
 
 
-def config_lines(rec: Recommendation, target: tuple[Path, str, str | None] | None) -> list[str]:
+@dataclass(frozen=True, slots=True)
+class ConfigTarget:
+    """Where ``--write`` puts the plan (and the lines say it goes): the file, its form
+    (``"duet"`` or ``"pyproject"``), and the table: a ``[[benchmark]]`` by name, a ``[[suite]]``
+    (by name, and its place among the suites for the writer) for a benchmark a suite found, or
+    the suite defaults when neither is set."""
+
+    path: Path
+    form: str
+    benchmark: str | None = None
+    suite: str | None = None
+    suite_index: int | None = None
+
+
+def config_lines(rec: Recommendation, target: ConfigTarget | None) -> list[str]:
     """The exact lines for the configuration file, with where they go."""
     if target is None:
         where = "duet.toml (top level, or the benchmark's [[benchmark]] table)"
     else:
-        path, form, benchmark = target
-        table = "[[tool.duet.benchmark]]" if form == "pyproject" else "[[benchmark]]"
+        path, form = target.path, target.form
+        prefix = "tool.duet." if form == "pyproject" else ""
         top = "[tool.duet]" if form == "pyproject" else "the top of the file"
-        where = (
-            f"{path}, in the {table} table with name = {json.dumps(benchmark)}"
-            if benchmark
-            else f"{path}, {top} (suite defaults)"
-        )
+        if target.suite is not None:
+            where = (
+                f"{path}, in the [[{prefix}suite]] table of suite {json.dumps(target.suite)} "
+                "(every benchmark it finds)"
+            )
+        elif target.benchmark:
+            where = (
+                f"{path}, in the [[{prefix}benchmark]] table with name = "
+                f"{json.dumps(target.benchmark)}"
+            )
+        else:
+            where = f"{path}, {top} (suite defaults)"
     lines = [
         f"# {where}:",
         f"runs = {rec.runs}",
@@ -70,7 +92,7 @@ def render_text(
     cal: Calibration,
     context: dict[str, Any],
     *,
-    config_target: tuple[Path, str, str | None] | None = None,
+    config_target: ConfigTarget | None = None,
     written: str | None = None,
     plots: list[Path] | None = None,
 ) -> str:
@@ -272,7 +294,7 @@ def _machine_lines(cal: Calibration) -> list[str]:
 
 
 def _recommendation_lines(
-    cal: Calibration, config_target: tuple[Path, str, str | None] | None, written: str | None
+    cal: Calibration, config_target: ConfigTarget | None, written: str | None
 ) -> list[str]:
     """The plan, how it was reached, the widths by runs and the configuration lines."""
     rec = cal.recommended
