@@ -10,7 +10,7 @@ library gives it, which is the name it prints in its own output: ``BM_Sort/4096`
 ``_median``, ``_stddev``, ``_cv``, its own ``ComputeStatistics``) are not listed and are not
 benchmarks. One iteration is one invocation of the binary for one benchmark::
 
-    ./build/bench --benchmark_filter='^BM_Parse/64$' --benchmark_format=json \
+    ./build/bench --benchmark_filter='^BM_Parse/64$' --benchmark_format=json \\
         --benchmark_min_time=0.05
 
 the filter being the benchmark's name with every regular-expression character escaped and
