@@ -19,10 +19,11 @@ same on both sides, so that the invocation's CPU time (``wait4``) measures the s
 criterion cannot be told an iteration count, but with a measurement time of a nanosecond it
 takes one call per sample (flat sampling, ``iteration_counts`` in criterion's ``lib.rs``): the
 sample size is the number of calls, and the warm-up is one call. The sample size is chosen once
-per benchmark at discovery, from one short invocation of every benchmark (``--sample-size 10``,
-``--verbose``), so that one iteration runs about ``iteration_time`` (0.1 s) of the routine; a
-group that sets its own ``sample_size`` or ``sampling_mode`` in code keeps its count, which
-that invocation reads (criterion prints ``Collecting K samples ... (M iterations)``). The sample
+per benchmark at discovery, from two short invocations of every benchmark (``--sample-size
+10``: ``--verbose`` for the counts, bencher output for the median time per call), so that one
+iteration runs about ``iteration_time`` (0.1 s) of the routine; a group that sets its own
+``sample_size`` or ``sampling_mode`` in code keeps its count, which the verbose invocation
+reads (criterion prints ``Collecting K samples ... (M iterations)``). The sample
 is criterion's ``ns/iter`` (the median of the calls' wall times) as the wall time and the
 invocation's CPU time divided by its calls as the CPU time (``criterion-calls/N``,
 ``duet_bench/harness/duet_outputs.py``); ``metric = "auto"`` and crossover then decide on CPU
@@ -65,8 +66,10 @@ MIN_CALLS = 10
 MAX_CALLS = 100_000
 #: criterion's settings that make every sample one call (and the warm-up one call).
 ONE_CALL_PER_SAMPLE = ("--warm-up-time", "1e-9", "--measurement-time", "1e-9")
-#: The sample size of the invocation that times every benchmark at discovery.
+#: The sample size of the invocations that time every benchmark at discovery, and what makes
+#: criterion print the counts it makes.
 PROBE_SAMPLE_SIZE = 10
+VERBOSE = ("--color", "never", "--verbose")
 
 #: criterion's own timing, per invocation, when the suite asks for it (by setting one of
 #: these options) or a group keeps its own: short (criterion's defaults, 3 s + 5 s and 100
@@ -106,9 +109,19 @@ class Probe:
     call_ns: float
 
 
-def probes(text: str) -> dict[str, Probe]:
+#: ``test ID ... bench:  X ns/iter (+/- D)`` (``--output-format bencher``: X is the median).
+_BENCHER = re.compile(r"^test (.+?) \.\.\. bench:\s+([0-9,._]+) ns/iter\b", re.M)
+
+
+def medians(text: str) -> dict[str, float]:
+    """Benchmark id -> its median time per call (ns), from criterion's bencher output."""
+    return {m[1]: float(m[2].replace(",", "").replace("_", "")) for m in _BENCHER.finditer(text)}
+
+
+def probes(text: str, median_ns: Mapping[str, float] | None = None) -> dict[str, Probe]:
     """Benchmark id -> :class:`Probe`, from criterion's ``--verbose`` output (stdout and stderr
-    together)."""
+    together); the time per call is the id's ``median_ns`` when given (the verbose output's
+    figure is the mean of the calls, which one preempted call can multiply)."""
     found: dict[str, Probe] = {}
     current: tuple[str, int, int] | None = None
     for line in text.splitlines():
@@ -121,7 +134,8 @@ def probes(text: str) -> dict[str, Probe]:
             scale = _UNIT_NS.get(time[2])
             if scale is not None:
                 name, samples, calls = current
-                found[name] = Probe(samples, calls, float(time[1]) * scale)
+                call_ns = (median_ns or {}).get(name) or float(time[1]) * scale
+                found[name] = Probe(samples, calls, call_ns)
             current = None
     return found
 
@@ -268,15 +282,12 @@ class Cargo:
         return found
 
     def _probe(self, suite: Suite, checkout: Checkout, copy: str, names: Iterable[str]) -> None:
-        """Time every benchmark once (one invocation, ``--sample-size 10``, one call per
-        sample) and plan its iterations. criterion prints its progress on stderr: the
-        invocation runs through ``sh`` to read both (as the version's user, as every
-        discovery step)."""
-        argv = [
-            "/bin/sh",
-            "-c",
-            'exec "$0" "$@" 2>&1',
-            copy,
+        """Time every benchmark (``--sample-size 10``, one call per sample) and plan its
+        iterations: one invocation of the target with ``--verbose`` says what counts criterion
+        makes (its progress, on stderr: the invocation runs through ``sh`` to read both), one
+        with ``--output-format bencher`` the median time per call. Both as the version's user,
+        as every discovery step."""
+        common = [
             "--bench",
             *ONE_CALL_PER_SAMPLE,
             "--sample-size",
@@ -285,19 +296,25 @@ class Cargo:
             "1",
             "--noplot",
             "--discard-baseline",
-            "--color",
-            "never",
-            "--verbose",
-            *([suite.filter] if suite.filter else []),
         ]
-        out = run_tool(
-            argv,
+        filtered = [suite.filter] if suite.filter else []
+        cwd = checkout.directory / suite.path
+        what = "time every benchmark to choose its calls per iteration"
+        verbose = run_tool(
+            ["/bin/sh", "-c", 'exec "$0" "$@" 2>&1', copy, *common, *VERBOSE, *filtered],
             suite=suite,
             checkout=checkout,
-            what="time every benchmark once to choose its calls per iteration",
-            cwd=checkout.directory / suite.path,
+            what=what,
+            cwd=cwd,
         )
-        seen = probes(out)
+        bencher = run_tool(
+            [copy, *common, "--output-format", "bencher", *filtered],
+            suite=suite,
+            checkout=checkout,
+            what=what,
+            cwd=cwd,
+        )
+        seen = probes(verbose, medians(bencher))
         time_s = float(suite.options.get("iteration_time", DEFAULT_ITERATION_TIME_S))
         for name in names:
             self._plans[(suite.name, name)] = plan(seen.get(name), time_s)

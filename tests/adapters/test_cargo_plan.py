@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from duet_bench.adapters.cargo import MAX_CALLS, Plan, Probe, plan, probes
+from duet_bench.adapters.cargo import MAX_CALLS, Plan, Probe, medians, plan, probes
 
 #: criterion 0.5.1, ``--bench --warm-up-time 1e-9 --measurement-time 1e-9 --sample-size 10
 #: --nresamples 1 --noplot --discard-baseline --color never --verbose``, stderr into stdout.
@@ -46,6 +46,21 @@ def test_probes_read_every_benchmarks_samples_calls_and_time_per_call() -> None:
         "sizes/xorshift/10000", "a/very/long/benchmark/id/of/a/group", "own/steady",
         "timed/steady",
     }  # fmt: skip
+
+
+def test_the_time_per_call_is_the_median_of_the_bencher_invocation() -> None:
+    """The verbose output's time is the mean of ten calls: one preempted call (2 ms beside 16
+    µs) would make the count a tenth of what fills the iteration time."""
+    bencher = (
+        "test sizes/xorshift/10000 ... bench:       16255 ns/iter (+/- 1160)\n"
+        "test own/steady ... bench:      32,498 ns/iter (+/- 1,120)\n"
+    )
+    assert medians(bencher) == {"sizes/xorshift/10000": 16255.0, "own/steady": 32498.0}
+    seen = probes(VERBOSE, medians(bencher))
+    assert seen["sizes/xorshift/10000"] == Probe(10, 10, 16255.0)
+    assert seen["own/steady"] == Probe(500, 500, 32498.0)
+    # An id the bencher invocation did not print keeps the verbose output's figure.
+    assert seen["timed/steady"].call_ns == pytest.approx(153290.0)
 
 
 def test_plan_fixes_the_calls_that_fill_the_iteration_time() -> None:
