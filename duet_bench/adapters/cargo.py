@@ -20,7 +20,7 @@ criterion cannot be told an iteration count, but with a measurement time of a na
 takes one call per sample (flat sampling, ``iteration_counts`` in criterion's ``lib.rs``): the
 sample size is the number of calls, and the warm-up is one call. The sample size is chosen once
 per benchmark at discovery, from two short invocations of every benchmark (``--sample-size
-10``: ``--verbose`` for the counts, bencher output for the median time per call), so that one
+13``: ``--verbose`` for the counts, bencher output for the median time per call), so that one
 iteration runs about ``iteration_time`` (0.1 s) of the routine; a group that sets its own
 ``sample_size`` or ``sampling_mode`` in code keeps its count, which the verbose invocation
 reads (criterion prints ``Collecting K samples ... (M iterations)``). The sample
@@ -66,9 +66,10 @@ MIN_CALLS = 10
 MAX_CALLS = 100_000
 #: criterion's settings that make every sample one call (and the warm-up one call).
 ONE_CALL_PER_SAMPLE = ("--warm-up-time", "1e-9", "--measurement-time", "1e-9")
-#: The sample size of the invocations that time every benchmark at discovery, and what makes
-#: criterion print the counts it makes.
-PROBE_SAMPLE_SIZE = 10
+#: The sample size of the invocations that time every benchmark at discovery (not criterion's
+#: least, 10, which a group of slow benchmarks often sets itself: a group's own count must show
+#: as a different count), and what makes criterion print the counts it makes.
+PROBE_SAMPLE_SIZE = 13
 VERBOSE = ("--color", "never", "--verbose")
 
 #: criterion's own timing, per invocation, when the suite asks for it (by setting one of
@@ -87,6 +88,11 @@ _COLLECTING = re.compile(
     r"^Benchmarking (.+): Collecting (\d+) samples in estimated .*\((\d+) iterations\)\s*$"
 )
 _TIME = re.compile(r"time:\s+\[\S+ \S+ ([0-9.]+) (\S+) \S+ \S+\]")
+#: ``Benchmarking ID: Warming up for T`` and ``Warning: Unable to complete K samples in T.``
+#: (criterion's warning when every sample is one call): T is ours (``1.0000 ns``, ``1.0ns``)
+#: unless the group set its own warm-up or measurement time in code.
+_WARMING = re.compile(r"^Benchmarking (.+): Warming up for (.+?)\s*$")
+_UNABLE = re.compile(r"^Warning: Unable to complete \d+ samples in (\S+?)\.(?:\s|$)")
 _UNIT_NS = {"ps": 1e-3, "ns": 1.0, "\u00b5s": 1e3, "\u03bcs": 1e3, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 
@@ -102,11 +108,14 @@ class Plan:
 @dataclass(frozen=True, slots=True)
 class Probe:
     """One benchmark as the discovery invocation saw it: the sample count and calls criterion
-    made (``Collecting K samples ... (M iterations)``) and its time per call."""
+    made (``Collecting K samples ... (M iterations)``), its time per call, and whether it ran
+    with our warm-up and measurement times (one call per sample; a group that sets its own
+    times in code does not)."""
 
     samples: int
     calls: int
     call_ns: float
+    our_times: bool = True
 
 
 #: ``test ID ... bench:  X ns/iter (+/- D)`` (``--output-format bencher``: X is the median).
@@ -123,28 +132,40 @@ def probes(text: str, median_ns: Mapping[str, float] | None = None) -> dict[str,
     together); the time per call is the id's ``median_ns`` when given (the verbose output's
     figure is the mean of the calls, which one preempted call can multiply)."""
     found: dict[str, Probe] = {}
-    current: tuple[str, int, int] | None = None
+    current: tuple[str, int, int, bool] | None = None
+    warming: tuple[str, bool] = ("", False)
+    one_call = False
     for line in text.splitlines():
+        warm = _WARMING.match(line)
+        if warm is not None:
+            warming, one_call = (warm[1], warm[2] == "1.0000 ns"), False
+            continue
+        unable = _UNABLE.match(line)
+        if unable is not None:
+            one_call = unable[1] == "1.0ns"
+            continue
         collecting = _COLLECTING.match(line)
         if collecting is not None:
-            current = (collecting[1], int(collecting[2]), int(collecting[3]))
+            name = collecting[1]
+            ours = warming == (name, True) and one_call
+            current = (name, int(collecting[2]), int(collecting[3]), ours)
             continue
         time = _TIME.search(line)
         if time is not None and current is not None:
             scale = _UNIT_NS.get(time[2])
             if scale is not None:
-                name, samples, calls = current
+                name, samples, calls, ours = current
                 call_ns = (median_ns or {}).get(name) or float(time[1]) * scale
-                found[name] = Probe(samples, calls, call_ns)
+                found[name] = Probe(samples, calls, call_ns, ours)
             current = None
     return found
 
 
 def plan(probe: Probe | None, iteration_time_s: float) -> Plan | None:
     """The sample size and calls that make one iteration about ``iteration_time_s`` of the
-    routine, from the discovery probe (``--sample-size 10``, one call per sample); None when
+    routine, from the discovery probe (``--sample-size 13``, one call per sample); None when
     the benchmark keeps criterion's own timing."""
-    if probe is None or probe.call_ns <= 0:
+    if probe is None or probe.call_ns <= 0 or not probe.our_times:
         return None
     wanted = iteration_time_s * 1e9 / probe.call_ns
     k = PROBE_SAMPLE_SIZE
@@ -282,7 +303,7 @@ class Cargo:
         return found
 
     def _probe(self, suite: Suite, checkout: Checkout, copy: str, names: Iterable[str]) -> None:
-        """Time every benchmark (``--sample-size 10``, one call per sample) and plan its
+        """Time every benchmark (``--sample-size 13``, one call per sample) and plan its
         iterations: one invocation of the target with ``--verbose`` says what counts criterion
         makes (its progress, on stderr: the invocation runs through ``sh`` to read both), one
         with ``--output-format bencher`` the median time per call. Both as the version's user,
