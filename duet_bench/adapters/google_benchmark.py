@@ -1,16 +1,32 @@
 """Google Benchmark: a C++ benchmark binary built by the configuration's ``build`` command.
 
 Discovery runs ``BINARY --benchmark_list_tests`` (with ``--benchmark_filter=FILTER`` when the
-suite has a filter) in the version's directory. One iteration is one invocation of the binary
-for one benchmark::
+suite has a filter) in the version's directory: every benchmark instance under the name the
+library gives it, which is the name it prints in its own output: ``BM_Sort/4096`` (``Arg``,
+``Args``, ``Range``, ``Ranges``, ``DenseRange``), ``BM_Tmpl<int>/8`` (``BENCHMARK_TEMPLATE``),
+``BM_Io/real_time`` (``UseRealTime``), ``BM_Gpu/manual_time`` (``UseManualTime``),
+``BM_Sort/repeats:3`` (``Repetitions``), ``BM_Mt/threads:2``, ``BM_X/n:8`` (``ArgName``), a
+``Name(...)`` as written. The aggregates a benchmark with repetitions prints (``_mean``,
+``_median``, ``_stddev``, ``_cv``, its own ``ComputeStatistics``) are not listed and are not
+benchmarks. One iteration is one invocation of the binary for one benchmark::
 
     ./build/bench --benchmark_filter='^BM_Parse/64$' --benchmark_format=json \\
         --benchmark_min_time=0.05
 
-and the sample is what the library reports for it: ``real_time`` per operation as the wall
-time and ``cpu_time`` per operation as the CPU time (``duet_bench/harness/duet_outputs.py``), so
-``metric = "cpu"`` (or ``auto``) compares the library's own CPU figure.
+the filter being the benchmark's name with every regular-expression character escaped and
+anchored (:func:`filter_for`: it selects exactly that instance, ``BM_Tmpl<int>/8`` and
+``custom name(x)/threads:2`` included). The sample is what the library reports for it
+(``duet_bench/harness/duet_outputs.py``): ``real_time`` per operation as the wall time and
+``cpu_time`` per operation as the CPU time, so ``metric = "auto"`` decides on the library's
+own CPU figure, per operation of the loop the library timed. With repetitions it is the mean of
+the repetitions' rows (or the ``_mean`` aggregate under ``ReportAggregatesOnly``). A
+``/real_time`` or ``/manual_time`` benchmark has the real (manual) time only, no CPU time: its
+author declared that figure the measure (threads, waits, a device), so ``auto`` decides on it.
 
+The library chooses its iteration count to fill ``min_time``; no fixed count is passed: the
+figure is already per operation and the CPU time the library's own over the timed loop, so
+both sides' figures measure the same work per operation whatever the counts. (A fixed count,
+``--benchmark_min_time=100x``, exists from 1.8 only; Debian 12's 1.7.1 refuses it.)
 ``min_time`` is written as a plain number of seconds: the only form Google Benchmark 1.7
 (Debian 12) accepts, and still accepted by 1.8 and later (which also take ``0.05s``/``100x``).
 """
@@ -46,7 +62,7 @@ class GoogleBenchmark:
     iteration = (
         "one invocation of the benchmark binary for one benchmark "
         "(--benchmark_filter=^name$, JSON output); the sample is the library's real and CPU "
-        "time per operation"
+        "time per operation (real or manual time only for /real_time and /manual_time)"
     )
     options: Mapping[str, Callable[[str, Any], Any]] = {"min_time": positive_seconds}
 

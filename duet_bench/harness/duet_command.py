@@ -247,7 +247,9 @@ def run_command_output(
     and calibration are not in it.
 
     ``start_ns`` is still the moment the barrier released both sides; ``cpu_ns`` is the
-    tool's CPU time per operation when it reports one, else left out. ``runq_ns`` and
+    tool's CPU time per operation when it reports one, or the invocation's CPU time (``wait4``)
+    per operation when the invocation ran a fixed number of them (``criterion-calls/N``), else
+    left out. ``runq_ns`` and
     ``nivcsw`` are left out: the process's figures cover the whole invocation (start-up,
     warm-up, calibration), not the operations the sample is the mean of, and a run-queue delay
     subtracted from a per-operation time would be meaningless. Returns the ``done`` line's
@@ -274,7 +276,7 @@ def run_command_output(
                     pid, argv = _respawn(e, spec, argv, environ, actions, done)
             finally:
                 os.close(out_fd)
-            _, status, _ = os.wait4(pid, 0)
+            _, status, usage = os.wait4(pid, 0)
             with open(out_path, encoding="utf-8", errors="replace") as f:
                 text = f.read()
             if status != 0:
@@ -284,7 +286,9 @@ def run_command_output(
                     f" in iteration {done} ({phase}): {spec['command']}; its output ended: {tail}",
                 )
             try:
-                real_ns, cpu_ns = duet_outputs.parse(output, text)
+                real_ns, cpu_ns = duet_outputs.parse(
+                    output, text, duet_samples.cpu_ns_from_rusage(usage)
+                )
             except duet_outputs.OutputError as e:
                 raise BenchmarkFailed(
                     f"iteration {done} ({phase}) of {spec['command']}: {e}"

@@ -6,15 +6,25 @@ that text. The sample is the tool's own time per operation, not the process's wa
 the start-up of the binary, its warm-up and its calibration are not in it.
 
 ``parse`` returns ``(real_ns, cpu_ns)``: the real (wall-clock) time per operation, and the CPU
-time per operation when the tool reports one (Google Benchmark), else None. Both are
-rounded to whole nanoseconds, at least 1 (a sample line needs a positive ``duration_ns``).
+time per operation when there is one, else None. Both are rounded to whole nanoseconds, at
+least 1 (a sample line needs a positive ``duration_ns``). ``process_cpu_ns`` is the CPU time
+of the whole invocation (user + system, from ``wait4``), which a format that runs a fixed
+number of operations divides by that number.
 
 Formats:
 
-- ``google-benchmark``: ``--benchmark_format=json``; the one entry of ``benchmarks`` with
-  ``run_type`` ``iteration``, its ``real_time`` and ``cpu_time`` in its ``time_unit``.
+- ``google-benchmark``: ``--benchmark_format=json``; the entries of ``benchmarks`` with
+  ``run_type`` ``iteration`` (one, or one per repetition: their mean), their ``real_time`` and
+  ``cpu_time`` in their ``time_unit``. A benchmark whose name ends in ``/real_time`` or
+  ``/manual_time`` (``UseRealTime``, ``UseManualTime``) is the real (or manual) time only: its
+  author said that figure is the measure, and its ``cpu_time`` (the main thread's) is not.
 - ``go``: ``go test -bench`` text; the result line ``BenchmarkName[-P]  N  X ns/op ...``.
-- ``criterion``: ``--output-format bencher``; ``test NAME ... bench:  X ns/iter (+/- D)``.
+- ``criterion``: ``--output-format bencher``; ``test NAME ... bench:  X ns/iter (+/- D)``;
+  criterion's own timing, no CPU time.
+- ``criterion-calls/N``: the same line, from an invocation that ran a fixed ``N`` calls of the
+  benchmark's routine (``duet_bench/adapters/cargo.py``); the CPU time per operation is the
+  invocation's CPU time divided by ``N`` (its start-up and criterion's analysis included, the
+  same on both sides).
 
 Every problem raises :class:`OutputError` saying what was expected and quoting what came.
 """
@@ -25,7 +35,10 @@ import json
 import re
 from typing import Any
 
-FORMATS = ("google-benchmark", "go", "criterion")
+FORMATS = ("google-benchmark", "go", "criterion", "criterion-calls/N")
+
+#: ``criterion-calls/N``: the fixed number of calls of the invocation.
+_CRITERION_CALLS = re.compile(r"criterion-calls/([1-9][0-9]*)")
 
 _UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
@@ -51,18 +64,31 @@ def _positive_ns(value: float) -> int:
     return max(1, round(value))
 
 
-def parse(output: str, text: str) -> tuple[int, int | None]:
-    """``(real_ns, cpu_ns or None)`` per operation from ``text`` in the format ``output``."""
+def known(output: str) -> bool:
+    """Whether ``output`` names a format of :data:`FORMATS` (``criterion-calls/N`` with a
+    positive N)."""
+    return output in FORMATS[:-1] or _CRITERION_CALLS.fullmatch(output) is not None
+
+
+def parse(output: str, text: str, process_cpu_ns: int | None = None) -> tuple[int, int | None]:
+    """``(real_ns, cpu_ns or None)`` per operation from ``text`` in the format ``output``;
+    ``process_cpu_ns`` is the invocation's CPU time, for the formats that use it."""
     if output == "google-benchmark":
         return google_benchmark(text)
     if output == "go":
         return go(text), None
     if output == "criterion":
         return criterion(text), None
+    calls = _CRITERION_CALLS.fullmatch(output)
+    if calls is not None:
+        real_ns = criterion(text)
+        if process_cpu_ns is None:
+            return real_ns, None
+        return real_ns, _positive_ns(process_cpu_ns / int(calls.group(1)))
     raise OutputError(f"unknown output format {output!r}; known: {', '.join(FORMATS)}")
 
 
-def google_benchmark(text: str) -> tuple[int, int]:
+def google_benchmark(text: str) -> tuple[int, int | None]:
     try:
         data: Any = json.loads(text)
     except ValueError as error:
@@ -72,9 +98,21 @@ def google_benchmark(text: str) -> tuple[int, int]:
     entries = data.get("benchmarks") if isinstance(data, dict) else None
     if not isinstance(entries, list):
         raise OutputError(f"Google Benchmark's JSON has no 'benchmarks' list: {_quote(text)}")
+    # Aggregates (_mean, _median, _stddev, _cv and the benchmark's own statistics) are rows
+    # of run_type "aggregate": summaries of the repetitions, not results of their own.
     runs = [
         e for e in entries if isinstance(e, dict) and e.get("run_type", "iteration") == "iteration"
     ]
+    if not runs:
+        # ReportAggregatesOnly(true) in the benchmark's code prints the aggregates only: the
+        # "mean" one is the mean of the repetitions, the figure the rows would have given.
+        runs = [
+            e
+            for e in entries
+            if isinstance(e, dict)
+            and e.get("run_type") == "aggregate"
+            and e.get("aggregate_name") == "mean"
+        ]
     for e in runs:
         if e.get("error_occurred"):
             raise OutputError(
@@ -99,7 +137,16 @@ def google_benchmark(text: str) -> tuple[int, int]:
             )
         real_ns += real * scale / len(runs)
         cpu_ns += cpu * scale / len(runs)
+    if real_time_only(names.pop()):
+        return _positive_ns(real_ns), None
     return _positive_ns(real_ns), _positive_ns(cpu_ns)
+
+
+def real_time_only(name: str) -> bool:
+    """Whether the Google Benchmark ``name`` is measured in real or manual time
+    (``UseRealTime()``, ``UseManualTime()``: the library appends ``/real_time`` or
+    ``/manual_time``, before ``/threads:N`` when there is one)."""
+    return any(part in ("real_time", "manual_time") for part in name.split("/")[1:])
 
 
 def _time(value: Any) -> float | None:

@@ -118,7 +118,7 @@ def _check_output(spec: dict[str, Any]) -> None:
         return
     if spec["kind"] != "command":
         raise SpecError(f"'output' applies to command sides only, this is a {spec['kind']} side")
-    if output not in duet_outputs.FORMATS:
+    if not isinstance(output, str) or not duet_outputs.known(output):
         raise SpecError(
             f"the worker spec's 'output' must be one of {', '.join(duet_outputs.FORMATS)}, "
             f"got {output!r}"

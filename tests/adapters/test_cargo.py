@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from duet_bench.adapters.cargo import CARGO_FALLBACKS
+from tests.aa import assert_not_slowed
 from tests.adapters.suites import (
     FIXTURES,
     NO_VERDICT,
@@ -68,38 +69,58 @@ def seed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return crate
 
 
-def _project(tmp_path: Path, seed: Path) -> GitRepo:
+def _config(seed: Path, suite_options: str = "iteration_time = 0.02\n") -> str:
     # The build command copies the seed's target directory (times kept: cargo's freshness
     # check reads them), so each version compiles only the small bench crate.
-    config = (
-        settings("wall", runs=10)
+    return (
+        settings("auto")
         + f'build = "mkdir -p target && cp -a {seed}/target/. target/"\n'
         + f'\n[[suite]]\nadapter = "cargo"\npath = "."\nname = "crit"\ncargo = "{CARGO}"\n'
-        + "warm_up_time = 0.05\nmeasurement_time = 0.1\n"
+        + suite_options
     )
+
+
+def _project(tmp_path: Path, seed: Path, fixture: str = "work.rs") -> GitRepo:
     base = {
         "Cargo.toml": (FIXTURES / "Cargo.toml").read_text(),
         "Cargo.lock": (seed / "Cargo.lock").read_text().replace('name = "seed"', 'name = "work"'),
         "src/lib.rs": "",
-        "benches/work.rs": source("work.rs", slowed=STEPS_BASE, extra="removed"),
-        "duet.toml": config,
+        "benches/work.rs": source(fixture, slowed=STEPS_BASE, extra="removed"),
+        "duet.toml": _config(seed),
     }
-    head = {"benches/work.rs": source("work.rs", slowed=STEPS_HEAD, extra="added")}
+    head = {"benches/work.rs": source(fixture, slowed=STEPS_HEAD, extra="added")}
     return project(tmp_path, base, head)
+
+
+def _output(benchmark: dict[str, object]) -> str:
+    """The benchmark's output format as the baseline side ran it (``criterion-calls/N``: the
+    fixed count N; ``criterion``: criterion's timing)."""
+    versions = benchmark["versions"]
+    assert isinstance(versions, dict)
+    return str(versions["baseline"]["output"])
 
 
 @needs_cargo
 def test_the_slowed_benchmark_is_a_regression_and_new_and_missing_are_reported(
     tmp_path: Path, seed: Path
 ) -> None:
+    """The CPU-time route, 5 runs of 5 iterations: the 30% slowdown (1.26-1.27 in CPU time,
+    the start-up diluting it) is about ten times the width of its 99% interval (2-3% here,
+    beside other test runs at load 19-50), so the chance that it is missed is nil; the
+    unchanged benchmark fails ``assert_not_slowed`` by chance in about 1 run of 5,000
+    (tests/aa.py)."""
     repo = _project(tmp_path, seed)
     done, doc = compare(repo, "base", "HEAD", tmp_path / "out")
     names = {"steady": "steady", "slowed": "slowed", "added": "added", "removed": "removed"}
     check_regression_found(done, doc, "crit", names)
     slowed = next(b for b in doc["benchmarks"] if b["name"] == "crit/slowed")
-    # criterion's ns/iter of a loop of tens of microseconds, not the process's 150 ms.
-    assert all(ns < 2_000_000 for ns in slowed["runs"][0]["candidate"]["iterations_ns"])
-    assert slowed["analysis"]["metric"] == "wall"
+    # criterion's ns/iter of a loop of tens of microseconds, not the process's milliseconds.
+    run = slowed["runs"][0]
+    assert all(ns < 2_000_000 for ns in run["candidate"]["iterations_ns"]), run
+    # Decided on CPU time: the invocation's, per call of a fixed count chosen at discovery.
+    assert slowed["analysis"]["metric"] == "cpu", slowed["analysis"]
+    assert all(ns < 2_000_000 for ns in run["candidate"]["iteration_cpu_ns"]), run
+    assert _output(slowed).startswith("criterion-calls/"), slowed["versions"]
 
 
 @needs_cargo
@@ -110,3 +131,49 @@ def test_head_against_itself_measures_every_benchmark_on_both_sides(
     done, doc = compare(repo, "HEAD", "HEAD", tmp_path / "out", None, *NO_VERDICT)
     check_both_sides_measured(done, doc)
     assert len(doc["benchmarks"]) == 3
+
+
+@needs_cargo
+def test_groups_parameters_throughput_and_group_settings_are_each_a_benchmark(
+    tmp_path: Path, seed: Path
+) -> None:
+    """A bench target with several groups and ``criterion_group!`` lists (groups.rs): every
+    criterion id (``group/function/param``, ``group/param``, ``function``) is a benchmark
+    with its own verdict; the candidate slows ``changes/slowed/20000`` by 30%. A group that
+    sets its own sample size keeps its count and is still decided on CPU time; one that sets
+    its own times keeps criterion's timing and is decided on wall time. Chance of failing: the
+    30% slowdown (1.26-1.27 in CPU time) is about ten times the width of its 99% interval
+    (2-3.6% at 5 runs here), never missed; the two unchanged CPU-time benchmarks checked fail
+    ``assert_not_slowed`` by chance in about 1 run of 5,000 each (tests/aa.py)."""
+    repo = _project(tmp_path, seed, "groups.rs")
+    done, doc = compare(repo, "base", "HEAD", tmp_path / "out")
+    assert done.returncode == 1, done.stdout + done.stderr
+    by_name = {b["name"]: b for b in doc["benchmarks"]}
+    measured = [
+        "sizes/xorshift/10000", "sizes/xorshift/20000", "sizes/30000", "changes/slowed/20000",
+        "own/steady", "timed/steady", "steady",
+    ]  # fmt: skip
+    expected = {f"crit/{n}" for n in [*measured, "changes/added", "changes/removed"]}
+    assert set(by_name) == expected, sorted(by_name)
+    for name in measured:
+        runs = by_name[f"crit/{name}"]["runs"]
+        assert runs, name
+        assert all(r["status"] == "ok" for r in runs), (name, runs)
+    slowed = by_name["crit/changes/slowed/20000"]["analysis"]
+    assert slowed["verdict"] == "regression", slowed
+    assert slowed["metric"] == "cpu", slowed
+    assert 1.1 < slowed["ratio"] < 1.6, slowed
+    for name in ("sizes/xorshift/20000", "steady"):
+        assert by_name[f"crit/{name}"]["analysis"]["metric"] == "cpu", name
+        assert_not_slowed(by_name[f"crit/{name}"])
+    # The group's own sample size is the fixed count (500 calls), on CPU time.
+    own = by_name["crit/own/steady"]
+    assert own["analysis"]["metric"] == "cpu", own["analysis"]
+    assert _output(own) == "criterion-calls/500", own["versions"]
+    # The group's own times: criterion's timing, no CPU time, decided on wall time.
+    timed = by_name["crit/timed/steady"]
+    assert timed["analysis"]["metric"] == "wall", timed["analysis"]
+    assert not timed["runs"][0]["baseline"].get("iteration_cpu_ns"), timed["runs"][0]
+    assert _output(timed) == "criterion", timed["versions"]
+    assert by_name["crit/changes/added"]["note"].startswith("new")
+    assert by_name["crit/changes/removed"]["note"].startswith("missing")

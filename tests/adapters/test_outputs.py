@@ -93,3 +93,35 @@ def test_unknown_format() -> None:
     assert "go" in duet_outputs.FORMATS
     with pytest.raises(OutputError, match="unknown output format 'junit'"):
         parse("junit", "")
+
+
+def test_google_benchmark_aggregates_are_not_results_and_real_or_manual_time_has_no_cpu() -> None:
+    rows = [entry("BM_a/repeats:3", real=r, cpu=c) for r, c in ((100.0, 90.0), (200.0, 120.0))]
+    aggregates = [
+        {**entry("BM_a/repeats:3", real=999.0), "name": f"BM_a/repeats:3_{a}",
+         "run_type": "aggregate", "aggregate_name": a}
+        for a in ("mean", "median", "stddev", "cv")
+    ]  # fmt: skip
+    assert parse("google-benchmark", gb(*rows, *aggregates)) == (150, 105)
+    # ReportAggregatesOnly(true): the mean aggregate is the mean of the repetitions.
+    assert parse("google-benchmark", gb(*aggregates)) == (999, 27981)
+    # UseRealTime / UseManualTime: the figure the author chose, and no CPU time to decide on.
+    assert parse("google-benchmark", gb(entry("BM_io/real_time"))) == (29023, None)
+    assert parse("google-benchmark", gb(entry("BM_gpu/8/manual_time"))) == (29023, None)
+    assert parse("google-benchmark", gb(entry("BM_mt/real_time/threads:2"))) == (29023, None)
+    # The words elsewhere in a name are not the suffix.
+    assert parse("google-benchmark", gb(entry("BM_real_time/8"))) == (29023, 27981)
+
+
+def test_criterion_calls_divides_the_invocations_cpu_time_by_its_fixed_calls() -> None:
+    line = "test sizes/xorshift/20000 ... bench:       32498 ns/iter (+/- 7794)\n"
+    assert parse("criterion-calls/500", line, 17_000_000) == (32498, 34000)
+    # Without the invocation's CPU time (an old worker): the wall sample only.
+    assert parse("criterion-calls/500", line) == (32498, None)
+    assert duet_outputs.known("criterion-calls/500")
+    assert duet_outputs.known("criterion")
+    assert duet_outputs.known("google-benchmark")
+    for wrong in ("criterion-calls/0", "criterion-calls/", "criterion-calls/N", "criterion/5"):
+        assert not duet_outputs.known(wrong), wrong
+        with pytest.raises(OutputError, match="unknown output format"):
+            parse(wrong, line, 1)

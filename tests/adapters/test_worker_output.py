@@ -68,6 +68,31 @@ def test_cpu_time_is_kept_when_the_benchmark_tool_reports_it(
     assert {(s["duration_ns"], s["cpu_ns"]) for s in samples} == {(2500, 2000)}
 
 
+@pytest.mark.parametrize(
+    ("output", "has_cpu"), [("criterion-calls/1000", True), ("criterion", False)]
+)
+def test_a_fixed_count_of_criterion_calls_has_the_invocations_cpu_time_per_call(
+    processes: Processes, shm_path: str, tmp_path: Path, output: str, has_cpu: bool
+) -> None:
+    """``criterion-calls/N``: the CPU time is the process's (``wait4``) divided by N, the wall
+    time what the tool printed. The stand-in spins for a fixed count of shell loop steps, so
+    its CPU time per call is positive and far below a millisecond at N = 1000 (it is a few
+    milliseconds in all); criterion's own format has none."""
+    line = "test group/f/64 ... bench:       32498 ns/iter (+/- 1120)"
+    body = f"i=0\nwhile [ $i -lt 20000 ]; do i=$((i+1)); done\necho '{line}'\n"
+    program = benchmark_tool(tmp_path, body)
+    with db.create(shm_path, parties=1):
+        spec = write_spec(tmp_path, shm_path, 0, command=program, output=output)
+        code, _, err = finish(start_worker(processes, spec))
+    assert code == 0, err
+    samples = read_samples(tmp_path / "samples-0.jsonl")[1:-1]
+    assert {s["duration_ns"] for s in samples} == {32498}
+    if has_cpu:
+        assert all(1 <= s["cpu_ns"] < 1_000_000 for s in samples), samples
+    else:
+        assert not any("cpu_ns" in s for s in samples), samples
+
+
 def test_output_without_a_result_fails_quoting_it(
     processes: Processes, shm_path: str, tmp_path: Path
 ) -> None:
