@@ -247,7 +247,9 @@ def run_command_output(
     and calibration are not in it.
 
     ``start_ns`` is still the moment the barrier released both sides; ``cpu_ns`` is the
-    tool's CPU time per operation when it reports one, else left out. ``runq_ns`` and
+    tool's CPU time per operation when it reports one, else left out; ``figures`` the other
+    figures it printed by unit (go's ``B/op``, ``allocs/op``, :func:`duet_outputs.figures`).
+    ``runq_ns`` and
     ``nivcsw`` are left out: the process's figures cover the whole invocation (start-up,
     warm-up, calibration), not the operations the sample is the mean of, and a run-queue delay
     subtracted from a per-operation time would be meaningless. Returns the ``done`` line's
@@ -285,6 +287,7 @@ def run_command_output(
                 )
             try:
                 real_ns, cpu_ns = duet_outputs.parse(output, text)
+                figures = duet_outputs.figures(output, text)
             except duet_outputs.OutputError as e:
                 raise BenchmarkFailed(
                     f"iteration {done} ({phase}) of {spec['command']}: {e}"
@@ -299,6 +302,8 @@ def run_command_output(
                 line["cpu_ns"] = cpu_ns
             if barrier.cpu is not None:
                 line["cpu"] = barrier.cpu
+            if figures:
+                line["figures"] = figures
             samples.write(line)
     finally:
         os.close(devnull)

@@ -13,7 +13,9 @@ Formats:
 
 - ``google-benchmark``: ``--benchmark_format=json``; the one entry of ``benchmarks`` with
   ``run_type`` ``iteration``, its ``real_time`` and ``cpu_time`` in its ``time_unit``.
-- ``go``: ``go test -bench`` text; the result line ``BenchmarkName[-P]  N  X ns/op ...``.
+- ``go``: ``go test -bench`` text; the result line ``BenchmarkName[-P]  N  X ns/op ...``; the
+  figures after it (``B/op``, ``allocs/op``, ``MB/s``, ``b.ReportMetric``'s units) by
+  :func:`figures`.
 - ``criterion``: ``--output-format bencher``; ``test NAME ... bench:  X ns/iter (+/- D)``.
 
 Every problem raises :class:`OutputError` saying what was expected and quoting what came.
@@ -29,8 +31,11 @@ FORMATS = ("google-benchmark", "go", "criterion")
 
 _UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
-#: ``BenchmarkParse-2   	     100	     12345 ns/op	...`` (the -P suffix is GOMAXPROCS).
-_GO_LINE = re.compile(r"^(Benchmark\S*)\s+(\d+)\s+([0-9.eE+-]+) ns/op\b", re.M)
+#: ``BenchmarkParse-2  100  12345 ns/op  48 B/op  1 allocs/op`` (the -P suffix is
+#: GOMAXPROCS): the name, the operation count, then ``value unit`` figures, which Go separates
+#: by tabs (``testing.BenchmarkResult.String`` and ``MemString``).
+_GO_LINE = re.compile(r"^(Benchmark\S*)[ \t]+(\d+)((?:[ \t]+[0-9.eE+-]+ \S+)+)[ \t]*$", re.M)
+_GO_FIGURE = re.compile(r"[ \t]+([0-9.eE+-]+) (\S+)")
 #: ``test parse ... bench:      27,551 ns/iter (+/- 1,120)`` (libtest's format; criterion's
 #: bencher output prints the number without the thousands separators, libtest with them).
 _BENCHER_LINE = re.compile(r"^test (.+?) \.\.\. bench:\s+([0-9,._]+) ns/iter\b", re.M)
@@ -109,14 +114,51 @@ def _time(value: Any) -> float | None:
 
 
 def go(text: str) -> int:
+    return _positive_ns(go_result(text)[0])
+
+
+def go_result(text: str) -> tuple[float, dict[str, float]]:
+    """The ``ns/op`` of the one result line of ``go test -bench`` output, and every other figure
+    on it by its unit: ``B/op`` and ``allocs/op`` (``-benchmem``, ``b.ReportAllocs``), ``MB/s``
+    (``b.SetBytes``), and the units of ``b.ReportMetric``."""
     found = _GO_LINE.findall(text)
     if len(found) != 1:
-        what = "no result line" if not found else f"{len(found)} result lines"
+        if not found:
+            why = (
+                "no result line: the benchmark was skipped (b.Skip), failed (b.Fatal, a panic: "
+                "see its output), or its name did not match the pattern"
+            )
+        else:
+            names = ", ".join(name for name, _, _ in found)
+            why = (
+                f"{len(found)} result lines ({names}): the pattern selected more than one benchmark"
+            )
         raise OutputError(
-            f"expected one 'BenchmarkName  N  X ns/op' line from go test, got {what}; its "
+            f"expected one 'BenchmarkName  N  X ns/op' line from go test, got {why}; its "
             f"output: {_quote(text)}"
         )
-    return _positive_ns(float(found[0][2]))
+    figures: dict[str, float] = {}
+    for value, unit in _GO_FIGURE.findall(found[0][2]):
+        try:
+            figures[unit] = float(value)
+        except ValueError:
+            continue
+    ns = figures.pop("ns/op", None)
+    if ns is None:
+        raise OutputError(
+            f'go test printed no ns/op for {found[0][0]} (b.ReportMetric(0, "ns/op") removes '
+            "it): duet's sample is the time per operation; remove that call or give the "
+            f"benchmark a time. Its result line: {_quote(found[0][0] + found[0][2])}"
+        )
+    return ns, figures
+
+
+def figures(output: str, text: str) -> dict[str, float]:
+    """The figures the tool printed beside the time (``go``: B/op, allocs/op, MB/s and
+    b.ReportMetric's units), by unit; empty for the other formats. Call after :func:`parse`."""
+    if output == "go":
+        return go_result(text)[1]
+    return {}
 
 
 def criterion(text: str) -> int:
