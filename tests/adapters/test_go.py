@@ -11,6 +11,9 @@ import pytest
 
 from duet_bench.adapters.go import GO_FALLBACKS, bench_pattern, result_names
 from duet_bench.analysis.benchmark import allocation_note
+from duet_bench.analysis.document import analyze_document
+from duet_bench.analysis.model import AnalysisSettings
+from duet_bench.report import render
 from duet_bench.results import (
     BenchmarkRecord,
     ResultsDocument,
@@ -232,3 +235,53 @@ def test_a_changed_allocation_count_is_one_note_and_the_figures_are_kept() -> No
         del run["baseline"]["figures"], run["candidate"]["figures"]
     assert from_dict(older).benchmarks[0].runs[0].baseline.figures is None
 
+
+def _broken(name: str) -> BenchmarkRecord:
+    """A benchmark whose one run failed before its first iteration (stopped after it)."""
+    run = RunRecord(
+        index=0,
+        status="failed",
+        reason="candidate: the command exited with status 1",
+        baseline=SideRecord(iterations_ns=(), status="failed", exit_code=1),
+        candidate=SideRecord(iterations_ns=(), status="failed", exit_code=1),
+    )
+    return BenchmarkRecord(name=name, runs=(run,), kind="command")
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "html"])
+def test_a_summary_never_says_no_change_when_every_benchmark_failed(fmt: str) -> None:
+    doc = ResultsDocument(benchmarks=tuple(_broken(f"go/BenchmarkSum{n}/4KB") for n in range(4)))
+    text = render(analyze_document(doc, AnalysisSettings(reps=200)), fmt)  # type: ignore[arg-type]
+    assert "4 of 4 benchmarks failed; none was measured" in text
+    assert "changed beyond the threshold" not in text
+    assert "no change" not in text.lower()
+
+
+def test_junit_counts_every_failed_benchmark_as_an_error() -> None:
+    doc = ResultsDocument(benchmarks=tuple(_broken(f"go/BenchmarkSum{n}/4KB") for n in range(4)))
+    text = render(analyze_document(doc, AnalysisSettings(reps=200)), "junit")
+    assert 'errors="4"' in text
+    assert 'failures="0"' in text
+
+
+@needs_go
+@pytest.mark.usefixtures("no_leftovers")
+@pytest.mark.slow
+@pytest.mark.timeout(2000)
+def test_a_suite_whose_benchmarks_all_fail_exits_3_saying_so(tmp_path: Path) -> None:
+    config = settings("wall", runs=2) + (
+        f'\n[[suite]]\nadapter = "go"\npath = "failing"\nbenchtime = "100x"\ngo = "{GO}"\n'
+    )
+    files = {
+        "go.mod": GO_MOD,
+        "failing/failing_test.go": (FIXTURES / "failing_test.go").read_text(),
+        "duet.toml": config,
+    }
+    repo = project(tmp_path, files, {"failing/README": "the same benchmarks\n"})
+    done, doc = compare(repo, "base", "HEAD", tmp_path / "out")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "4 of 4 benchmarks failed; none was measured" in done.stdout, done.stdout
+    assert "changed beyond the threshold" not in done.stdout
+    assert "refusing 100 operations" in done.stdout + done.stderr
+    assert "fix the benchmark" not in done.stderr
+    assert len(doc["benchmarks"]) == 4
