@@ -14,9 +14,13 @@ One iteration is one invocation of that binary for one leaf, in the package's di
 (:func:`bench_pattern`), so it selects that leaf and nothing else::
 
     .duet-adapters/go/parse.test -test.run '^$' -test.bench '^BenchmarkParse$/^4KB$' \\
-        -test.benchtime 100ms -test.cpu 1 -test.benchmem
+        -test.benchtime 4213x -test.cpu 1 -test.benchmem
 
-and the sample is its ``ns/op``: wall time per operation. ``-test.benchmem`` adds ``B/op`` and
+and the sample is its ``ns/op``: wall time per operation. The operation count N is fixed per
+benchmark, the same on both sides (:meth:`Go.operations`: the suite's ``benchtime`` when it is
+a count, else the count Go chooses for that time in the baseline), so the process's CPU time
+over N operations is a CPU sample (the worker divides the ``wait4`` CPU time by the count on
+the result line) and ``metric = "auto"`` decides on it. ``-test.benchmem`` adds ``B/op`` and
 ``allocs/op`` to the result line; they and ``b.ReportMetric``'s units are recorded beside the
 time (the side's ``figures``), and a change of the allocations between the versions is a note.
 """
@@ -25,7 +29,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from duet_bench.adapters.base import Checkout, Suite
@@ -45,7 +49,7 @@ _GO_SPECIAL = frozenset("\\.+*?()|[]{}^$")
 
 #: A result line of ``go test -bench``: the name (Go rewrote every space of it), padding, the
 #: operation count, the first figure (``BenchmarkResult.String``).
-_RESULT_NAME = re.compile(r"^(Benchmark\S*)[ \t]+\d+[ \t]+[0-9.eE+-]+ \S", re.M)
+_RESULT_NAME = re.compile(r"^(Benchmark\S*)[ \t]+(\d+)[ \t]+[0-9.eE+-]+ \S", re.M)
 
 
 def binary_path(suite: Suite) -> str:
@@ -71,14 +75,20 @@ def bench_pattern(name: str) -> str:
 
 def result_names(text: str) -> tuple[str, ...]:
     """The benchmarks on the result lines of ``go test -bench`` output, in order, once each."""
-    return tuple(dict.fromkeys(_RESULT_NAME.findall(text)))
+    return tuple(dict.fromkeys(name for name, _ in _RESULT_NAME.findall(text)))
+
+
+def result_counts(text: str) -> dict[str, int]:
+    """The operation count of each benchmark on the result lines (the last line of a name)."""
+    return {name: int(count) for name, count in _RESULT_NAME.findall(text)}
 
 
 class Go:
     name = "go"
     iteration = (
         "one invocation of the package's test binary (go test -c) for one benchmark or "
-        "sub-benchmark (-test.bench ^Name$/^Sub$); the sample is its ns/op"
+        "sub-benchmark (-test.bench ^Name$/^Sub$), a fixed count of operations (-test.benchtime "
+        "Nx); the sample is its ns/op, the CPU sample the process's CPU time over N"
     )
     options: Mapping[str, Callable[[str, Any], Any]] = {"benchtime": word, "go": word}
 
@@ -126,8 +136,50 @@ class Go:
         )
         return result_names(out)
 
-    def benchmark(self, suite: Suite, name: str) -> BenchmarkConfig:
+    def operations(self, suite: Suite, checkout: Checkout, names: Sequence[str]) -> dict[str, int]:
+        """The operation count of every iteration of each of ``names``: the suite's
+        ``benchtime`` when it is a count (``1000x``), else the count Go itself chooses for that
+        time in the baseline (one run of every selected benchmark with ``-test.benchtime`` that
+        time, as the version's user: its result line's count)."""
+        benchtime = str(suite.options.get("benchtime", DEFAULT_BENCHTIME))
+        if fixed := re.fullmatch(r"([0-9]+)x", benchtime):
+            return {name: max(1, int(fixed[1])) for name in names}
+        if not names:
+            return {}
+        out = run_tool(
+            [
+                str(checkout.directory / binary_path(suite)),
+                "-test.run",
+                "^$",
+                "-test.bench",
+                suite.filter or ".",
+                "-test.benchtime",
+                benchtime,
+                "-test.cpu",
+                "1",
+            ],
+            suite=suite,
+            checkout=checkout,
+            what=f"run every benchmark for {benchtime} to choose its operation count",
+            cwd=checkout.directory / suite.path,
+        )
+        counts = result_counts(out)
+        lost = [name for name in names if name not in counts]
+        if lost:
+            raise ConfigError(
+                f"suite {suite.name!r}: {', '.join(lost)} printed no result when run for "
+                f"{benchtime} in {checkout.directory} (it did when run once): it fails or skips "
+                "when run longer",
+                fix="run the suite's benchmarks by hand with -benchtime "
+                f"{benchtime} in the baseline and fix what it prints, or set benchtime to an "
+                'operation count (benchtime = "1000x")',
+            )
+        return {name: counts[name] for name in names}
+
+    def benchmark(self, suite: Suite, name: str, operations: int | None = None) -> BenchmarkConfig:
         benchtime = suite.options.get("benchtime", DEFAULT_BENCHTIME)
+        if operations is not None:
+            benchtime = f"{operations}x"
         binary = os.path.relpath(binary_path(suite), os.path.normpath(suite.path))
         program = binary if binary.startswith("../") else "./" + binary
         argv = [

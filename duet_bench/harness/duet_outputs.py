@@ -153,6 +153,14 @@ def go_result(text: str) -> tuple[float, dict[str, float]]:
     return ns, figures
 
 
+def operations(output: str, text: str) -> int | None:
+    """The operation count the tool reports for the invocation (``go``: the count on its
+    result line, which ``-test.benchtime Nx`` fixes), else None. Call after :func:`parse`."""
+    if output == "go":
+        return int(_GO_LINE.findall(text)[0][1]) or None
+    return None
+
+
 def figures(output: str, text: str) -> dict[str, float]:
     """The figures the tool printed beside the time (``go``: B/op, allocs/op, MB/s and
     b.ReportMetric's units), by unit; empty for the other formats. Call after :func:`parse`."""

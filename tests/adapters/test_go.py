@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from duet_bench.adapters.go import GO_FALLBACKS, bench_pattern, result_names
+from duet_bench.adapters.base import Checkout, Suite
+from duet_bench.adapters.go import ADAPTER, GO_FALLBACKS, bench_pattern, result_names
 from duet_bench.analysis.benchmark import allocation_note
 from duet_bench.analysis.document import analyze_document
 from duet_bench.analysis.model import AnalysisSettings
@@ -47,7 +50,9 @@ GO = tool("go", GO_FALLBACKS)
 needs_go = pytest.mark.skipif(GO is None, reason=f"go is not on PATH nor in {GO_FALLBACKS}")
 
 # go = "..." names the toolchain explicitly, as a user whose PATH lacks it would.
-CONFIG = settings("wall", runs=20) + (
+# metric "auto": the adapter fixes the operation count, so the process's CPU time per operation
+# is a CPU sample and decides, with crossover, as for every other kind.
+CONFIG = settings("auto", runs=10) + (
     f'\n[[suite]]\nadapter = "go"\npath = "work"\nbenchtime = "1000x"\ngo = "{GO}"\n'
 )
 GO_MOD = "module example.com/work\n\ngo 1.21\n"
@@ -82,8 +87,14 @@ def test_the_slowed_benchmark_is_a_regression_and_new_and_missing_are_reported(
     slowed = next(b for b in doc["benchmarks"] if b["name"] == "go-work/BenchmarkSlowed")
     # ns/op of a loop of tens of microseconds, not the process's milliseconds.
     assert all(ns < 2_000_000 for ns in slowed["runs"][0]["candidate"]["iterations_ns"])
-    # Go reports no CPU time per operation: the verdict rests on wall time.
-    assert slowed["analysis"]["metric"] == "wall"
+    # The count of operations is fixed (benchtime = "1000x"), the same on both sides: the
+    # process's CPU time per operation decides.
+    assert slowed["analysis"]["metric"] == "cpu", slowed["analysis"]["metric_reason"]
+    assert "-test.benchtime 1000x" in slowed["versions"]["baseline"]["command"]
+    candidate = slowed["runs"][0]["candidate"]
+    assert len(candidate["iteration_cpu_ns"]) == len(candidate["iterations_ns"])
+    # -benchmem: the allocations of the loop (none), recorded beside the time.
+    assert candidate["figures"] == {"B/op": 0.0, "allocs/op": 0.0}
 
 
 @needs_go
@@ -99,8 +110,9 @@ def test_head_against_itself_measures_every_benchmark_on_both_sides(tmp_path: Pa
 
 # A table of sub-benchmarks (tests/fixtures/adapters/table_test.go): two levels, a name with a
 # space and a duplicate; HEAD slows "fast path" and the second "plain" by 30%.
-TABLE_CONFIG = settings("wall", runs=20) + (
-    f'\n[[suite]]\nadapter = "go"\npath = "table"\nbenchtime = "1000x"\ngo = "{GO}"\n'
+# benchtime a duration: the operation count is Go's own for it, in the baseline.
+TABLE_CONFIG = settings("auto", runs=10) + (
+    f'\n[[suite]]\nadapter = "go"\npath = "table"\nbenchtime = "30ms"\ngo = "{GO}"\n'
 )
 TABLE = "go-table/BenchmarkTable/size=small"
 
@@ -120,8 +132,9 @@ def _table_project(tmp_path: Path) -> GitRepo:
 @pytest.mark.slow
 @pytest.mark.timeout(2000)
 def test_every_sub_benchmark_of_a_table_is_measured_with_its_own_verdict(tmp_path: Path) -> None:
-    """The 30% slowdown of two leaves is found (a regression verdict at 99% on a 30% effect
-    fails by chance far less than 1 in 1,000 at 20 runs: the A/B tests of every adapter); the
+    """The 30% slowdown of two leaves is found (a regression verdict at 99% on a 30% effect,
+    about 25% in the CPU sample with the start-up in it, fails by chance far less than 1 in
+    1,000 at 10 runs of CPU time with crossover: the A/B tests of every adapter); the
     two unchanged leaves are not measured slower (``assert_not_slowed``: 1 call in 5,000 each).
     The duplicate ``plain#01`` and ``fast_path`` being slowed while ``plain`` is not shows each
     leaf's pattern selects that leaf alone."""
@@ -141,6 +154,12 @@ def test_every_sub_benchmark_of_a_table_is_measured_with_its_own_verdict(tmp_pat
         assert 1.1 < analysis["ratio"] < 1.6, (slowed, analysis)
     for steady in ("go-table/BenchmarkFlat", f"{TABLE}/plain"):
         assert_not_slowed(by_name[steady])
+    for b in by_name.values():
+        assert b["analysis"]["metric"] == "cpu", (b["name"], b["analysis"]["metric_reason"])
+        # The count Go chose for 30 ms in the baseline, the same on both sides.
+        command = b["versions"]["baseline"]["command"]
+        assert re.search(r"-test\.benchtime [0-9]+x ", command), command
+        assert command == b["versions"]["candidate"]["command"]
     assert "Traceback" not in done.stderr
 
 
@@ -285,3 +304,30 @@ def test_a_suite_whose_benchmarks_all_fail_exits_3_saying_so(tmp_path: Path) -> 
     assert "refusing 100 operations" in done.stdout + done.stderr
     assert "fix the benchmark" not in done.stderr
     assert len(doc["benchmarks"]) == 4
+
+
+@needs_go
+@pytest.mark.usefixtures("no_leftovers")
+@pytest.mark.timeout(600)
+def test_the_filter_is_gos_bench_pattern_and_a_time_gives_each_leaf_its_count(
+    tmp_path: Path,
+) -> None:
+    """Discovery and the operation count through the adapter itself, on the real toolchain."""
+    package = tmp_path / "names"
+    package.mkdir()
+    (tmp_path / "go.mod").write_text("module example.com/names\n\ngo 1.21\n")
+    (package / "names_test.go").write_text((FIXTURES / "names_test.go").read_text())
+    where = Checkout(directory=tmp_path)
+    suite = Suite(adapter="go", name="n", path="names", filter="Na$/deep", options={"go": GO})
+    found = ADAPTER.discover(suite, where)
+    assert found == ("BenchmarkNa/deep/er", "BenchmarkNa/deep/e")
+    timed = replace(suite, options={"go": GO, "benchtime": "20ms"})
+    counts = ADAPTER.operations(timed, where, found)
+    # Go's own count for 20 ms of an empty loop: far more than one.
+    assert set(counts) == set(found)
+    assert all(n > 1000 for n in counts.values()), counts
+    fixed = replace(suite, options={"go": GO, "benchtime": "250x"})
+    assert ADAPTER.operations(fixed, where, found) == dict.fromkeys(found, 250)
+    command = ADAPTER.benchmark(timed, found[1], counts[found[1]]).command
+    assert f"-test.benchtime {counts[found[1]]}x" in command
+    assert "'^BenchmarkNa$/^deep$/^e$'" in command

@@ -120,3 +120,9 @@ def test_go_problems_name_their_cause() -> None:
         parse("go", "BenchmarkX/a \t 1\t 5 ns/op\nBenchmarkX/b \t 1\t 6 ns/op\n")
     with pytest.raises(OutputError, match=r"no result line: the benchmark was skipped \(b.Skip\)"):
         parse("go", "--- SKIP: BenchmarkX\nPASS\n")
+
+
+def test_go_operation_count() -> None:
+    assert duet_outputs.operations("go", GO_OUTPUT) == 1000
+    assert duet_outputs.operations("go", "BenchmarkX/a \t 250\t 5 ns/op\n") == 250
+    assert duet_outputs.operations("criterion", "test a ... bench: 5 ns/iter (+/- 1)\n") is None
