@@ -5,14 +5,19 @@ After both versions are built, every suite is discovered in BASE's directory and
 in both is measured like any configured one; one found only in HEAD is *new* and one found
 only in BASE is *missing*: both are reported with a note and no verdict, never measured
 against something else.
+
+An adapter with an ``operations`` method (:class:`Counted`: go) then chooses, in BASE's
+directory, the operation count of every benchmark both versions have, which every iteration
+of both sides runs.
 """
 
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, cast
 
 from duet_bench.adapters.base import Checkout, Suite
 from duet_bench.adapters.registry import get_adapter
@@ -47,9 +52,28 @@ def checkout(
     )
 
 
-def suite_benchmark(suite: Suite, name: str) -> BenchmarkConfig:
-    """The benchmark ``name`` of ``suite``, with the suite's settings and environment."""
-    b = get_adapter(suite.adapter).benchmark(suite, name)
+class Counted(Protocol):
+    """An adapter that fixes the operation count of every iteration (go: ``-test.benchtime
+    Nx``), chosen once per benchmark in the baseline's directory, the same on both sides: the
+    process's CPU time of an iteration then measures the same work on both sides."""
+
+    def operations(
+        self, suite: Suite, checkout: Checkout, names: Sequence[str]
+    ) -> Mapping[str, int]: ...
+
+    def benchmark(
+        self, suite: Suite, name: str, operations: int | None = None
+    ) -> BenchmarkConfig: ...
+
+
+def suite_benchmark(suite: Suite, name: str, operations: int | None = None) -> BenchmarkConfig:
+    """The benchmark ``name`` of ``suite``, with the suite's settings and environment (and
+    ``operations`` per iteration, for a :class:`Counted` adapter)."""
+    adapter = get_adapter(suite.adapter)
+    if operations is None:
+        b = adapter.benchmark(suite, name)
+    else:
+        b = cast(Counted, adapter).benchmark(suite, name, operations)
     return replace(b, **dict(suite.settings), env={**suite.env, **b.env})
 
 
@@ -83,6 +107,10 @@ def expand(
                 "directory after its build)",
             )
         base_set = set(in_base)
+        counted = getattr(adapter, "operations", None)
+        counts: Mapping[str, int] = {}
+        if counted is not None:
+            counts = counted(suite, base, [n for n in in_head if n in base_set])
         for name in in_head:
             full = f"{suite.name}/{name}"
             if full in configured:
@@ -92,7 +120,7 @@ def expand(
                     fix="rename the [[benchmark]] or give the suite another name",
                 )
             if name in base_set:
-                benchmarks.append(suite_benchmark(suite, name))
+                benchmarks.append(suite_benchmark(suite, name, counts.get(name)))
             else:
                 new.append(full)
         head_set = set(in_head)

@@ -1,24 +1,35 @@
-"""``go test -bench``: the benchmarks of one Go package.
+"""``go test -bench``: the benchmarks of one Go package, sub-benchmarks included.
 
 Discovery builds the package's test binary once per version (``go test -c -o
-.duet-adapters/go/<suite>.test PATH``, in the version's directory, after its build) and lists
-its benchmarks with ``-test.list`` (top-level ``Benchmark*`` functions; the suite's filter is
-a Go regular expression on their names). One iteration is one invocation of that binary for
-one benchmark, in the package's directory as ``go test`` runs it::
+.duet-adapters/go/<suite>.test PATH``, in the version's directory, after its build) and runs
+every selected benchmark once (``-test.benchtime 1x``, as the version's user): the names Go
+prints on its result lines are the benchmarks, so a ``b.Run`` table at any depth gives one
+benchmark per leaf (``BenchmarkSum64/4KB``, ``BenchmarkX/size=4KB/alg=fast``), named exactly as
+``go test -bench`` names them (spaces made ``_``, duplicates ``#01``, non-printables escaped:
+Go's ``testing/match.go``). A benchmark without sub-benchmarks is its own leaf. The suite's
+filter is Go's ``-bench`` pattern (levels split on ``/``), default every benchmark.
 
-    .duet-adapters/go/parse.test -test.run '^$' -test.bench '^BenchmarkParse$' \\
-        -test.benchtime 100ms -test.cpu 1
+One iteration is one invocation of that binary for one leaf, in the package's directory as
+``go test`` runs it, the pattern quoting and anchoring each level of the name
+(:func:`bench_pattern`), so it selects that leaf and nothing else::
 
-and the sample is its ``ns/op``: wall time per operation. Go reports no CPU time per
-operation, so these benchmarks have no CPU series (``metric = "auto"`` decides on wall time).
-A benchmark with sub-benchmarks (``b.Run``) prints several results and is refused at its
-first iteration: select the sub-benchmarks' parent out with the filter.
+    .duet-adapters/go/parse.test -test.run '^$' -test.bench '^BenchmarkParse$/^4KB$' \\
+        -test.benchtime 4213x -test.cpu 1 -test.benchmem
+
+and the sample is its ``ns/op``: wall time per operation. The operation count N is fixed per
+benchmark, the same on both sides (:meth:`Go.operations`: the suite's ``benchtime`` when it is
+a count, else the count Go chooses for that time in the baseline), so the process's CPU time
+over N operations is a CPU sample (the worker divides the ``wait4`` CPU time by the count on
+the result line) and ``metric = "auto"`` decides on it. ``-test.benchmem`` adds ``B/op`` and
+``allocs/op`` to the result line; they and ``b.ReportMetric``'s units are recorded beside the
+time (the side's ``figures``), and a change of the allocations between the versions is a note.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from duet_bench.adapters.base import Checkout, Suite
@@ -33,17 +44,51 @@ DEFAULT_BENCHTIME = "100ms"
 
 GO_FALLBACKS = ("/usr/local/go/bin/go", "~/go/bin/go", "/usr/lib/go/bin/go")
 
+#: The characters ``regexp.QuoteMeta`` escapes (Go's ``regexp/regexp.go``, ``special``).
+_GO_SPECIAL = frozenset("\\.+*?()|[]{}^$")
+
+#: A result line of ``go test -bench``: the name (Go rewrote every space of it), padding, the
+#: operation count, the first figure (``BenchmarkResult.String``).
+_RESULT_NAME = re.compile(r"^(Benchmark\S*)[ \t]+(\d+)[ \t]+[0-9.eE+-]+ \S", re.M)
+
 
 def binary_path(suite: Suite) -> str:
     """The test binary, relative to the version's directory."""
     return f"{WORK_DIR}/go/{slug(suite.name)}.test"
 
 
+def quote_meta(text: str) -> str:
+    """``text`` as a Go regular expression matching exactly it (``regexp.QuoteMeta``)."""
+    return "".join("\\" + c if c in _GO_SPECIAL else c for c in text)
+
+
+def bench_pattern(name: str) -> str:
+    """The ``-test.bench`` pattern selecting the benchmark ``name`` and nothing else.
+
+    Go splits the pattern on ``/`` outside brackets and parentheses and matches each level of
+    a benchmark's name with its own element (``testing/match.go``, ``splitRegexp``): each level
+    of ``name`` is quoted and anchored (``^BenchmarkX$/^size=4KB$``), so ``4KB`` does not also
+    select ``14KB``, and ``case`` not ``case#01``. A name is as Go printed it (no spaces, no
+    non-printables), so Go's rewriting of the pattern leaves it unchanged."""
+    return "/".join(f"^{quote_meta(level)}$" for level in name.split("/"))
+
+
+def result_names(text: str) -> tuple[str, ...]:
+    """The benchmarks on the result lines of ``go test -bench`` output, in order, once each."""
+    return tuple(dict.fromkeys(name for name, _ in _RESULT_NAME.findall(text)))
+
+
+def result_counts(text: str) -> dict[str, int]:
+    """The operation count of each benchmark on the result lines (the last line of a name)."""
+    return {name: int(count) for name, count in _RESULT_NAME.findall(text)}
+
+
 class Go:
     name = "go"
     iteration = (
-        "one invocation of the package's test binary (go test -c) for one benchmark "
-        "(-test.bench ^Name$); the sample is its ns/op"
+        "one invocation of the package's test binary (go test -c) for one benchmark or "
+        "sub-benchmark (-test.bench ^Name$/^Sub$), a fixed count of operations (-test.benchtime "
+        "Nx); the sample is its ns/op, the CPU sample the process's CPU time over N"
     )
     options: Mapping[str, Callable[[str, Any], Any]] = {"benchtime": word, "go": word}
 
@@ -70,21 +115,71 @@ class Go:
                 f"{checkout.directory}: the package has no test files",
                 fix="point path at the package holding the *_test.go files with the benchmarks",
             )
+        # Sub-benchmarks exist only once their parent runs: every selected benchmark runs
+        # once (b.N = 1), as the version's user, and prints a result line per leaf.
         out = run_tool(
-            [str(binary), "-test.list", suite.filter or "^Benchmark"],
+            [
+                str(binary),
+                "-test.run",
+                "^$",
+                "-test.bench",
+                suite.filter or ".",
+                "-test.benchtime",
+                "1x",
+                "-test.cpu",
+                "1",
+            ],
             suite=suite,
             checkout=checkout,
-            what="list the benchmarks",
+            what="run every benchmark once (-test.benchtime 1x) to list it and its sub-benchmarks",
             cwd=checkout.directory / suite.path,
         )
-        return tuple(
-            dict.fromkeys(
-                line.strip() for line in out.splitlines() if line.strip().startswith("Benchmark")
-            )
-        )
+        return result_names(out)
 
-    def benchmark(self, suite: Suite, name: str) -> BenchmarkConfig:
+    def operations(self, suite: Suite, checkout: Checkout, names: Sequence[str]) -> dict[str, int]:
+        """The operation count of every iteration of each of ``names``: the suite's
+        ``benchtime`` when it is a count (``1000x``), else the count Go itself chooses for that
+        time in the baseline (one run of every selected benchmark with ``-test.benchtime`` that
+        time, as the version's user: its result line's count)."""
+        benchtime = str(suite.options.get("benchtime", DEFAULT_BENCHTIME))
+        if fixed := re.fullmatch(r"([0-9]+)x", benchtime):
+            return {name: max(1, int(fixed[1])) for name in names}
+        if not names:
+            return {}
+        out = run_tool(
+            [
+                str(checkout.directory / binary_path(suite)),
+                "-test.run",
+                "^$",
+                "-test.bench",
+                suite.filter or ".",
+                "-test.benchtime",
+                benchtime,
+                "-test.cpu",
+                "1",
+            ],
+            suite=suite,
+            checkout=checkout,
+            what=f"run every benchmark for {benchtime} to choose its operation count",
+            cwd=checkout.directory / suite.path,
+        )
+        counts = result_counts(out)
+        lost = [name for name in names if name not in counts]
+        if lost:
+            raise ConfigError(
+                f"suite {suite.name!r}: {', '.join(lost)} printed no result when run for "
+                f"{benchtime} in {checkout.directory} (it did when run once): it fails or skips "
+                "when run longer",
+                fix="run the suite's benchmarks by hand with -benchtime "
+                f"{benchtime} in the baseline and fix what it prints, or set benchtime to an "
+                'operation count (benchtime = "1000x")',
+            )
+        return {name: counts[name] for name in names}
+
+    def benchmark(self, suite: Suite, name: str, operations: int | None = None) -> BenchmarkConfig:
         benchtime = suite.options.get("benchtime", DEFAULT_BENCHTIME)
+        if operations is not None:
+            benchtime = f"{operations}x"
         binary = os.path.relpath(binary_path(suite), os.path.normpath(suite.path))
         program = binary if binary.startswith("../") else "./" + binary
         argv = [
@@ -92,11 +187,12 @@ class Go:
             "-test.run",
             "^$",
             "-test.bench",
-            f"^{name}$",
+            bench_pattern(name),
             "-test.benchtime",
             str(benchtime),
             "-test.cpu",
             "1",
+            "-test.benchmem",
         ]
         return BenchmarkConfig(
             name=f"{suite.name}/{name}",

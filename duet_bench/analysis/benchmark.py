@@ -4,6 +4,7 @@ decide, the impact factors, and the notes each step leaves."""
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import replace
 
 from duet_bench.analysis.choice import choose_metric, disagreement
@@ -27,7 +28,12 @@ from duet_bench.analysis.sides import (
     process_note,
 )
 from duet_bench.metrics import names
-from duet_bench.results import BenchmarkRecord
+from duet_bench.results import BenchmarkRecord, RunRecord
+from duet_bench.units import sig
+
+#: The benchmark tool's figures whose change between the versions is a note of its own: exact
+#: counts, not timings (go's -benchmem).
+ALLOCATION_UNITS = ("allocs/op", "B/op")
 
 
 def analyze_benchmark(record: BenchmarkRecord, settings: AnalysisSettings) -> BenchmarkAnalysis:
@@ -83,6 +89,7 @@ def analyze_benchmark(record: BenchmarkRecord, settings: AnalysisSettings) -> Be
         interval_note(chosen, len(ok)),
         winsor_note(settings, runs=len(ok), iterations=int(a.shape[1])),
         runs_needed_note(needed, runs_used=len(ok), threshold=settings.threshold),
+        allocation_note(ok),
     ]
     return replace(
         unanalysed,
@@ -175,3 +182,27 @@ def _unanalysed(record: BenchmarkRecord, settings: AnalysisSettings) -> Benchmar
         failures=failures,
         metric_requested=settings.metric,
     )
+
+
+def allocation_note(runs: tuple[RunRecord, ...]) -> str | None:
+    """One sentence when the allocations per operation the benchmark tool counted (go's
+    ``allocs/op``, ``B/op``) differ between the versions: the median over the runs of each
+    side's figure, as the tool counts them (an exact count, not a timing)."""
+    changed = []
+    for unit in ALLOCATION_UNITS:
+        sides = []
+        for side in ("baseline", "candidate"):
+            values = [
+                f[unit] for r in runs if (f := r.side(side).figures) is not None and unit in f
+            ]
+            sides.append(statistics.median(values) if len(values) == len(runs) else None)
+        base, head = sides
+        if base is not None and head is not None and base != head:
+            changed.append(f"{_count(base)} -> {_count(head)} {unit}")
+    if not changed:
+        return None
+    return "allocations per operation changed: " + ", ".join(changed) + " (the tool's own count)"
+
+
+def _count(x: float) -> str:
+    return str(int(x)) if x.is_integer() and abs(x) < 1e15 else sig(x)

@@ -247,13 +247,18 @@ def run_command_output(
     and calibration are not in it.
 
     ``start_ns`` is still the moment the barrier released both sides; ``cpu_ns`` is the
-    tool's CPU time per operation when it reports one, or the invocation's CPU time (``wait4``)
-    per operation when the invocation ran a fixed number of them (``criterion-calls/N``), else
-    left out. ``runq_ns`` and
-    ``nivcsw`` are left out: the process's figures cover the whole invocation (start-up,
-    warm-up, calibration), not the operations the sample is the mean of, and a run-queue delay
-    subtracted from a per-operation time would be meaningless. Returns the ``done`` line's
-    ``spawn``, as :func:`run_command`.
+    tool's CPU time per operation when it reports one (Google Benchmark); else the invocation's
+    CPU time (``wait4``) per operation: divided by the fixed number of calls the format names
+    (``criterion-calls/N``), or by the operation count the tool reports (go, whose adapter fixes
+    it: ``-test.benchtime Nx``): start-up and the tool's set-up included, the same work on both
+    sides; else left out. ``figures`` holds the other figures it printed by unit (go's ``B/op``,
+    ``allocs/op``, :func:`duet_outputs.figures`). ``runq_ns``, with a reported count only, the
+    same way per operation: the run-queue delay of the invocation (the side's
+    ``spec["pressure"]``, else the process's own, as :func:`run_command`) over the count, so that
+    ``metric = "auto"`` sees a CPU-bound side as one on a busy machine. Otherwise it is left out,
+    as ``nivcsw`` always is: the process's figures cover the whole invocation (start-up, warm-up,
+    calibration), not the operations the sample is the mean of. Returns the ``done`` line's
+    ``spawn``, and ``runq`` when ``runq_ns`` was written (as :func:`run_command`).
     """
     argv = direct_argv(spec["command"]) or _shell_argv(spec)
     warmup = spec["warmup"]
@@ -262,6 +267,12 @@ def run_command_output(
     output = spec["output"]
     out_path = spec["samples"] + ".out"
     environ = dict(os.environ)
+    clock = time.monotonic_ns
+    pressure = duet_samples.Pressure(spec["pressure"]) if spec.get("pressure") else None
+    if pressure is not None and pressure.read_ns() is None:  # unreadable: the task's figure
+        pressure.close()
+        pressure = None
+    runq_written = False
     devnull = os.open(os.devnull, os.O_RDONLY)
     try:
         for done in range(total):
@@ -270,12 +281,18 @@ def run_command_output(
             try:
                 actions = [(os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, out_fd, 1)]
                 start_ns = barrier.wait(timeout_ns)
+                waited_ns = pressure.read_ns() if pressure is not None else None
                 try:
                     pid = os.posix_spawnp(argv[0], argv, environ, file_actions=actions)
                 except OSError as e:
                     pid, argv = _respawn(e, spec, argv, environ, actions, done)
             finally:
                 os.close(out_fd)
+            # Wait for the exit without reaping: the child's schedstat is still readable.
+            os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+            end_ns = clock()
+            waited_end_ns = pressure.read_ns() if pressure is not None else None
+            runq_ns = duet_samples.task_run_delay_ns(pid) if pressure is None else None
             _, status, usage = os.wait4(pid, 0)
             with open(out_path, encoding="utf-8", errors="replace") as f:
                 text = f.read()
@@ -289,6 +306,8 @@ def run_command_output(
                 real_ns, cpu_ns = duet_outputs.parse(
                     output, text, duet_samples.cpu_ns_from_rusage(usage)
                 )
+                figures = duet_outputs.figures(output, text)
+                operations = duet_outputs.operations(output, text) if cpu_ns is None else None
             except duet_outputs.OutputError as e:
                 raise BenchmarkFailed(
                     f"iteration {done} ({phase}) of {spec['command']}: {e}"
@@ -299,13 +318,31 @@ def run_command_output(
                 "start_ns": start_ns,
                 "duration_ns": real_ns,
             }
+            if operations is not None:
+                # The process's CPU time and run-queue delay per operation (start-up included).
+                process_cpu_ns = duet_samples.cpu_ns_from_rusage(usage)
+                cpu_ns = max(1, round(process_cpu_ns / operations))
+                if waited_ns is not None and waited_end_ns is not None:
+                    runq_ns = duet_samples.others_delay_ns(
+                        waited_end_ns - waited_ns, end_ns - start_ns, process_cpu_ns
+                    )
+                if runq_ns is not None:
+                    line["runq_ns"] = round(runq_ns / operations)
+                    runq_written = True
             if cpu_ns is not None:
                 line["cpu_ns"] = cpu_ns
             if barrier.cpu is not None:
                 line["cpu"] = barrier.cpu
+            if figures:
+                line["figures"] = figures
             samples.write(line)
     finally:
         os.close(devnull)
+        if pressure is not None:
+            pressure.close()
         with contextlib.suppress(OSError):
             os.unlink(out_path)
-    return {"spawn": "shell" if argv[0] == spec["shell"] else "direct"}
+    done_line = {"spawn": "shell" if argv[0] == spec["shell"] else "direct"}
+    if runq_written:
+        done_line["runq"] = "task" if pressure is None else "pressure"
+    return done_line

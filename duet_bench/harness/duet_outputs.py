@@ -18,7 +18,9 @@ Formats:
   ``cpu_time`` in their ``time_unit``. A benchmark whose name ends in ``/real_time`` or
   ``/manual_time`` (``UseRealTime``, ``UseManualTime``) is the real (or manual) time only: its
   author said that figure is the measure, and its ``cpu_time`` (the main thread's) is not.
-- ``go``: ``go test -bench`` text; the result line ``BenchmarkName[-P]  N  X ns/op ...``.
+- ``go``: ``go test -bench`` text; the result line ``BenchmarkName[-P]  N  X ns/op ...``; the
+  figures after it (``B/op``, ``allocs/op``, ``MB/s``, ``b.ReportMetric``'s units) by
+  :func:`figures`.
 - ``criterion``: ``--output-format bencher``; ``test NAME ... bench:  X ns/iter (+/- D)``;
   criterion's own timing, no CPU time.
 - ``criterion-calls/N``: the same line, from an invocation that ran a fixed ``N`` calls of the
@@ -42,8 +44,11 @@ _CRITERION_CALLS = re.compile(r"criterion-calls/([1-9][0-9]*)")
 
 _UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
-#: ``BenchmarkParse-2   	     100	     12345 ns/op	...`` (the -P suffix is GOMAXPROCS).
-_GO_LINE = re.compile(r"^(Benchmark\S*)\s+(\d+)\s+([0-9.eE+-]+) ns/op\b", re.M)
+#: ``BenchmarkParse-2  100  12345 ns/op  48 B/op  1 allocs/op`` (the -P suffix is
+#: GOMAXPROCS): the name, the operation count, then ``value unit`` figures, which Go separates
+#: by tabs (``testing.BenchmarkResult.String`` and ``MemString``).
+_GO_LINE = re.compile(r"^(Benchmark\S*)[ \t]+(\d+)((?:[ \t]+[0-9.eE+-]+ \S+)+)[ \t]*$", re.M)
+_GO_FIGURE = re.compile(r"[ \t]+([0-9.eE+-]+) (\S+)")
 #: ``test parse ... bench:      27,551 ns/iter (+/- 1,120)`` (libtest's format; criterion's
 #: bencher output prints the number without the thousands separators, libtest with them).
 _BENCHER_LINE = re.compile(r"^test (.+?) \.\.\. bench:\s+([0-9,._]+) ns/iter\b", re.M)
@@ -156,14 +161,59 @@ def _time(value: Any) -> float | None:
 
 
 def go(text: str) -> int:
+    return _positive_ns(go_result(text)[0])
+
+
+def go_result(text: str) -> tuple[float, dict[str, float]]:
+    """The ``ns/op`` of the one result line of ``go test -bench`` output, and every other figure
+    on it by its unit: ``B/op`` and ``allocs/op`` (``-benchmem``, ``b.ReportAllocs``), ``MB/s``
+    (``b.SetBytes``), and the units of ``b.ReportMetric``."""
     found = _GO_LINE.findall(text)
     if len(found) != 1:
-        what = "no result line" if not found else f"{len(found)} result lines"
+        if not found:
+            why = (
+                "no result line: the benchmark was skipped (b.Skip), failed (b.Fatal, a panic: "
+                "see its output), or its name did not match the pattern"
+            )
+        else:
+            names = ", ".join(name for name, _, _ in found)
+            why = (
+                f"{len(found)} result lines ({names}): the pattern selected more than one benchmark"
+            )
         raise OutputError(
-            f"expected one 'BenchmarkName  N  X ns/op' line from go test, got {what}; its "
+            f"expected one 'BenchmarkName  N  X ns/op' line from go test, got {why}; its "
             f"output: {_quote(text)}"
         )
-    return _positive_ns(float(found[0][2]))
+    figures: dict[str, float] = {}
+    for value, unit in _GO_FIGURE.findall(found[0][2]):
+        try:
+            figures[unit] = float(value)
+        except ValueError:
+            continue
+    ns = figures.pop("ns/op", None)
+    if ns is None:
+        raise OutputError(
+            f'go test printed no ns/op for {found[0][0]} (b.ReportMetric(0, "ns/op") removes '
+            "it): duet's sample is the time per operation; remove that call or give the "
+            f"benchmark a time. Its result line: {_quote(found[0][0] + found[0][2])}"
+        )
+    return ns, figures
+
+
+def operations(output: str, text: str) -> int | None:
+    """The operation count the tool reports for the invocation (``go``: the count on its
+    result line, which ``-test.benchtime Nx`` fixes), else None. Call after :func:`parse`."""
+    if output == "go":
+        return int(_GO_LINE.findall(text)[0][1]) or None
+    return None
+
+
+def figures(output: str, text: str) -> dict[str, float]:
+    """The figures the tool printed beside the time (``go``: B/op, allocs/op, MB/s and
+    b.ReportMetric's units), by unit; empty for the other formats. Call after :func:`parse`."""
+    if output == "go":
+        return go_result(text)[1]
+    return {}
 
 
 def criterion(text: str) -> int:

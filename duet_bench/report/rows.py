@@ -292,6 +292,12 @@ def counts(items: list[Row]) -> dict[str, int]:
     return out
 
 
+def is_unmeasured(r: Row) -> bool:
+    """Every run of the benchmark failed: it has no verdict because it was not measured (a
+    benchmark not measured on purpose, new or missing in one version, has no runs at all)."""
+    return r.runs_used == 0 and r.runs_failed > 0
+
+
 def headline(items: list[Row]) -> str:
     order = ["regression", "improvement", "inconclusive", "no change", "no verdict"]
     c = counts(items)
@@ -321,6 +327,9 @@ def title(items: list[Row]) -> str:
             return f"{chosen[0].name} {chosen[0].change.lstrip('+-')} {word}"
         if chosen:
             return f"{len(chosen)} of {total} benchmarks {word}"
+    broken = sum(1 for r in items if is_unmeasured(r))
+    if broken:
+        return f"{broken} of {total} benchmark{'s' if total > 1 else ''} failed"
     failed = sum(1 for r in items if r.failures)
     if c.get("inconclusive"):
         return f"{c['inconclusive']} of {total} benchmark{'s' if total > 1 else ''} undecided"
@@ -345,6 +354,7 @@ def summary_sentence(items: list[Row], *, name: Callable[[str], str] = str) -> s
     total = len(items)
     c = counts(items)
     slower, faster = c.get("regression", 0), c.get("improvement", 0)
+    broken = [r for r in items if is_unmeasured(r)]
 
     def named(verdict: str) -> str:
         chosen = [r for r in items if r.verdict == verdict]
@@ -364,15 +374,24 @@ def summary_sentence(items: list[Row], *, name: Callable[[str], str] = str) -> s
     if faster:
         lead = f"{faster} faster" if slower else f"{faster} of {total} {noun} {be(faster)} faster"
         parts.append(f"{lead}: {named('improvement')}")
-    if not parts:
-        parts.append(f"no benchmark of {total} changed beyond the threshold")
+    if broken:
+        # Failed benchmarks first: "no benchmark changed" would read as a pass.
+        none = "; none was measured" if len(broken) == total else ""
+        parts.insert(0, f"{len(broken)} of {total} {noun} failed{none}")
+    measured = total - len(broken)
+    if not slower and not faster and measured:
+        parts.append(f"no benchmark of {measured} changed beyond the threshold")
     rest = [
         (c.get("no change", 0), "unchanged"),
         (c.get("inconclusive", 0), "inconclusive (the interval could not decide)"),
-        (c.get("no verdict", 0), "without a verdict"),
+        (c.get("no verdict", 0) - len(broken), "without a verdict"),
     ]
-    parts += [f"{n} {word}" for n, word in rest if n and (slower or faster or word != "unchanged")]
-    failed = sum(1 for r in items if r.failures)
+    parts += [
+        f"{n} {word}"
+        for n, word in rest
+        if n > 0 and (slower or faster or broken or word != "unchanged")
+    ]
+    failed = sum(1 for r in items if r.failures and not is_unmeasured(r))
     if failed:
         parts.append(f"{failed} with failed runs")
     shared = common_confidence(items)

@@ -53,6 +53,10 @@ class SideRecord:
     #: the side) or ``"task"`` (the measured thread, or for a command the process duet spawned);
     #: None when there is no such series or the file predates this field.
     runq_source: str | None = None
+    #: The benchmark tool's own figures beside the time, by unit (go's ``B/op``, ``allocs/op``,
+    #: ``MB/s``, ``b.ReportMetric`` units), each the median of the run's measured iterations;
+    #: None when the tool printed none or the file predates this field.
+    figures: Mapping[str, float] | None = None
     cores: tuple[int, ...] | None = None
     cpu_ns: int | None = None
     cpu_user_ns: int | None = None

@@ -156,6 +156,7 @@ _SIDE_FIELDS = {
     "reason",
     "hit_limit",
     "runq_source",
+    "figures",
     "stderr_tail",
     "missing",
     *_SIDE_INT_FIELDS,
@@ -196,6 +197,13 @@ def _side(rd: _Reader, raw: Any, where: str, *, ok: bool) -> SideRecord:
     ints: dict[str, int | None] = {
         k: rd.integer(m.get(k), f"{where}.{k}", optional=True, minimum=0) for k in _SIDE_INT_FIELDS
     }
+    figures = None
+    if m.get("figures") is not None:
+        figures = {}
+        for unit, value in rd.obj(m["figures"], f"{where}.figures").items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise rd.fail(f"{where}.figures.{unit}", f"expected a number, got {value!r}")
+            figures[str(unit)] = float(value)
     missing_raw = rd.free(m.get("missing"), f"{where}.missing")
     missing = {str(k): str(v) for k, v in missing_raw.items()}
     return SideRecord(
@@ -207,6 +215,7 @@ def _side(rd: _Reader, raw: Any, where: str, *, ok: bool) -> SideRecord:
         iteration_nivcsw=series["iteration_nivcsw"],
         iteration_cpus=series["iteration_cpus"],
         runq_source=rd.string(m.get("runq_source"), f"{where}.runq_source", optional=True),
+        figures=figures,
         cores=cores,
         exit_code=rd.integer(m.get("exit_code"), f"{where}.exit_code", optional=True),
         status=rd.string(m.get("status", "ok"), f"{where}.status") or "ok",

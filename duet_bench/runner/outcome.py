@@ -70,6 +70,7 @@ def side_record(s: Side, bench: BenchmarkSpec, usage: Usage) -> SideRecord:
         iteration_runq_ns=samples.iteration_runq_ns,
         iteration_nivcsw=samples.iteration_nivcsw,
         iteration_cpus=samples.iteration_cpus,
+        figures=dict(samples.figures) or None,
         runq_source=(
             None if samples.iteration_runq_ns is None else str(samples.extra.get("runq", "task"))
         ),

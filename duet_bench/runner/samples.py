@@ -8,7 +8,9 @@ them only as regular files of their own, never through a link
 from __future__ import annotations
 
 import json
+import math
 import os
+import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +34,10 @@ class Samples:
     iteration_nivcsw: tuple[int, ...] | None = None
     #: Per measured iteration, the CPU the side was pinned to (the line's ``cpu``).
     iteration_cpus: tuple[int, ...] | None = None
+    #: The benchmark tool's own figures beside the time (go's ``B/op``, ``allocs/op``, ``MB/s``,
+    #: ``b.ReportMetric`` units), each the median over the measured iterations; a unit only when
+    #: every measured line had it.
+    figures: Mapping[str, float] = field(default_factory=dict)
     error: str | None = None
     #: The error line says the measured command failed (it carries the command's
     #: ``exit_status`` or the ``signal`` that killed it), not the worker or the spec.
@@ -50,6 +56,7 @@ def read_samples(path: Path) -> Samples:
     command_failed = False
     done = False
     extra: dict[str, Any] = {}
+    figures: list[Mapping[str, Any]] = []
     try:
         fd = open_existing(path)
     except OSError as e:
@@ -88,6 +95,8 @@ def read_samples(path: Path) -> Samples:
                     v = item.get(key)
                     if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
                         values.append(v)
+                given = item.get("figures")
+                figures.append(given if isinstance(given, dict) else {})
 
     def complete(key: str) -> tuple[int, ...] | None:
         # A figure missing from one line (an old harness, a kernel without schedstat) cannot
@@ -103,11 +112,27 @@ def read_samples(path: Path) -> Samples:
         iteration_runq_ns=complete("runq_ns"),
         iteration_nivcsw=complete("nivcsw"),
         iteration_cpus=complete("cpu"),
+        figures=_medians(figures),
         error=error,
         command_failed=command_failed,
         done=done,
         extra=extra,
     )
+
+
+def _medians(lines: list[Mapping[str, Any]]) -> dict[str, float]:
+    """Per unit present in every line, the median of its values."""
+    if not lines:
+        return {}
+    out: dict[str, float] = {}
+    for unit in lines[0]:
+        values = [line.get(unit) for line in lines]
+        numbers = [
+            float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)
+        ]
+        if len(numbers) == len(lines) and all(math.isfinite(v) for v in numbers):
+            out[str(unit)] = statistics.median(numbers)
+    return out
 
 
 def stderr_tail(path: Path) -> str | None:

@@ -60,7 +60,7 @@ def worker_spec(
         out.update(command=spec.command, shell="/bin/sh")
         if spec.output is not None:
             out["output"] = spec.output
-        elif pressure is not None:
+        if pressure is not None:
             out["pressure"] = pressure
     elif spec.kind == "python":
         out.update(

@@ -436,7 +436,10 @@ def raise_if_broken(
         if raise_ and statuses <= limits.keys():
             fix += f"if the benchmark is right, raise {' or '.join(raise_)}"
         else:
-            fix += "fix the benchmark (run its command by hand in its directory to see it fail)"
+            fix += (
+                "fix what that cause names (run the benchmark's command by hand in the "
+                "version's directory to see it fail)"
+            )
             fix += f", or raise {' or '.join(raise_)}" if raise_ else ""
         raise BenchmarkFailed("; ".join(broken), fix=fix)
     if missing:

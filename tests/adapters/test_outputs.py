@@ -125,3 +125,36 @@ def test_criterion_calls_divides_the_invocations_cpu_time_by_its_fixed_calls() -
         assert not duet_outputs.known(wrong), wrong
         with pytest.raises(OutputError, match="unknown output format"):
             parse(wrong, line, 1)
+
+
+def test_go_figures_beside_the_time() -> None:
+    line = (
+        "BenchmarkSum64/4KB    \t   28106\t     42622 ns/op\t  96.10 MB/s\t    4096 B/op\t"
+        "       2 allocs/op\t     3.500 widgets/op\n"
+    )
+    assert parse("go", line) == (42622, None)
+    assert duet_outputs.figures("go", line) == {
+        "MB/s": 96.1,
+        "B/op": 4096.0,
+        "allocs/op": 2.0,
+        "widgets/op": 3.5,
+    }
+    assert duet_outputs.figures("go", GO_OUTPUT) == {"B/op": 0.0, "allocs/op": 0.0}
+    assert duet_outputs.figures("go", "BenchmarkX-8   100   7 ns/op\n") == {}
+    assert duet_outputs.figures("criterion", "test a ... bench: 5 ns/iter (+/- 1)\n") == {}
+
+
+def test_go_problems_name_their_cause() -> None:
+    # b.ReportMetric(0, "ns/op") drops the time from the line.
+    with pytest.raises(OutputError, match=r'no ns/op for BenchmarkX.*ReportMetric\(0, "ns/op"\)'):
+        parse("go", "BenchmarkX \t 100\t 3.000 widgets/op\n")
+    with pytest.raises(OutputError, match=r"2 result lines \(BenchmarkX/a, BenchmarkX/b\)"):
+        parse("go", "BenchmarkX/a \t 1\t 5 ns/op\nBenchmarkX/b \t 1\t 6 ns/op\n")
+    with pytest.raises(OutputError, match=r"no result line: the benchmark was skipped \(b.Skip\)"):
+        parse("go", "--- SKIP: BenchmarkX\nPASS\n")
+
+
+def test_go_operation_count() -> None:
+    assert duet_outputs.operations("go", GO_OUTPUT) == 1000
+    assert duet_outputs.operations("go", "BenchmarkX/a \t 250\t 5 ns/op\n") == 250
+    assert duet_outputs.operations("criterion", "test a ... bench: 5 ns/iter (+/- 1)\n") is None

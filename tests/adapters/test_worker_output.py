@@ -38,14 +38,19 @@ def test_the_sample_is_the_benchmark_tool_time_per_operation(
     for slot, (code, _, err) in enumerate(results):
         assert code == 0, err
         lines = read_samples(tmp_path / f"samples-{slot}.jsonl")
-        assert lines[-1] == {"done": True, "inner_loops": 1, "spawn": "direct"}
+        # No cpu.pressure file in this spec: the run-queue delay is the process's own.
+        assert lines[-1] == {"done": True, "inner_loops": 1, "spawn": "direct", "runq": "task"}
         samples = lines[1:-1]
         assert len(samples) == 6
         for s in samples:
-            # No CPU time from go; no runq_ns/nivcsw: they would cover the whole invocation.
+            # go's count of operations (100) makes the process's CPU time and run-queue delay
+            # per operation the CPU sample and its runq_ns; no nivcsw.
             # "cpu" only when the worker was pinned to one CPU before it looked.
-            assert set(s) - {"cpu"} == {"phase", "index", "start_ns", "duration_ns"}
+            keys = {"phase", "index", "start_ns", "duration_ns", "cpu_ns", "runq_ns"}
+            assert set(s) - {"cpu"} == keys
             assert s["duration_ns"] == 1234
+            # The shell's and sleep's CPU time (a few ms at most) over 100 operations.
+            assert 1 <= s["cpu_ns"] < 1_000_000
     # The stdout file of the iterations is removed.
     assert not os.path.exists(tmp_path / "samples-0.jsonl.out")
 

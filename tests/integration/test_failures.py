@@ -70,7 +70,7 @@ def test_a_command_not_found_is_shown_once_and_stops_after_the_first_run(
     assert "every run would fail the same way" in err
     assert "no successful run (stopped after run 1 of 5" in err
     # The fix fits the failure: nothing to raise for a command that is not there.
-    assert "fix the benchmark (run its command by hand" in err
+    assert "fix what that cause names (run the benchmark's command by hand" in err
     assert "--timeout" not in err
 
 
