@@ -27,15 +27,19 @@ import shutil
 import socket
 import stat
 import sys
-from collections.abc import Callable, Collection, Mapping
+import tempfile
+from collections.abc import Callable, Collection, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from duet_bench.errors import IsolationError
 from duet_bench.isolation.model import RunAs
 
 __all__ = [
     "SECRET_VARIABLES",
     "call_as",
+    "ignore_invoker_paths",
+    "invoking_user_of",
     "open_as",
     "popen_user",
     "remove_tree",
@@ -72,6 +76,43 @@ SECRET_VARIABLES = frozenset(
         "SUDO_COMMAND",
     }
 )
+
+
+def invoking_user_of(environ: Mapping[str, str]) -> RunAs | None:
+    """Who root works for: the user who ran ``sudo duet`` (``SUDO_UID``), or the real uid of a
+    set-uid duet; None when duet is not root, or root ran it. A path in such a user's
+    environment is theirs, and root opens it only as them."""
+    if os.geteuid() != 0:
+        return None
+    uid = os.getuid()
+    if uid == 0:
+        text = environ.get("SUDO_UID", "")
+        if not text.isdigit() or int(text) == 0:
+            return None
+        uid = int(text)
+    try:
+        return RunAs.for_user(str(uid))
+    except IsolationError:
+        return RunAs(name=f"uid {uid}", uid=uid, gid=uid)
+
+
+#: Variables that name a directory root itself would use (``tempfile`` honours them). Under
+#: sudo they are the invoking user's choice, and ignored (the sides get a ``TMPDIR`` of duet's).
+#: ``DUET_LOCK`` is opened as the invoking user instead (:mod:`duet_bench.lock`);
+#: ``XDG_CACHE_HOME`` is read only when duet runs for itself (:mod:`duet_bench.versions.slots`).
+INVOKER_PATH_VARIABLES = ("TMPDIR", "TEMP", "TMP")
+
+
+def ignore_invoker_paths(environ: MutableMapping[str, str]) -> list[str]:
+    """Remove :data:`INVOKER_PATH_VARIABLES` from ``environ`` (duet's own environment) when root
+    works for another user (:func:`invoking_user_of`), so that root makes no file in a
+    directory that user names (issue 33); the removed ``NAME=value`` texts, for a warning."""
+    if invoking_user_of(environ) is None:
+        return []
+    removed = [f"{k}={environ.pop(k)}" for k in INVOKER_PATH_VARIABLES if k in environ]
+    if removed:
+        tempfile.tempdir = None  # gettempdir() caches what it found first
+    return removed
 
 
 def without_secrets(env: Mapping[str, str], keep: Collection[str] = ()) -> dict[str, str]:

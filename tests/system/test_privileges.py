@@ -686,3 +686,66 @@ def _kill(pid: int) -> None:
     except ProcessLookupError:
         return
     time.sleep(0.1)
+
+
+# Issue 33: each side sees only itself; root takes nothing from the invoker's environment that
+# names a path.
+
+
+@pytest.mark.parametrize("aim", ["root-file", "root-dir", "through-link"])
+def test_root_never_opens_the_invokers_duet_lock_as_root(
+    user: User, target: Target, aim: str
+) -> None:
+    """Issue 33, finding 1: ``DUET_LOCK`` passed through sudo (``sudo -E``, ``--preserve-env``)
+    names a path of the invoking user's choosing. Aimed at a root-only file, it truncated it to
+    0 bytes; aimed into a root-only directory, directly or through the user's link to it, root
+    made its lock file there. Root must open it as the user: refused, with nothing made or
+    changed there."""
+    link = user.home / "via"
+    assert user.run("ln", "-s", str(target.path.parent), str(link)).returncode == 0
+    aimed = {
+        "root-file": target.path,
+        "root-dir": target.path.parent / "duet.lock",
+        "through-link": link / "duet.lock",
+    }[aim]
+    repo = _repo(user, {"duet.toml": _config("true", _bench("b", "true"))})
+    done, out = _duet(user, repo, env={"DUET_LOCK": str(aimed)})
+    target.assert_untouched(_everything(done, out))
+    assert os.listdir(target.path.parent) == [target.path.name], "root made files there"
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert f"cannot open the measuring lock {aimed}: Permission denied" in done.stderr
+    assert f"as {user.name}, who ran sudo" in done.stderr
+
+
+def test_a_duet_lock_that_is_not_duets_is_never_truncated(user: User) -> None:
+    """Issue 33, finding 1: a ``DUET_LOCK`` naming a file of the user's with other content (a
+    mistake) still locks, but its content stays as it was, and it stays the user's."""
+    notes = user.home / "notes.txt"
+    assert user.run("sh", "-c", f"echo 'my notes' > {notes}").returncode == 0
+    repo = _repo(user, {"duet.toml": _config("true", _bench("b", "true"))})
+    done, _ = _duet(user, repo, env={"DUET_LOCK": str(notes)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert notes.read_text() == "my notes\n", "duet wrote into a file it did not create"
+    assert os.stat(notes).st_uid == user.uid
+    assert "holds text duet did not write" in done.stderr
+
+
+def test_root_makes_nothing_where_the_invokers_tmpdir_points(user: User, target: Target) -> None:
+    """Issue 33, finding 1: ``TMPDIR`` passed through sudo names a directory of the user's
+    choosing; root made its own temporary directory there (the pytest driver's, for the
+    collection) even when only root may write there. It is ignored, and the user told."""
+    suite = (
+        'python = "interpreter.sh"\n\n[[suite]]\nadapter = "pytest-benchmark"\n'
+        'path = "test_x.py"\nname = "pb"\n'
+    )
+    # The "interpreter" records the driver's path it is given: where root put it.
+    seen = user.home / "driver"
+    interpreter = f'#!/bin/sh\necho "$@" >> {seen}\n'
+    files = {"interpreter.sh": interpreter, "test_x.py": "", "duet.toml": _config("true") + suite}
+    repo = _repo(user, files)
+    done, out = _duet(user, repo, env={"TMPDIR": str(target.path.parent)})
+    target.assert_untouched(_everything(done, out))
+    assert os.listdir(target.path.parent) == [target.path.name], "root left files there"
+    assert seen.exists(), f"the collection never ran: {done.stdout + done.stderr}"
+    assert str(target.path.parent) not in seen.read_text(), "root made its directory there"
+    assert f"ignoring TMPDIR={target.path.parent} from the environment" in done.stderr
