@@ -749,3 +749,61 @@ def test_root_makes_nothing_where_the_invokers_tmpdir_points(user: User, target:
     assert seen.exists(), f"the collection never ran: {done.stdout + done.stderr}"
     assert str(target.path.parent) not in seen.read_text(), "root made its directory there"
     assert f"ignoring TMPDIR={target.path.parent} from the environment" in done.stderr
+
+
+def _dead_pid() -> int:
+    """A pid that can exist (at most ``pid_max``) and is not running now."""
+    with open("/proc/sys/kernel/pid_max") as f:
+        pid_max = int(f.read())
+    return next(p for p in range(pid_max - 1, 300, -1) if not os.path.exists(f"/proc/{p}"))
+
+
+@pytest.fixture
+def sticky_dir() -> Iterator[Path]:
+    """A sticky world-writable directory of the test's own, as /var/tmp and /dev/shm are (the
+    real ones hold other duets' entries)."""
+    path = Path("/var/tmp") / f"priv-test-{secrets.token_hex(6)}"
+    path.mkdir()
+    path.chmod(0o1777)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def test_root_removes_only_its_own_leftovers(other_user: User, sticky_dir: Path) -> None:
+    """Issue 33, finding 5: root's clean-up of what an earlier duet left removed a user's
+    ``/var/tmp/duet-3999999-userdata`` and ``/dev/shm/duet-3999998-userfile``, though no such
+    pid can exist and root did not make them. Here in a sticky world-writable directory of the
+    test's own (as /var/tmp and /dev/shm are): only root's entries in duet's exact name formats,
+    with a pid that can exist and is dead, go."""
+    from duet_bench.session import remove_stale_files
+
+    shared = sticky_dir
+    dead = _dead_pid()
+    users = [
+        "duet-3999999-userdata",  # no such pid can exist
+        "duet-3999998-userfile",
+        f"duet-{dead}-userfile",  # not duet's name format
+        f"duet-{dead}-abcd1234",  # duet's format, but the user's directory
+        f"duet-{dead}-{'ab' * 8}.barrier",  # duet's format, but not a barrier
+    ]
+    for name in users:
+        kind = "mkdir" if name.endswith(("userdata", "abcd1234")) else "touch"
+        assert other_user.run(kind, str(shared / name)).returncode == 0
+    theirs = sorted(os.listdir(shared))
+    ours = [f"duet-{dead}-wxyz_789", f"duet-{dead}-{'cd' * 8}.barrier"]
+    (shared / ours[0]).mkdir()
+    (shared / ours[1]).write_bytes(b"DUETBARR" + bytes(56))
+    # A barrier handed to the sides' user (as under sudo) is duet's by its magic.
+    handed = shared / f"duet-{dead}-{'ef' * 8}.barrier"
+    handed.write_bytes(b"DUETBARR" + bytes(56))
+    os.chown(handed, other_user.uid, other_user.gid)
+    # Ours, but its duet still runs.
+    alive = shared / f"duet-{os.getpid()}-live_123"
+    alive.mkdir()
+
+    removed = remove_stale_files(str(shared))
+
+    assert sorted(removed) == sorted(str(shared / n) for n in [*ours, handed.name])
+    assert sorted(os.listdir(shared)) == sorted([*theirs, alive.name])
