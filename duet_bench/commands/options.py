@@ -239,8 +239,14 @@ def parse_cores(
 def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
     from duet_bench.units import parse_size
 
-    if value is None or value.lower() in ("none", "0"):
+    if value is None or value.lower() == "none":
         return None
+    if value.strip() == "0":
+        # It meant "no limit" and was recorded as none: a limit of nothing was never asked for.
+        raise click.BadParameter(
+            "0 is not a memory limit: a side needs memory to run. Give a size (e.g. 2G), or "
+            "leave out --memory-limit (or write none) to run without a limit"
+        )
     try:
         return parse_size(value)
     except ValueError as e:
