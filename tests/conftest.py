@@ -90,6 +90,9 @@ def _own_measuring_lock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[No
     patch = pytest.MonkeyPatch()
     patch.setenv("DUET_LOCK", str(tmp_path_factory.mktemp("lock") / "duet.lock"))
     patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+    # The sides and builds get an allow-listed environment (duet_bench.isolation.privileges):
+    # the leftover checks follow their processes by DUET_TEST_TAG, which they must keep.
+    patch.setenv("DUET_KEEP_ENV", "DUET_TEST_TAG")
     yield
     patch.undo()
 

@@ -302,8 +302,9 @@ def machine_options(fn: F) -> F:
             "keep_env",
             multiple=True,
             metavar="NAME",
-            help="Pass the CI secret NAME (GITHUB_TOKEN, CI_JOB_TOKEN, ...; removed by default) "
-            "to the builds and benchmarks; repeatable.",
+            help="Pass the variable NAME of duet's environment to the builds and benchmarks, "
+            "which get only PATH, HOME, the locale, TERM, TZ and the go and cargo homes by "
+            "default (the CI's tokens never); repeatable. $DUET_KEEP_ENV: more names.",
         ),
         click.option(
             "--plan-seed",

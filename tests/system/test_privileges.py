@@ -45,6 +45,9 @@ TOKENS = {
     "ACTIONS_RUNTIME_TOKEN": "rt-" + "d" * 20,
     "ACTIONS_ID_TOKEN_REQUEST_TOKEN": "idt-" + "e" * 20,
     "CI_REGISTRY_PASSWORD": "reg-" + "f" * 20,
+    # Issue 33, finding 2: not on any list of known names.
+    "CI_BUILD_TOKEN": "build-" + "g" * 20,
+    "ACME_DEPLOY_KEY": "acme-" + "h" * 20,
 }
 
 
