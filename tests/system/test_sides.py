@@ -63,3 +63,52 @@ def test_a_side_that_pins_itself_is_recorded_where_it_ran(tmp_path: Path, tag: s
     assert f"the candidate pinned itself to CPU {low}" in report
     assert "cores differ" not in done.stdout + report
     assert json.loads((out / "results.json").read_text())["benchmarks"][0]["name"] == "pinned"
+
+
+#: The baseline finds the run's directory from its worker's spec (an ancestor's argument), then
+#: tries to write into the candidate's directory and its private /tmp, and lists them.
+REACH_THE_OTHER_SIDE = """
+import glob, json, os, sys
+pid, spec = os.getppid(), None
+while pid > 1 and spec is None:
+    args = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")
+    spec = next((a.decode() for a in args if a.endswith(b"spec.json")), None)
+    pid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+run = os.path.dirname(os.path.dirname(spec))
+targets = [os.path.join(run, "candidate"), *glob.glob(os.path.join(run, "candidate-tmp-*"))]
+reached, seen = [], []
+for target in targets:
+    try:
+        seen += os.listdir(target)
+        with open(os.path.join(target, "from-baseline"), "w"):
+            pass
+        reached.append(target)
+    except OSError:
+        pass
+with open(sys.argv[1], "a") as f:
+    f.write(json.dumps({"targets": targets, "reached": reached, "seen": seen}) + "\\n")
+"""
+
+
+def test_a_side_cannot_reach_the_other_sides_files(
+    tmp_path: Path, tag: str, shared_dir: Path
+) -> None:
+    """Issue 33, finding 4: the baseline created files in the candidate's directory and its
+    private /tmp (both sides run as the same user; as root here, which may write anywhere).
+    In the baseline's mount namespace both are covered by an empty read-only tmpfs. An exact
+    answer: no chance of failing by chance."""
+    probe, log = shared_dir / "probe.py", shared_dir / "log"
+    probe.write_text(REACH_THE_OTHER_SIDE)
+    done = duet(
+        "run", "--baseline", f"python3 {probe} {log}", "--candidate", "sleep 0.01",
+        "--name", "reach", "--runs", "2", "--iterations", "2", "--isolation", ISOLATION,
+        "--out", str(tmp_path / "out"), *QUICK, tag=tag,
+    )  # fmt: skip
+    clean(done)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(lines) == 4, lines
+    for line in lines:
+        assert len(line["targets"]) == 2, f"the probe found no candidate files: {line}"
+        assert line["reached"] == [], f"the baseline wrote into {line['reached']}"
+        assert line["seen"] == [], f"the baseline saw the candidate's files {line['seen']}"
