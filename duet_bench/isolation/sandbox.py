@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from duet_bench.errors import IsolationError
 from duet_bench.machine import THIS, Machine
 
-__all__ = ["Sandbox", "make_sandbox", "namespaces_available"]
+__all__ = ["Sandbox", "make_sandbox", "namespaces_available", "side_isolation"]
 
 # <sched.h> and <sys/mount.h>; os.unshare and os.CLONE_* appeared only in Python 3.12.
 CLONE_NEWNS = 0x00020000
@@ -176,6 +176,22 @@ def _loopback_up() -> None:
         fcntl.ioctl(sock.fileno(), SIOCGIFFLAGS, request)
         _, flags = _IFREQ.unpack(bytes(request))
         fcntl.ioctl(sock.fileno(), SIOCSIFFLAGS, _IFREQ.pack(b"lo", flags | IFF_UP))
+
+
+def side_isolation(level: str, *, share_network: bool) -> dict[str, object]:
+    """What each side gets at isolation ``level`` here, for the results' environment
+    (``side_isolation``; docs/isolation.md, "What each side sees"): its cgroup level, whether it
+    has a private ``/tmp`` and the other side's files covered (a mount namespace), a loopback of
+    its own (a network namespace), its own PIDs (never yet), and how its environment is made."""
+    namespaces = namespaces_available()
+    return {
+        "level": level,
+        "mount_namespace": namespaces,
+        "other_side_hidden": namespaces,
+        "network_namespace": namespaces and not share_network,
+        "pid_namespace": False,
+        "environment": "allow-list",
+    }
 
 
 def make_sandbox(base_dir: str, side: str, *, share_network: bool) -> Sandbox:

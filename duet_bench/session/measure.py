@@ -26,6 +26,7 @@ from duet_bench.environment import capture_environment, load_average
 from duet_bench.errors import BenchmarkFailed, ResultsError, UsageError
 from duet_bench.isolation import Backend, select_backend
 from duet_bench.isolation.leftovers import remove_stale_files as remove_stale_files
+from duet_bench.isolation.sandbox import side_isolation
 from duet_bench.lock import acquire as acquire_lock
 from duet_bench.plan import BenchmarkSpec, plan_runs
 from duet_bench.progress import Progress
@@ -165,6 +166,9 @@ def _environment(
     """The environment record of docs/statistics.md, method 7, with the user the sides run as."""
     environment = dict(capture_environment(topology=topology, pair=pair, isolation=backend.level))
     environment["run_as"] = options.run_as.describe() if options.run_as else None
+    environment["side_isolation"] = side_isolation(
+        backend.level, share_network=options.share_network
+    )
     return environment
 
 
