@@ -144,6 +144,7 @@ def main(verbose: int) -> None:
     level = logging.WARNING - 10 * verbose
     logging.basicConfig(level=max(level, logging.DEBUG), format="duet: %(levelname)s: %(message)s")
     _check_working_directory()
+    _ignore_invoker_paths()
 
 
 def _check_working_directory() -> None:
@@ -167,6 +168,21 @@ def _check_working_directory() -> None:
                 fix='cd to a directory that exists (cd "$PWD" if it was made again, else cd ..) '
                 "and run duet again",
             )
+        )
+
+
+def _ignore_invoker_paths() -> None:
+    """Under sudo, root makes no file where the invoking user's ``TMPDIR`` points (issue 33);
+    say so, since a user who set it expects it to be used."""
+    from duet_bench.isolation.privileges import ignore_invoker_paths
+    from duet_bench.untrusted import for_terminal
+
+    for text in ignore_invoker_paths(os.environ):
+        click.echo(
+            f"duet: warning: ignoring {for_terminal(text)} from the environment of the user who "
+            "ran sudo: root makes no file in a directory another user names, so its temporary "
+            "files go to /tmp",
+            err=True,
         )
 
 

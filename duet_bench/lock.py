@@ -7,15 +7,21 @@ The lock is an ``flock`` on a file, held for the whole measurement
 1. ``$DUET_LOCK`` when the variable is set and not empty. A test suite points it at a file of
    its own so that it never contends with a real duet on the machine (nor with another test
    run); so can a user who deliberately runs two duets on disjoint cores of a big machine.
+   Under sudo (``sudo -E``, ``--preserve-env``) the variable is the invoking user's path, not
+   root's: root opens (or creates) that file as the invoking user, without following a final
+   link, so a path there leads only where that user may write (issue 33: root truncated a file
+   of its own, and made files in a root-only directory, through ``DUET_LOCK``).
 2. ``/run/lock/duet.lock`` when it exists or ``/run/lock`` is writable (a tmpfs, empty after a
    reboot; world-writable on Debian and Ubuntu, so root and users share one lock).
 3. ``/var/tmp/duet.lock`` otherwise.
 
 The holder writes its pid, start time and command line into the file, so that a second
-invocation can say who it is waiting for. The kernel releases an ``flock`` when its holder dies,
-even by SIGKILL: a crashed duet never blocks the next one. Its text stays behind, stale, and is
-overwritten by the next holder; a reader therefore trusts the text only while the pid it names
-is alive.
+invocation can say who it is waiting for. It never truncates or writes a file whose text is not
+empty and not such a description: a file duet did not write keeps its content (the lock is
+held all the same, only a refused invocation cannot name the holder). The kernel releases an
+``flock`` when its holder dies, even by SIGKILL: a crashed duet never blocks the next one. Its
+text stays behind, stale, and is overwritten by the next holder; a reader therefore trusts the
+text only while the pid it names is alive.
 
 The file is opened without following symlinks, and must be a regular file: ``/run/lock`` is
 writable by every user, and root must not be tricked into writing through a planted link.
@@ -49,6 +55,8 @@ from dataclasses import dataclass
 from types import TracebackType
 
 from duet_bench.errors import EnvironmentNotReady
+from duet_bench.isolation.model import RunAs
+from duet_bench.isolation.privileges import invoking_user_of, open_as
 from duet_bench.machine import pid_alive
 
 __all__ = [
@@ -140,10 +148,12 @@ def parse_holder(data: bytes) -> Holder | None:
 
 
 def read_holder(path: str) -> Holder | None:
-    """The holder named in the lock file at ``path`` (possibly stale), or None."""
+    """The holder named in the lock file at ``path`` (possibly stale), or None. The file
+    ``$DUET_LOCK`` names is read as the invoking user under sudo (the module documentation)."""
+    flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
+        fd = open_as(_named_by_invoker(path), lambda: os.open(path, flags))
+    except (OSError, RuntimeError):
         return None
     try:
         return parse_holder(os.pread(fd, _MAX_HOLDER_BYTES + 1, 0))
@@ -151,6 +161,15 @@ def read_holder(path: str) -> Holder | None:
         return None
     finally:
         os.close(fd)
+
+
+def _named_by_invoker(path: str) -> RunAs | None:
+    """The user who ran ``sudo duet`` when ``path`` is the lock file their ``$DUET_LOCK``
+    names (root must open it as them); None otherwise."""
+    explicit = os.environ.get(ENV_VARIABLE, "")
+    if not explicit or os.path.abspath(explicit) != path:
+        return None
+    return invoking_user_of(os.environ)
 
 
 def _shorten(text: str) -> str:
@@ -216,8 +235,9 @@ class MeasureLock:
         if held.pid != os.getpid():
             return  # a forked child's copy: the parent still holds the lock
         # Clear our text before unlocking: text left behind is then only ever a crash's.
-        with contextlib.suppress(OSError):
-            os.ftruncate(held.fd, 0)
+        if _ours_to_write(held.fd):
+            with contextlib.suppress(OSError):
+                os.ftruncate(held.fd, 0)
         os.close(held.fd)  # closing the last descriptor releases the flock
 
     def __enter__(self) -> MeasureLock:
@@ -313,7 +333,11 @@ def _wait_for(fd: int, target: str, timeout: float | None) -> None:
 
 def _open(path: str) -> int:
     """The lock file's descriptor (:func:`_open_any`); as root, a lock file that is root's
-    alone: another user's is replaced (the module documentation says why)."""
+    alone: another user's is replaced (the module documentation says why). The invoking user's
+    ``$DUET_LOCK`` under sudo is opened as that user, and stays theirs."""
+    invoker = _named_by_invoker(path)
+    if invoker is not None:
+        return _open_any(path, invoker)
     fd = _open_any(path)
     if os.geteuid() != 0:
         return fd
@@ -343,18 +367,18 @@ def _open(path: str) -> int:
     )
 
 
-def _open_any(path: str) -> int:
-    """Open (creating it if needed) the lock file; never through a symlink, never anything but
-    a regular file. Read-only when we may not write it: ``flock`` works on any descriptor, we
-    just cannot leave our description then."""
-    base = os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
-    fd = -1
-    try:
+def _open_any(path: str, run_as: RunAs | None = None) -> int:
+    """Open (creating it if needed) the lock file, as ``run_as`` when given; never through a
+    symlink, never anything but a regular file. Read-only when we may not write it: ``flock``
+    works on any descriptor, we just cannot leave our description then."""
+    root = os.geteuid() == 0 and run_as is None
+
+    def opened() -> int:
+        base = os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
         for _ in range(5):
             try:
-                fd = os.open(path, os.O_RDWR | base)
+                return os.open(path, os.O_RDWR | base)
             except FileNotFoundError:
-                root = os.geteuid() == 0
                 try:
                     fd = os.open(
                         path, os.O_RDWR | os.O_CREAT | os.O_EXCL | base, 0o600 if root else 0o666
@@ -365,19 +389,30 @@ def _open_any(path: str) -> int:
                 # umask; the content is never trusted (parse_holder). Root's is its own.
                 with contextlib.suppress(OSError):
                     os.fchmod(fd, 0o600 if root else 0o666)
+                return fd
             except PermissionError:
-                fd = os.open(path, os.O_RDONLY | base)
-            break
-        else:
-            raise FileNotFoundError(errno.ENOENT, "created and removed again repeatedly", path)
+                return os.open(path, os.O_RDONLY | base)
+        raise FileNotFoundError(errno.ENOENT, "created and removed again repeatedly", path)
+
+    fd = -1
+    try:
+        try:
+            fd = open_as(run_as, opened)
+        except RuntimeError as e:
+            raise OSError(errno.EIO, str(e)) from None
         mode = os.fstat(fd).st_mode
     except OSError as e:
         if fd >= 0:
             os.close(fd)
         symlink = e.errno == errno.ELOOP
+        reason = "it is a symbolic link" if symlink else (e.strerror or str(e))
+        if run_as is not None:
+            reason += (
+                f" (as {run_as.name}, who ran sudo: {ENV_VARIABLE} is their path, and root "
+                "opens it only as they could)"
+            )
         raise EnvironmentNotReady(
-            f"cannot open the measuring lock {path}: "
-            + ("it is a symbolic link" if symlink else (e.strerror or str(e))),
+            f"cannot open the measuring lock {path}: {reason}",
             fix=f"remove {path} if it is not a file duet made, or set {ENV_VARIABLE} to a file "
             "you may write (every duet on this machine must use the same one); a lock file "
             "only root may open is a root duet's: run this duet as root too",
@@ -391,8 +426,25 @@ def _open_any(path: str) -> int:
     return fd
 
 
+def _ours_to_write(fd: int) -> bool:
+    """Whether the lock file's text is empty or a holder's description: what duet wrote. Any
+    other content is not duet's to truncate (a file ``$DUET_LOCK`` named by mistake)."""
+    try:
+        data = os.pread(fd, _MAX_HOLDER_BYTES + 1, 0)
+    except OSError:
+        return False
+    return not data.strip() or parse_holder(data) is not None
+
+
 def _write_holder(fd: int, holder: Holder) -> None:
     text = json.dumps({"pid": holder.pid, "started": holder.started, "command": holder.command})
+    if not _ours_to_write(fd):
+        log.warning(
+            "the measuring lock file holds text duet did not write: left as it is (the lock is "
+            "held all the same); point %s at a file of its own",
+            ENV_VARIABLE,
+        )
+        return
     try:
         os.ftruncate(fd, 0)
         os.pwrite(fd, text.encode() + b"\n", 0)

@@ -12,6 +12,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
@@ -88,10 +90,22 @@ def _own_measuring_lock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[No
     real duet measures on the machine, nor because another test run does. Worktrees go to a
     cache of this run's own, which the leftover check watches."""
     patch = pytest.MonkeyPatch()
-    patch.setenv("DUET_LOCK", str(tmp_path_factory.mktemp("lock") / "duet.lock"))
+    lock_dir = tmp_path_factory.mktemp("lock")
+    sudo_uid = os.environ.get("SUDO_UID", "")
+    if os.geteuid() == 0 and sudo_uid.isdigit():
+        # Under sudo (the guest tier) duet opens DUET_LOCK as the invoking user (issue 33):
+        # a directory of theirs, outside root's pytest directory.
+        lock_dir = Path(tempfile.mkdtemp(prefix="dsuite-lock-", dir="/var/tmp"))
+        os.chown(lock_dir, int(sudo_uid), -1)
+    patch.setenv("DUET_LOCK", str(lock_dir / "duet.lock"))
     patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+    # The sides and builds get an allow-listed environment (duet_bench.isolation.privileges):
+    # the leftover checks follow their processes by DUET_TEST_TAG, which they must keep.
+    patch.setenv("DUET_KEEP_ENV", "DUET_TEST_TAG")
     yield
     patch.undo()
+    if lock_dir.name.startswith("dsuite-lock-"):
+        shutil.rmtree(lock_dir, ignore_errors=True)
 
 
 class _Watcher:

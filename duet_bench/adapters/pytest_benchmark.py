@@ -30,7 +30,7 @@ from duet_bench.config import BenchmarkConfig
 from duet_bench.errors import ConfigError
 from duet_bench.harness import duet_pytest
 from duet_bench.isolation.jobs import run_job_captured
-from duet_bench.isolation.privileges import without_secrets
+from duet_bench.isolation.privileges import allowed_environment
 from duet_bench.runner.worker_spec import install_harness
 
 if TYPE_CHECKING:
@@ -171,7 +171,7 @@ def _collect(argv: list[str], suite: Suite, checkout: Checkout, where: str) -> C
     """pytest's collection in the version's interpreter, as every discovery step runs: as the
     invoking user, without the CI's secrets, in a container of its own
     (:func:`duet_bench.adapters.tools.run_tool` says why)."""
-    env = without_secrets({**os.environ, **checkout.env, **suite.env}, checkout.keep_env)
+    env = {**allowed_environment(os.environ, checkout.keep_env), **checkout.env, **suite.env}
     if checkout.run_as is not None:
         env = checkout.run_as.environment(env)
     python = checkout.python or ""

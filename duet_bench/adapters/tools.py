@@ -13,7 +13,7 @@ from pathlib import Path
 from duet_bench.adapters.base import Checkout, Suite
 from duet_bench.errors import ConfigError
 from duet_bench.isolation.jobs import run_job_captured
-from duet_bench.isolation.privileges import without_secrets
+from duet_bench.isolation.privileges import allowed_environment
 
 #: Where adapters put what they build at discovery, inside each version's directory (a test
 #: binary, a copy of a bench executable), so the iteration command is the same relative path
@@ -68,9 +68,12 @@ def run_tool(
     step left running (a daemon, a ``setsid`` child) before anything is measured
     (:func:`duet_bench.isolation.jobs.run_job_captured`)."""
     where = cwd or checkout.directory
-    environment = without_secrets(
-        {**os.environ, **checkout.env, **suite.env, **(env or {})}, checkout.keep_env
-    )
+    environment = {
+        **allowed_environment(os.environ, checkout.keep_env),
+        **checkout.env,
+        **suite.env,
+        **(env or {}),
+    }
     if checkout.run_as is not None:
         environment = checkout.run_as.environment(environment)
     command = shlex.join(argv)

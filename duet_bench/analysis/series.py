@@ -125,6 +125,51 @@ def series_of(ok: tuple[RunRecord, ...]) -> Series:
     )
 
 
+def _clash_note(
+    cpus: list[tuple[tuple[int, ...], tuple[int, ...]]], cpu_a: int, cpu_b: int, clashes: int
+) -> str:
+    """Say in plain words which side left the CPU duet moved it to (the recorded CPUs are where
+    each side really ran: issue 33, finding 3). The sides alternate in opposite phase; the
+    phase that most recorded CPUs follow is the plan, and a side off it left its CPU."""
+    left: dict[str, list[int]] = {"baseline": [], "candidate": []}
+    for base, cand in cpus:
+        plan = [cpu_a if k % 2 == 0 else cpu_b for k in range(len(base))]
+        other = [cpu_b if c == cpu_a else cpu_a for c in plan]
+        if sum(map(int.__eq__, base, plan)) + sum(map(int.__eq__, cand, other)) < sum(
+            map(int.__eq__, base, other)
+        ) + sum(map(int.__eq__, cand, plan)):
+            plan, other = other, plan
+        left["baseline"] += [c for c, p in zip(base, plan, strict=True) if c != p]
+        left["candidate"] += [c for c, p in zip(cand, other, strict=True) if c != p]
+    total = sum(len(base) for base, _ in cpus)
+    said = []
+    for side, went in left.items():
+        if not went:
+            continue
+        where = sorted(set(went))
+        if len(where) == 1:
+            said.append(
+                f"the {side} pinned itself to CPU {where[0]} (sched_setaffinity, taskset): in "
+                f"{len(went)} of {total} iterations it ran there, not on the CPU duet had moved "
+                "it to"
+            )
+        else:
+            said.append(
+                f"the {side} left the CPU duet had moved it to in {len(went)} of {total} "
+                f"iterations (it ran on CPUs {', '.join(map(str, where))})"
+            )
+    if not said:
+        return (
+            f"in {clashes} iteration(s) both sides ran on the same CPU: the move between the "
+            "CPUs did not happen there"
+        )
+    return (
+        "; ".join(said)
+        + f". In {clashes} iteration(s) both versions ran on one CPU at the same time: those "
+        "compare them sharing a CPU, not the machine's cores"
+    )
+
+
 def crossover_of(ok: tuple[RunRecord, ...], n: int) -> tuple[Crossover | None, str | None]:
     """The CPU assignment of the first ``n`` iterations of every run, from ``iteration_cpus``;
     None (and why, unless the files predate the field) when a run lacks it on a side or the
@@ -150,13 +195,8 @@ def crossover_of(ok: tuple[RunRecord, ...], n: int) -> tuple[Crossover | None, s
     cpu_a, cpu_b = used
     base_cpus = np.array([b for b, _ in cpus])
     clashes = int(np.count_nonzero(base_cpus == np.array([c for _, c in cpus])))
-    note = None
-    if clashes:
-        # Such an iteration compared the versions on one CPU at the same time; it is kept (its
-        # assignment is the baseline's CPU), but the move between the CPUs did not happen.
-        note = (
-            f"in {clashes} iteration(s) both sides were recorded on the same CPU: the move "
-            "between the CPUs failed there"
-        )
+    # Such an iteration compared the versions on one CPU at the same time; it is kept (its
+    # assignment is the baseline's CPU), but the move between the CPUs did not happen.
+    note = _clash_note(cpus, cpu_a, cpu_b, clashes) if clashes else None
     assignment = (base_cpus == cpu_b).astype(np.float64)
     return Crossover(cpu_a=cpu_a, cpu_b=cpu_b, assignment=assignment, clashes=clashes), note

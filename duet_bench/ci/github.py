@@ -133,10 +133,13 @@ def target_from_env(env: Mapping[str, str], *, pr: int | None = None) -> Target:
 def _event_number(path: str | None) -> int | None:
     if not path:
         return None
+    # A path in the environment: under sudo the invoking user's, opened as them (issue 33).
+    from duet_bench.isolation.privileges import open_as_invoking_user
+
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(open_as_invoking_user(path), encoding="utf-8") as f:
             payload = json.load(f)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RuntimeError):
         return None
     return pr_number_from_event(payload)
 

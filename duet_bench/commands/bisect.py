@@ -18,6 +18,7 @@ from duet_bench.commands.options import (
 )
 from duet_bench.commands.output import format_option, out_option
 from duet_bench.errors import EXIT_INFRASTRUCTURE, EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, Outcome
+from duet_bench.untrusted import for_terminal
 
 if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not load it
     from duet_bench.options.measuring import BisectCommandOptions
@@ -108,7 +109,9 @@ def search(o: BisectCommandOptions) -> Outcome:
     from duet_bench.report.bisect import render
 
     install_signal_handlers()
-    state = run_bisect(o.search, on_note=lambda text: click.echo(f"duet: {text}", err=True))
+    state = run_bisect(
+        o.search, on_note=lambda text: click.echo(f"duet: {for_terminal(text)}", err=True)
+    )
     click.echo(render(state, o.fmt), nl=False)
     click.echo(f"results: {o.search.out_dir / 'bisect.json'}", err=True)
     sys.stdout.flush()

@@ -19,6 +19,7 @@ from duet_bench.commands.options import (
 from duet_bench.commands.output import format_option, out_option
 from duet_bench.defaults import RESULTS_FORMATS
 from duet_bench.errors import EXIT_INFRASTRUCTURE, EXIT_USAGE, Outcome
+from duet_bench.untrusted import for_terminal
 
 if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not load it
     from duet_bench.options.measuring import CompareCommandOptions
@@ -77,7 +78,9 @@ def compare_versions(o: CompareCommandOptions) -> Outcome:
     from duet_bench.compare import compare as run_compare
 
     install_signal_handlers()
-    doc = run_compare(o.comparison, on_note=lambda text: click.echo(f"duet: {text}", err=True))
+    doc = run_compare(
+        o.comparison, on_note=lambda text: click.echo(f"duet: {for_terminal(text)}", err=True)
+    )
     max_failures = doc.config.get("max_failures", o.max_failures)
     missing = [] if o.allow_missing else doc.config.get("missing_in_baseline") or []
     out_dir = o.comparison.out_dir

@@ -239,8 +239,14 @@ def parse_cores(
 def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
     from duet_bench.units import parse_size
 
-    if value is None or value.lower() in ("none", "0"):
+    if value is None or value.lower() == "none":
         return None
+    if value.strip() == "0":
+        # It meant "no limit" and was recorded as none: a limit of nothing was never asked for.
+        raise click.BadParameter(
+            "0 is not a memory limit: a side needs memory to run. Give a size (e.g. 2G), or "
+            "leave out --memory-limit (or write none) to run without a limit"
+        )
     try:
         return parse_size(value)
     except ValueError as e:
@@ -296,8 +302,9 @@ def machine_options(fn: F) -> F:
             "keep_env",
             multiple=True,
             metavar="NAME",
-            help="Pass the CI secret NAME (GITHUB_TOKEN, CI_JOB_TOKEN, ...; removed by default) "
-            "to the builds and benchmarks; repeatable.",
+            help="Pass the variable NAME of duet's environment to the builds and benchmarks, "
+            "which get only PATH, HOME, the locale, TERM, TZ and the go and cargo homes by "
+            "default (the CI's tokens never); repeatable. $DUET_KEEP_ENV: more names.",
         ),
         click.option(
             "--plan-seed",

@@ -14,6 +14,7 @@ from duet_bench.commands.options import analysis_options, fail_on_option, run_op
 from duet_bench.commands.output import format_option, is_file_form, out_option, results_path
 from duet_bench.defaults import RESULTS_FORMATS
 from duet_bench.errors import Outcome
+from duet_bench.untrusted import for_terminal
 
 if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not load it
     from duet_bench.options.measuring import RunOptions
@@ -91,8 +92,9 @@ def measure_run(o: RunOptions) -> Outcome:
     out = results_path(o.out)
     options = o.machine.session(planned.analysis, "run", out)
     click.echo(
-        f"duet: {bench.name}: {bench.runs} runs x ({bench.warmup} warm-up + {bench.iterations}) "
-        f"iterations, timeout {bench.timeout_s:g} s per iteration, method {bench.method}"
+        f"duet: {for_terminal(bench.name)}: {bench.runs} runs x ({bench.warmup} warm-up + "
+        f"{bench.iterations}) iterations, timeout {bench.timeout_s:g} s per iteration, "
+        f"method {bench.method}"
         + (f", crossover {bench.crossover}" if bench.method == "duet" else ""),
         err=True,
     )

@@ -114,7 +114,10 @@ class Validator:
             return "" if self.form == "duet" else "[tool.duet]"
         name = table.get("name") if table is not None else None
         label = f"{prefix}benchmark[{index + 1}]"
-        return f"{label} {name!r}" if isinstance(name, str) else label
+        if not isinstance(name, str):
+            return label
+        # A name too long to accept is not quoted whole either.
+        return f"{label} {name if len(name) <= 60 else name[:57] + '...'!r}"
 
     def error(
         self,

@@ -31,6 +31,7 @@ from duet_bench.defaults import (
 from duet_bench.manual import cite
 from duet_bench.metrics import DEFAULT_METRIC
 from duet_bench.units import parse_size
+from duet_bench.untrusted import name_too_long
 
 #: Where messages send the reader.
 DOCS = f"see {cite('configuration.md')}"
@@ -222,6 +223,8 @@ def benchmark_name(key: str, value: Any) -> str:
             f"must be one line without control characters or surrounding spaces, got {show(value)}",
             f"write e.g. {key} = {EXAMPLES['name']}",
         )
+    if (too_long := name_too_long(text)) is not None:
+        raise Invalid(f"{too_long}, got {show(value)}", f"write a shorter {key}")
     return text
 
 

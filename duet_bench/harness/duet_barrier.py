@@ -120,6 +120,27 @@ class BarrierAborted(BarrierError):
         self.pid = pid
 
 
+def _last_cpu(tid: int) -> int | None:
+    """The CPU thread ``tid`` last ran on (field 39, ``processor``, of ``/proc/<tid>/stat``),
+    None when it is gone or the field unreadable."""
+    try:
+        with open(f"/proc/{tid}/stat", "rb") as f:
+            # The command name (field 2) may hold spaces and parentheses: count after the last.
+            return int(f.read().rsplit(b")", 1)[1].split()[36])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _ran_ns(tid: int) -> int | None:
+    """Thread ``tid``'s time on a CPU so far (``/proc/<tid>/schedstat``, first field), None
+    when it is gone."""
+    try:
+        with open(f"/proc/{tid}/schedstat", "rb") as f:
+            return int(f.read().split()[0])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def new_path(directory: str = "/dev/shm", orchestrator_pid: int | None = None) -> str:
     """A fresh barrier path ``duet-<orchestrator pid>-<16 hex digits>.barrier``."""
     pid = os.getpid() if orchestrator_pid is None else orchestrator_pid
@@ -211,6 +232,8 @@ class Barrier:
         self._cpus: tuple[int, ...] = ()
         self._tasks: str | None = None
         self._crossings = 0
+        # ran_on(): each thread's time on a CPU at the previous call.
+        self._ran_ns: dict[int, int] = {}
         #: The CPU the side was last moved to (cross()), else None.
         self.cpu: int | None = None
         if slot is not None:
@@ -301,6 +324,40 @@ class Barrier:
             return [int(t) for t in os.listdir("/proc/self/task")]
         with open(self._tasks, "rb") as f:
             return [int(t) for t in f.read().split()]
+
+    def ran_on(self, pids: Sequence[int] = ()) -> int | None:
+        """The CPU the side really ran on, read at the end of an iteration: :attr:`cpu`, unless
+        a thread of the side (or of ``pids``: a command's process, exited but not reaped yet)
+        last ran on another CPU, then that one. A side can pin itself (``sched_setaffinity``,
+        ``taskset``) after duet moved it: the record then says where it went, not where it was
+        sent (issue 33, finding 3). None when the side is not pinned (:attr:`cpu` is None).
+
+        A thread counts only when it ran since the previous call (its time on a CPU, from
+        ``/proc/<tid>/schedstat``, grew): a thread that slept through the iteration still shows
+        the CPU it ran on before the move, which says nothing about this iteration."""
+        cpu = self.cpu
+        if cpu is None:
+            return None
+        try:
+            threads = self._threads()
+        except (OSError, ValueError):
+            threads = []
+        before, now = self._ran_ns, {}
+        went = None
+        for tid in threads:
+            ran_ns = _ran_ns(tid)
+            if ran_ns is None:
+                continue
+            now[tid] = ran_ns
+            if ran_ns > before.get(tid, -1) and went is None:
+                last = _last_cpu(tid)
+                went = last if last is not None and last != cpu else None
+        self._ran_ns = now
+        for pid in pids:  # new each iteration: they ran in it
+            last = _last_cpu(pid)
+            if went is None and last is not None and last != cpu:
+                went = last
+        return cpu if went is None else went
 
     def _move(self, cpu: int) -> None:
         """Pin every thread of the side to ``cpu``; a thread that ended meanwhile is skipped."""

@@ -213,6 +213,8 @@ def run_command(
             # Wait for the exit without reaping: the child's schedstat is still readable.
             waitid(os.P_PID, pid, exited_kept)
             end_ns = clock()
+            # Where the command really ran (it may have pinned itself), read before reaping.
+            cpu = barrier.ran_on((pid,))
             waited_end_ns = pressure.read_ns() if pressure is not None else None
             runq_ns = run_delay_ns(pid) if pressure is None else None
             _, status, usage = wait4(pid, 0)
@@ -224,9 +226,7 @@ def run_command(
             cpu_ns = duet_samples.cpu_ns_from_rusage(usage)
             if waited_ns is not None and waited_end_ns is not None:
                 runq_ns = others_delay_ns(waited_end_ns - waited_ns, end_ns - start_ns, cpu_ns)
-            samples.sample(
-                done, warmup, start_ns, end_ns, cpu_ns, runq_ns, usage.ru_nivcsw, barrier.cpu
-            )
+            samples.sample(done, warmup, start_ns, end_ns, cpu_ns, runq_ns, usage.ru_nivcsw, cpu)
     finally:
         os.close(devnull)
         if pressure is not None:
@@ -288,11 +288,13 @@ def run_command_output(
                     pid, argv = _respawn(e, spec, argv, environ, actions, done)
             finally:
                 os.close(out_fd)
-            # Wait for the exit without reaping: the child's schedstat is still readable.
+            # Wait for the exit without reaping: the child's schedstat and the CPU it last ran
+            # on are still readable.
             os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
             end_ns = clock()
             waited_end_ns = pressure.read_ns() if pressure is not None else None
             runq_ns = duet_samples.task_run_delay_ns(pid) if pressure is None else None
+            cpu = barrier.ran_on((pid,))
             _, status, usage = os.wait4(pid, 0)
             with open(out_path, encoding="utf-8", errors="replace") as f:
                 text = f.read()
@@ -331,8 +333,8 @@ def run_command_output(
                     runq_written = True
             if cpu_ns is not None:
                 line["cpu_ns"] = cpu_ns
-            if barrier.cpu is not None:
-                line["cpu"] = barrier.cpu
+            if cpu is not None:
+                line["cpu"] = cpu
             if figures:
                 line["figures"] = figures
             samples.write(line)

@@ -140,7 +140,7 @@ def timed_iterations(
                 cpu_ns,
                 runq_ns,
                 switches() - nivcsw_start,
-                barrier.cpu,
+                barrier.ran_on(),
             )
             if after is not None:
                 after()

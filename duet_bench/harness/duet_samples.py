@@ -89,8 +89,8 @@ class Samples:
         nivcsw: int | None = None,
         cpu: int | None = None,
     ) -> None:
-        """The line of iteration ``done`` (counting warm-up iterations); ``cpu`` is the one CPU
-        the side was pinned to for it (:attr:`duet_barrier.Barrier.cpu`), None when unknown."""
+        """The line of iteration ``done`` (counting warm-up iterations); ``cpu`` is the CPU the
+        side ran it on (:meth:`duet_barrier.Barrier.ran_on`), None when unknown."""
         in_warmup = done < warmup
         line: dict[str, Any] = {
             "phase": "warmup" if in_warmup else "measure",

@@ -14,8 +14,9 @@ touches a path the user or the pull request controls is done as that user
 - :func:`remove_tree` is ``rm -rf`` that never follows a link and never changes a mode through
   one.
 
-:data:`SECRET_VARIABLES` are the CI's credentials, removed from the environment of builds and
-benchmarks by :func:`without_secrets` unless ``--keep-env`` names them.
+:func:`allowed_environment` is what builds and benchmarks get of duet's environment: an
+allow-list (:data:`ALLOWED_VARIABLES`), plus what ``--keep-env`` names; the CI's credentials and
+anything else stay with duet.
 """
 
 from __future__ import annotations
@@ -23,60 +24,118 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import socket
 import stat
 import sys
-from collections.abc import Callable, Collection, Mapping
+import tempfile
+from collections.abc import Callable, Collection, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from duet_bench.errors import IsolationError
 from duet_bench.isolation.model import RunAs
 
 __all__ = [
-    "SECRET_VARIABLES",
+    "ALLOWED_PREFIXES",
+    "ALLOWED_VARIABLES",
+    "KEEP_VARIABLE",
+    "allowed_environment",
     "call_as",
+    "ignore_invoker_paths",
+    "invoking_user_of",
     "open_as",
     "popen_user",
     "remove_tree",
-    "without_secrets",
 ]
 
 _T = TypeVar("_T")
 
-#: The CI's credentials: the pull request's build and benchmark never see them (``--keep-env
-#: NAME`` passes one on purpose). GitHub Actions: the job's token (as workflows pass it to
-#: steps), the runtime and OIDC tokens of the runner; GitLab CI: the job token and JWTs, the
-#: registry, deploy and dependency proxy passwords, and ``CI_REPOSITORY_URL``, which embeds the
-#: job token; duet's own token variables; sudo's ``SUDO_COMMAND``.
-SECRET_VARIABLES = frozenset(
+#: What the builds, the discovery steps and the sides get of duet's own environment: an
+#: allow-list, never duet's environment minus known token names, which missed the next token
+#: (issue 33, finding 2: ``CI_BUILD_TOKEN`` reached them). The locale and terminal, the user's
+#: identity (``HOME``, ``USER``, ``LOGNAME``: under sudo the user's own, set by
+#: ``RunAs.environment``), ``PATH``, ``TMPDIR`` (a side's is duet's private one), and the
+#: toolchains' homes that the adapters' builds need (go: ``GOPATH``, ``GOCACHE``,
+#: ``GOMODCACHE``, ``GOROOT``; cargo: ``CARGO_HOME``, ``RUSTUP_HOME``, ``RUSTUP_TOOLCHAIN``).
+#: What duet sets (``DUET_SIDE``, the barrier's variables...), the configuration's ``env`` and
+#: the names given to ``--keep-env`` (or in :data:`KEEP_VARIABLE`) are added by the callers.
+ALLOWED_VARIABLES = frozenset(
     {
-        "GITHUB_TOKEN",
-        "GH_TOKEN",
-        "ACTIONS_RUNTIME_TOKEN",
-        "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
-        "ACTIONS_ID_TOKEN_REQUEST_URL",
-        "CI_JOB_TOKEN",
-        "CI_JOB_JWT",
-        "CI_JOB_JWT_V1",
-        "CI_JOB_JWT_V2",
-        "CI_REGISTRY_PASSWORD",
-        "CI_DEPLOY_PASSWORD",
-        "CI_DEPENDENCY_PROXY_PASSWORD",
-        "CI_REPOSITORY_URL",
-        "GITLAB_TOKEN",
-        "DUET_GITLAB_TOKEN",
-        "DUET_GITHUB_TOKEN",
-        # Not a token, but sudo's record of its command line, which carries any
-        # `sudo env GITHUB_TOKEN=... duet ...` (found by tests/system/test_privileges.py).
-        "SUDO_COMMAND",
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "LANG",
+        "LANGUAGE",
+        "TERM",
+        "TZ",
+        "TMPDIR",
+        "GOPATH",
+        "GOCACHE",
+        "GOMODCACHE",
+        "GOROOT",
+        "CARGO_HOME",
+        "RUSTUP_HOME",
+        "RUSTUP_TOOLCHAIN",
     }
 )
+#: ``LC_ALL``, ``LC_CTYPE``...
+ALLOWED_PREFIXES = ("LC_",)
+#: Names kept as ``--keep-env`` keeps them, separated by spaces or commas: the same for every
+#: duet a script or test suite starts (the suite's leftover check follows its processes by a
+#: variable of its own).
+KEEP_VARIABLE = "DUET_KEEP_ENV"
 
 
-def without_secrets(env: Mapping[str, str], keep: Collection[str] = ()) -> dict[str, str]:
-    """``env`` without :data:`SECRET_VARIABLES`, except the names in ``keep``."""
-    return {k: v for k, v in env.items() if k not in SECRET_VARIABLES or k in keep}
+def invoking_user_of(environ: Mapping[str, str]) -> RunAs | None:
+    """Who root works for: the user who ran ``sudo duet`` (``SUDO_UID``), or the real uid of a
+    set-uid duet; None when duet is not root, or root ran it. A path in such a user's
+    environment is theirs, and root opens it only as them."""
+    if os.geteuid() != 0:
+        return None
+    uid = os.getuid()
+    if uid == 0:
+        text = environ.get("SUDO_UID", "")
+        if not text.isdigit() or int(text) == 0:
+            return None
+        uid = int(text)
+    try:
+        return RunAs.for_user(str(uid))
+    except IsolationError:
+        return RunAs(name=f"uid {uid}", uid=uid, gid=uid)
+
+
+#: Variables that name a directory root itself would use (``tempfile`` honours them). Under
+#: sudo they are the invoking user's choice, and ignored (the sides get a ``TMPDIR`` of duet's).
+#: ``DUET_LOCK`` is opened as the invoking user instead (:mod:`duet_bench.lock`);
+#: ``XDG_CACHE_HOME`` is read only when duet runs for itself (:mod:`duet_bench.versions.slots`).
+INVOKER_PATH_VARIABLES = ("TMPDIR", "TEMP", "TMP")
+
+
+def ignore_invoker_paths(environ: MutableMapping[str, str]) -> list[str]:
+    """Remove :data:`INVOKER_PATH_VARIABLES` from ``environ`` (duet's own environment) when root
+    works for another user (:func:`invoking_user_of`), so that root makes no file in a
+    directory that user names (issue 33); the removed ``NAME=value`` texts, for a warning."""
+    if invoking_user_of(environ) is None:
+        return []
+    removed = [f"{k}={environ.pop(k)}" for k in INVOKER_PATH_VARIABLES if k in environ]
+    if removed:
+        tempfile.tempdir = None  # gettempdir() caches what it found first
+    return removed
+
+
+def allowed_environment(env: Mapping[str, str], keep: Collection[str] = ()) -> dict[str, str]:
+    """What of ``env`` (duet's own environment) a build, a discovery step or a side gets:
+    :data:`ALLOWED_VARIABLES`, the ``LC_*`` variables, and the names in ``keep``
+    (``--keep-env``) or in ``env``'s :data:`KEEP_VARIABLE`."""
+    kept = {*keep, *re.split(r"[\s,]+", env.get(KEEP_VARIABLE, ""))} - {""}
+    return {
+        k: v
+        for k, v in env.items()
+        if k in ALLOWED_VARIABLES or k.startswith(ALLOWED_PREFIXES) or k in kept
+    }
 
 
 def popen_user(run_as: RunAs | None) -> dict[str, Any]:

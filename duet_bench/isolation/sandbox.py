@@ -27,11 +27,15 @@ from dataclasses import dataclass
 from duet_bench.errors import IsolationError
 from duet_bench.machine import THIS, Machine
 
-__all__ = ["Sandbox", "make_sandbox", "namespaces_available"]
+__all__ = ["Sandbox", "make_sandbox", "namespaces_available", "side_isolation"]
 
 # <sched.h> and <sys/mount.h>; os.unshare and os.CLONE_* appeared only in Python 3.12.
 CLONE_NEWNS = 0x00020000
 CLONE_NEWNET = 0x40000000
+MS_RDONLY = 0x1
+MS_NOSUID = 0x2
+MS_NODEV = 0x4
+MS_NOEXEC = 0x8
 MS_BIND = 0x1000
 MS_REC = 0x4000
 MS_PRIVATE = 0x40000
@@ -72,12 +76,16 @@ class Sandbox:
     ``/tmp`` inside the side's own mount namespace (the side sees it as ``/tmp``, nobody else
     sees its files there); without, the side only gets ``TMPDIR`` pointing at it. With
     ``network_namespace`` the side gets its own network namespace whose only interface is a
-    loopback that is brought up before the program starts.
+    loopback that is brought up before the program starts. With ``mount_namespace``, every
+    path in ``hidden`` (the other side's directory and private ``/tmp``, by their host paths) is
+    covered by an empty read-only tmpfs in the side's namespace: the side can neither read nor
+    write there (issue 33, finding 4).
     """
 
     tmpdir: str
     mount_namespace: bool
     network_namespace: bool
+    hidden: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not os.path.isabs(self.tmpdir):
@@ -123,6 +131,7 @@ class Sandbox:
         ]
         mount.restype = ctypes.c_int
         tmpdir = os.fsencode(self.tmpdir)
+        hidden = [(os.fsencode(p), f"hide {p} (an empty read-only tmpfs)") for p in self.hidden]
         want_mounts = self.mount_namespace
         want_net = self.network_namespace
 
@@ -139,6 +148,8 @@ class Sandbox:
                 # would propagate back to the host and to the other side.
                 check(mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
                 check(mount(tmpdir, b"/tmp", None, MS_BIND | MS_REC, None), "bind mount on /tmp")
+                for path, what in hidden:
+                    check(mount(b"none", path, b"tmpfs", _HIDDEN_FLAGS, b"size=4k,mode=0"), what)
             if want_net:
                 _loopback_up()
 
@@ -147,6 +158,9 @@ class Sandbox:
     def remove(self) -> None:
         """Delete the temporary directory and everything the side left in it."""
         shutil.rmtree(self.tmpdir, ignore_errors=True)
+
+
+_HIDDEN_FLAGS = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
 
 
 def _nothing() -> None:
@@ -162,6 +176,22 @@ def _loopback_up() -> None:
         fcntl.ioctl(sock.fileno(), SIOCGIFFLAGS, request)
         _, flags = _IFREQ.unpack(bytes(request))
         fcntl.ioctl(sock.fileno(), SIOCSIFFLAGS, _IFREQ.pack(b"lo", flags | IFF_UP))
+
+
+def side_isolation(level: str, *, share_network: bool) -> dict[str, object]:
+    """What each side gets at isolation ``level`` here, for the results' environment
+    (``side_isolation``; docs/isolation.md, "What each side sees"): its cgroup level, whether it
+    has a private ``/tmp`` and the other side's files covered (a mount namespace), a loopback of
+    its own (a network namespace), its own PIDs (never yet), and how its environment is made."""
+    namespaces = namespaces_available()
+    return {
+        "level": level,
+        "mount_namespace": namespaces,
+        "other_side_hidden": namespaces,
+        "network_namespace": namespaces and not share_network,
+        "pid_namespace": False,
+        "environment": "allow-list",
+    }
 
 
 def make_sandbox(base_dir: str, side: str, *, share_network: bool) -> Sandbox:

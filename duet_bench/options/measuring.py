@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from duet_bench import defaults
 from duet_bench.errors import UsageError
 from duet_bench.options.common import AnalysisGiven, MachineGiven, PlanGiven, explicit_settings
+from duet_bench.untrusted import name_too_long
 
 if TYPE_CHECKING:
     import click
@@ -116,6 +117,8 @@ class RunOptions:
             baseline_dir=p["baseline_dir"],
             candidate_dir=p["candidate_dir"],
         )
+        if p["name"] and (too_long := name_too_long(p["name"])) is not None:
+            raise UsageError(f"--name {too_long}", fix="give a shorter --name")
         return cls(
             sides=sides,
             name=p["name"] or sides.name(),

@@ -2,12 +2,16 @@
 
 Benchmark names, commands and their output come from the pull request under test: a name like
 ``</details><img src=x onerror=...>`` or ``@org/team`` must render as the characters it is made
-of, not as HTML, a link, a table break or a notification.
+of, not as HTML, a link, a table break or a notification; and, as on the terminal, control
+characters, bidirectional overrides and invisible formatting characters are shown as U+FFFD
+(:func:`duet_bench.untrusted.visible`, the one function every shown name passes through).
 """
 
 from __future__ import annotations
 
 import re
+
+from duet_bench.untrusted import visible
 
 _HTML_CHARS = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}
 _HTML = str.maketrans(_HTML_CHARS)
@@ -35,7 +39,7 @@ _MENTION = re.compile(r"@(?=[\w-])")
 
 def markdown_text(text: str, *, limit: int | None = 200) -> str:
     """Escape untrusted text for a markdown (GitHub/GitLab flavoured) inline context."""
-    s = " ".join(str(text).split())
+    s = visible(" ".join(str(text).split()))
     if limit is not None and len(s) > limit:
         s = s[: limit - 1] + "…"
     s = s.translate(_MD)
@@ -44,4 +48,4 @@ def markdown_text(text: str, *, limit: int | None = 200) -> str:
 
 def html_text(text: str) -> str:
     """Escape untrusted text for HTML element content or a quoted attribute."""
-    return str(text).translate(_HTML)
+    return visible(str(text)).translate(_HTML)

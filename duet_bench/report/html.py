@@ -31,6 +31,7 @@ from duet_bench.report.rows import (
 )
 from duet_bench.results import ResultsDocument
 from duet_bench.results.completeness import completeness
+from duet_bench.untrusted import visible
 
 #: Verdict -> (symbol, the marker shape of the forest plot it stands for).
 SYMBOLS = {
@@ -215,7 +216,7 @@ def inline_svg(svg: str, prefix: str, *, aria_label: str | None = None) -> str:
     root.set("xmlns", _SVG[1:-1])
     root.set("role", "img")
     if aria_label is not None:
-        root.set("aria-label", aria_label)  # ElementTree escapes it
+        root.set("aria-label", visible(aria_label))  # ElementTree escapes it
     return ET.tostring(root, encoding="unicode")
 
 

@@ -21,19 +21,21 @@ from duet_bench.report.rows import Row, common_confidence, row
 from duet_bench.results import BenchmarkRecord, ResultsDocument
 from duet_bench.results.analysis import AnalysisBlock
 from duet_bench.results.completeness import completeness
+from duet_bench.untrusted import visible as shown
 
 # Everything outside XML 1.0's Char production (tab, newline and carriage return are allowed).
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def xml_safe(text: object) -> str:
-    """``text`` with the characters XML 1.0 cannot represent replaced by ``\\xNN``/``\\uNNNN``."""
+    """``text`` with the characters XML 1.0 cannot represent replaced by ``\\xNN``/``\\uNNNN``,
+    and invisible or reordering ones shown as U+FFFD (:func:`duet_bench.untrusted.visible`)."""
 
     def visible(m: re.Match[str]) -> str:
         code = ord(m.group())
         return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
-    return _NOT_XML.sub(visible, str(text))
+    return shown(_NOT_XML.sub(visible, str(text)))
 
 
 def measured_ns(b: BenchmarkRecord) -> int | None:

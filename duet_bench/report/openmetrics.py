@@ -24,6 +24,7 @@ from duet_bench.metrics import names
 from duet_bench.results import ResultsDocument
 from duet_bench.results.analysis import AnalysisBlock, SideSummary
 from duet_bench.results.completeness import completeness
+from duet_bench.untrusted import visible
 
 _LABEL_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n"})
 # C0/C1 controls except newline (escaped above), line/paragraph separators, lone surrogates.
@@ -32,7 +33,7 @@ _UNSAFE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
 def label_value(text: object) -> str:
     """An OpenMetrics label value (without the quotes)."""
-    return _UNSAFE.sub("\ufffd", str(text)).translate(_LABEL_ESCAPES)
+    return visible(_UNSAFE.sub("\ufffd", str(text))).translate(_LABEL_ESCAPES)
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,7 +37,7 @@ class RunnerContext:
     #: Called about once a second while a run is measured, with the share of the run's
     #: iterations (warm-up included) that both sides have finished: progress within a run.
     on_iterations: Callable[[float], None] | None = None
-    #: Secret variables (``SECRET_VARIABLES``) the sides keep (``--keep-env``).
+    #: Variables of duet's environment the sides keep beyond the allow-list (``--keep-env``).
     keep_env: tuple[str, ...] = ()
 
 

@@ -7,10 +7,11 @@ import contextlib
 import json
 import os
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from duet_bench.errors import EnvironmentNotReady
 from duet_bench.isolation import RunAs
+from duet_bench.isolation.privileges import allowed_environment
 from duet_bench.plan import BenchmarkSpec
 from duet_bench.runner.context import RunnerContext, remove_tree, safe_name
 from duet_bench.runner.paths import working_directory
@@ -49,7 +50,7 @@ def calibrate_inner_loops(
             done = subprocess.run(
                 argv,
                 cwd=side.cwd or working_directory(),
-                env={**os.environ, **side.env},
+                env=_environment(side.env, ctx),
                 capture_output=True,
                 timeout=bench.timeout_s * 5,
                 preexec_fn=_pin_and_drop(cpu, ctx.run_as),
@@ -73,6 +74,14 @@ def calibrate_inner_loops(
         raise EnvironmentNotReady(f"{bench.name}: the calibration printed no inner_loops")
     finally:
         remove_tree(d)
+
+
+def _environment(side_env: Mapping[str, str], ctx: RunnerContext) -> dict[str, str]:
+    """As a side's (``worker_spec.argv_and_env``): the allow-list, the user's identity, the
+    side's own variables; the python benchmark is the pull request's code."""
+    env = allowed_environment(os.environ, ctx.keep_env)
+    env = env if ctx.run_as is None else ctx.run_as.environment(env)
+    return {**env, **side_env}
 
 
 def _pin_and_drop(cpu: int, run_as: RunAs | None) -> Callable[[], None]:

@@ -71,6 +71,7 @@ def _execute(
                 stack, bench, plan, ctx, run_dir / name, name, slot, crossing=crossing
             )
             sides.append(side)
+        _hide_each_from_the_other(sides)
         stack.callback(abort_quietly, barrier)
         for s in sides:
             side_spec = bench.baseline if s.name == "baseline" else bench.candidate
@@ -115,6 +116,18 @@ def _execute(
 
         supervise(sides, barrier, int(bench.timeout_s * 1e9), begun)
         return {s.name: side_record(s, bench, s.container.usage()) for s in sides}
+
+
+def _hide_each_from_the_other(sides: list[Side]) -> None:
+    """In its own mount namespace, a side cannot reach the other side's directory nor its
+    private ``/tmp`` (both are covered there: ``Sandbox.hidden``). Both sides run as the same
+    user: without it, the baseline made files in the candidate's directory and ``/tmp``
+    (issue 33, finding 4)."""
+    for s in sides:
+        if s.sandbox.mount_namespace:
+            peers = [p for p in sides if p is not s]
+            hidden = tuple(x for p in peers for x in (str(p.directory), p.sandbox.tmpdir))
+            s.sandbox = replace(s.sandbox, hidden=hidden)
 
 
 def _new_side(

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from duet_bench.files import create_new
-from duet_bench.isolation.privileges import without_secrets
+from duet_bench.isolation.privileges import allowed_environment
 from duet_bench.plan import BenchmarkSpec, SideSpec
 from duet_bench.results import SideName
 
@@ -75,8 +75,9 @@ def worker_spec(
 def argv_and_env(
     spec: SideSpec, side: Side, wspec: Mapping[str, Any], ctx: RunnerContext
 ) -> tuple[list[str], dict[str, str]]:
-    # The CI's tokens stay with duet (docs/isolation.md, "What runs as root").
-    env = without_secrets(os.environ, ctx.keep_env)
+    # An allow-list: the CI's tokens and the rest stay with duet (docs/isolation.md, "The
+    # environment of builds and sides").
+    env = allowed_environment(os.environ, ctx.keep_env)
     env = env if ctx.run_as is None else ctx.run_as.environment(env)
     env.update(spec.env)
     env.update(side.sandbox.env_overrides())

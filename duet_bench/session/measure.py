@@ -24,7 +24,9 @@ from duet_bench import __version__
 from duet_bench.analysis import analyze_benchmark, running_estimate
 from duet_bench.environment import capture_environment, load_average
 from duet_bench.errors import BenchmarkFailed, ResultsError, UsageError
-from duet_bench.isolation import Backend, pid_alive, select_backend
+from duet_bench.isolation import Backend, select_backend
+from duet_bench.isolation.leftovers import remove_stale_files as remove_stale_files
+from duet_bench.isolation.sandbox import side_isolation
 from duet_bench.lock import acquire as acquire_lock
 from duet_bench.plan import BenchmarkSpec, plan_runs
 from duet_bench.progress import Progress
@@ -65,26 +67,6 @@ def _load_average_now() -> list[float] | None:
     with contextlib.suppress(OSError, ValueError):
         return list(load_average())
     return None
-
-
-def remove_stale_files(directory: str) -> list[str]:
-    """Remove ``duet-<pid>-*`` entries (barrier files, work directories) in ``directory`` whose
-    invocation is no longer running; return what was removed."""
-    removed = []
-    with contextlib.suppress(FileNotFoundError):
-        for name in os.listdir(directory):
-            parts = name.split("-")
-            stale = name.startswith("duet-") and len(parts) >= 3 and parts[1].isdigit()
-            if not stale or pid_alive(int(parts[1])):
-                continue
-            path = os.path.join(directory, name)
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(path)
-            removed.append(path)
-    return removed
 
 
 def measure(
@@ -184,6 +166,9 @@ def _environment(
     """The environment record of docs/statistics.md, method 7, with the user the sides run as."""
     environment = dict(capture_environment(topology=topology, pair=pair, isolation=backend.level))
     environment["run_as"] = options.run_as.describe() if options.run_as else None
+    environment["side_isolation"] = side_isolation(
+        backend.level, share_network=options.share_network
+    )
     return environment
 
 

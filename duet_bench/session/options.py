@@ -57,7 +57,7 @@ class MachineOptions:
     #: Queue behind another duet measuring on this machine instead of refusing, for at most
     #: ``wait_timeout`` seconds (None: as long as it takes).
     wait: bool = False
-    #: Secret variables (``SECRET_VARIABLES``) the builds and sides keep (``--keep-env``).
+    #: Variables the builds and sides keep beyond the allow-list (``--keep-env``).
     keep_env: tuple[str, ...] = ()
     wait_timeout: float | None = None
 

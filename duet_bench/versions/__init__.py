@@ -91,8 +91,8 @@ class Versions:
         (``.git/worktrees``): their configuration runs commands (docs/isolation.md, "What runs
         as root").
     keep_env
-        Names of :data:`duet_bench.isolation.privileges.SECRET_VARIABLES` the builds keep
-        (``--keep-env``); the others are removed from their environment.
+        Names of variables the builds keep beyond the allow-list
+        (:func:`duet_bench.isolation.privileges.allowed_environment`, ``--keep-env``).
     """
 
     def __init__(

@@ -25,7 +25,7 @@ from duet_bench import dirfd, files
 from duet_bench.errors import VersionError
 from duet_bench.isolation import RunAs
 from duet_bench.isolation.jobs import run_job
-from duet_bench.isolation.privileges import call_as, without_secrets
+from duet_bench.isolation.privileges import allowed_environment, call_as
 from duet_bench.results import SideName
 from duet_bench.versions.git import clean_environment
 from duet_bench.versions.slots import Slot
@@ -149,7 +149,7 @@ def run_build(
     BuildFailed
         A non-zero exit, a signal or the timeout.
     """
-    env = without_secrets(clean_environment(), keep_env)
+    env = allowed_environment(clean_environment(), keep_env)
     env.update(
         DUET_SIDE=version.side,
         DUET_VERSION_DIR=str(version.directory),

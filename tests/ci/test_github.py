@@ -284,3 +284,25 @@ def test_bad_options_are_usage_errors(github_env: FakeApi, results_file: Path) -
     missing = run(str(results_file.parent / "nope.json"))
     assert missing.exit_code == 3
     assert "no such file" in missing.stderr
+
+
+def test_the_event_file_under_sudo_is_read_as_the_invoking_user(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``GITHUB_EVENT_PATH`` is a path in the invoker's environment: under sudo root opens it
+    as the user who ran sudo (issue 33), so a root-only file there is not read."""
+    import os
+
+    from duet_bench.ci.github import _event_number
+
+    if os.geteuid() != 0:
+        pytest.skip("reading as another user needs root")
+    vault = tmp_path / "vault"
+    vault.mkdir(mode=0o700)
+    os.chmod(tmp_path, 0o755)
+    event = vault / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 4242}, "number": 4242}))
+    assert _event_number(str(event)) == 4242  # root for itself reads it
+    monkeypatch.setenv("SUDO_UID", "65534")
+    monkeypatch.setenv("SUDO_GID", "65534")
+    assert _event_number(str(event)) is None

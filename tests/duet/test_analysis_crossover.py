@@ -160,7 +160,9 @@ def test_a_side_that_shared_the_other_sides_cpu_is_noted() -> None:
     runs[0] = replace(first, candidate=replace(first.candidate, iteration_cpus=tuple(cand)))
     a = analyze_benchmark(replace(record, runs=tuple(runs)), AnalysisSettings(reps=500))
     assert a.note is not None
-    assert "in 1 iteration(s) both sides were recorded on the same CPU" in a.note
+    # In plain words: which side left the CPU it was moved to (issue 33, finding 3).
+    assert "the candidate pinned itself to CPU" in a.note
+    assert "In 1 iteration(s) both versions ran on one CPU at the same time" in a.note
     assert a.to_dict()["design"]["clashes"] == 1
 
 

@@ -330,7 +330,10 @@ def test_under_sudo_builds_and_sides_run_as_the_invoking_user(tmp_path: Path) ->
             "2000",
              "--out", str(out), "--no-plots", "--fail-on", "never"],
             cwd=repo.path, capture_output=True, text=True, timeout=300, check=False,
-            env={**os.environ, "SUDO_UID": str(nobody), "SUDO_GID": str(nobody)},
+            # Under sudo DUET_LOCK is the invoking user's path, opened as them: one nobody may
+            # write (the suite's own is in root's pytest directory).
+            env={**os.environ, "SUDO_UID": str(nobody), "SUDO_GID": str(nobody),
+                 "DUET_LOCK": str(theirs / "duet.lock")},
         )  # fmt: skip
         assert done.returncode == 0, done.stdout + done.stderr
         build_log = (out / "logs" / "build-baseline.log").read_text()

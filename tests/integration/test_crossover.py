@@ -171,7 +171,7 @@ def test_every_thread_of_a_python_callable_moves(
     log = tmp_path / "seen"
     monkeypatch.setenv("XOVER_LOG", str(log))
     doc = measure(
-        tmp_path / "r.json", isolation,
+        tmp_path / "r.json", isolation, "--keep-env", "XOVER_LOG",
         "--python-baseline", sys.executable, "--python-candidate", sys.executable,
         "--callable", "threaded:work", "--setup", "threaded:setup",
         "--baseline-dir", str(tmp_path), "--candidate-dir", str(tmp_path),

@@ -270,7 +270,10 @@ def test_sides_run_as_the_invoking_user_without_capabilities(tmp_path: Path) -> 
     try:
         os.chmod(shared, 0o777)
         probe = f"id -u > {shared}/uid; grep CapEff /proc/self/status > {shared}/caps"
+        # Under sudo DUET_LOCK is the invoking user's path, opened as them (issue 33): one
+        # nobody may create (the suite's own is in root's pytest directory).
         env = {**os.environ, "SUDO_UID": "65534", "SUDO_GID": "65534"}
+        env["DUET_LOCK"] = f"{shared}/duet.lock"
         done = subprocess.run(
             [sys.executable, "-m", "duet_bench", "run", "--baseline", probe, "--candidate", probe,
              "--runs", "2", "--iterations", "1", "--warmup", "0", "--isolation", "cgroup",

@@ -45,6 +45,9 @@ TOKENS = {
     "ACTIONS_RUNTIME_TOKEN": "rt-" + "d" * 20,
     "ACTIONS_ID_TOKEN_REQUEST_TOKEN": "idt-" + "e" * 20,
     "CI_REGISTRY_PASSWORD": "reg-" + "f" * 20,
+    # Issue 33, finding 2: not on any list of known names.
+    "CI_BUILD_TOKEN": "build-" + "g" * 20,
+    "ACME_DEPLOY_KEY": "acme-" + "h" * 20,
 }
 
 
@@ -686,3 +689,124 @@ def _kill(pid: int) -> None:
     except ProcessLookupError:
         return
     time.sleep(0.1)
+
+
+# Issue 33: each side sees only itself; root takes nothing from the invoker's environment that
+# names a path.
+
+
+@pytest.mark.parametrize("aim", ["root-file", "root-dir", "through-link"])
+def test_root_never_opens_the_invokers_duet_lock_as_root(
+    user: User, target: Target, aim: str
+) -> None:
+    """Issue 33, finding 1: ``DUET_LOCK`` passed through sudo (``sudo -E``, ``--preserve-env``)
+    names a path of the invoking user's choosing. Aimed at a root-only file, it truncated it to
+    0 bytes; aimed into a root-only directory, directly or through the user's link to it, root
+    made its lock file there. Root must open it as the user: refused, with nothing made or
+    changed there."""
+    link = user.home / "via"
+    assert user.run("ln", "-s", str(target.path.parent), str(link)).returncode == 0
+    aimed = {
+        "root-file": target.path,
+        "root-dir": target.path.parent / "duet.lock",
+        "through-link": link / "duet.lock",
+    }[aim]
+    repo = _repo(user, {"duet.toml": _config("true", _bench("b", "true"))})
+    done, out = _duet(user, repo, env={"DUET_LOCK": str(aimed)})
+    target.assert_untouched(_everything(done, out))
+    assert os.listdir(target.path.parent) == [target.path.name], "root made files there"
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert f"cannot open the measuring lock {aimed}: Permission denied" in done.stderr
+    assert f"as {user.name}, who ran sudo" in done.stderr
+
+
+def test_a_duet_lock_that_is_not_duets_is_never_truncated(user: User) -> None:
+    """Issue 33, finding 1: a ``DUET_LOCK`` naming a file of the user's with other content (a
+    mistake) still locks, but its content stays as it was, and it stays the user's."""
+    notes = user.home / "notes.txt"
+    assert user.run("sh", "-c", f"echo 'my notes' > {notes}").returncode == 0
+    repo = _repo(user, {"duet.toml": _config("true", _bench("b", "true"))})
+    done, _ = _duet(user, repo, env={"DUET_LOCK": str(notes)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert notes.read_text() == "my notes\n", "duet wrote into a file it did not create"
+    assert os.stat(notes).st_uid == user.uid
+    assert "holds text duet did not write" in done.stderr
+
+
+def test_root_makes_nothing_where_the_invokers_tmpdir_points(user: User, target: Target) -> None:
+    """Issue 33, finding 1: ``TMPDIR`` passed through sudo names a directory of the user's
+    choosing; root made its own temporary directory there (the pytest driver's, for the
+    collection) even when only root may write there. It is ignored, and the user told."""
+    suite = (
+        'python = "interpreter.sh"\n\n[[suite]]\nadapter = "pytest-benchmark"\n'
+        'path = "test_x.py"\nname = "pb"\n'
+    )
+    # The "interpreter" records the driver's path it is given: where root put it.
+    seen = user.home / "driver"
+    interpreter = f'#!/bin/sh\necho "$@" >> {seen}\n'
+    files = {"interpreter.sh": interpreter, "test_x.py": "", "duet.toml": _config("true") + suite}
+    repo = _repo(user, files)
+    done, out = _duet(user, repo, env={"TMPDIR": str(target.path.parent)})
+    target.assert_untouched(_everything(done, out))
+    assert os.listdir(target.path.parent) == [target.path.name], "root left files there"
+    assert seen.exists(), f"the collection never ran: {done.stdout + done.stderr}"
+    assert str(target.path.parent) not in seen.read_text(), "root made its directory there"
+    assert f"ignoring TMPDIR={target.path.parent} from the environment" in done.stderr
+
+
+def _dead_pid() -> int:
+    """A pid that can exist (at most ``pid_max``) and is not running now."""
+    with open("/proc/sys/kernel/pid_max") as f:
+        pid_max = int(f.read())
+    return next(p for p in range(pid_max - 1, 300, -1) if not os.path.exists(f"/proc/{p}"))
+
+
+@pytest.fixture
+def sticky_dir() -> Iterator[Path]:
+    """A sticky world-writable directory of the test's own, as /var/tmp and /dev/shm are (the
+    real ones hold other duets' entries)."""
+    path = Path("/var/tmp") / f"priv-test-{secrets.token_hex(6)}"
+    path.mkdir()
+    path.chmod(0o1777)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def test_root_removes_only_its_own_leftovers(other_user: User, sticky_dir: Path) -> None:
+    """Issue 33, finding 5: root's clean-up of what an earlier duet left removed a user's
+    ``/var/tmp/duet-3999999-userdata`` and ``/dev/shm/duet-3999998-userfile``, though no such
+    pid can exist and root did not make them. Here in a sticky world-writable directory of the
+    test's own (as /var/tmp and /dev/shm are): only root's entries in duet's exact name formats,
+    with a pid that can exist and is dead, go."""
+    from duet_bench.session import remove_stale_files
+
+    shared = sticky_dir
+    dead = _dead_pid()
+    users = [
+        "duet-3999999-userdata",  # no such pid can exist
+        "duet-3999998-userfile",
+        f"duet-{dead}-userfile",  # not duet's name format
+        f"duet-{dead}-abcd1234",  # duet's format, but the user's directory
+        f"duet-{dead}-{'ab' * 8}.barrier",  # duet's format, but not a barrier
+    ]
+    for name in users:
+        kind = "mkdir" if name.endswith(("userdata", "abcd1234")) else "touch"
+        assert other_user.run(kind, str(shared / name)).returncode == 0
+    theirs = sorted(os.listdir(shared))
+    ours = [f"duet-{dead}-wxyz_789", f"duet-{dead}-{'cd' * 8}.barrier"]
+    (shared / ours[0]).mkdir()
+    (shared / ours[1]).write_bytes(b"DUETBARR" + bytes(56))
+    # A barrier handed to the sides' user (as under sudo) is duet's by its magic.
+    handed = shared / f"duet-{dead}-{'ef' * 8}.barrier"
+    handed.write_bytes(b"DUETBARR" + bytes(56))
+    os.chown(handed, other_user.uid, other_user.gid)
+    # Ours, but its duet still runs.
+    alive = shared / f"duet-{os.getpid()}-live_123"
+    alive.mkdir()
+
+    removed = remove_stale_files(str(shared))
+
+    assert sorted(removed) == sorted(str(shared / n) for n in [*ours, handed.name])
+    assert sorted(os.listdir(shared)) == sorted([*theirs, alive.name])

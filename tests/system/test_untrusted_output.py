@@ -68,3 +68,75 @@ def test_the_text_report_neutralises_a_benchmark_name(tmp_path: Path) -> None:
 def test_for_terminal_keeps_plain_text() -> None:
     text = "parse: 12 ms\tok\nsecond line: a::b, x ## y"
     assert for_terminal(text) == text
+
+
+#: A right-to-left override, a zero-width space, a word joiner, a BOM and a tag character:
+#: each either reorders what follows or shows nothing (issue 33, finding 6).
+INVISIBLE = "\u202e\u200b\u2060\ufeff\U000e0041"
+
+
+def test_a_names_invisible_characters_are_shown_everywhere(tmp_path: Path, tag: str) -> None:
+    """Issue 33, finding 6: a bidi override in a benchmark's name reached the stderr line
+    ``duet: <name>: ...`` and the markdown, HTML and JUnit reports. Every one of them shows
+    each invisible character as U+FFFD instead."""
+    name = "safe" + INVISIBLE + "gnp.exe"
+    out = tmp_path / "out"
+    done = duet(
+        "run", "--baseline", "true", "--candidate", "true", "--name", name, "--runs", "2",
+        "--iterations", "1", "--isolation", ISOLATION, "--out", str(out), *QUICK, tag=tag,
+    )  # fmt: skip
+    clean(done)
+    assert done.returncode == 0, done.stderr
+    shown = {"stderr": done.stderr, "stdout": done.stdout}
+    for path in out.iterdir():
+        if path.name != "results.json":  # data: the name as it is, JSON-escaped
+            shown[path.name] = path.read_text()
+    html = subprocess.run(
+        [sys.executable, "-m", "duet_bench", "report", str(out), "--format", "html"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert html.returncode == 0, html.stderr
+    shown["html"] = html.stdout
+    assert {"report.md", "junit.xml"} <= set(shown)
+    for where, text in shown.items():
+        found = [f"U+{ord(c):04X}" for c in INVISIBLE if c in text]
+        assert not found, f"{where} shows the name's invisible characters {found}"
+    assert "safe\ufffd" in shown["stderr"]
+    assert "safe" + "\ufffd" * len(INVISIBLE) + "gnp.exe" in shown["junit.xml"]
+
+
+def test_a_benchmark_name_longer_than_200_characters_is_refused(tmp_path: Path) -> None:
+    """Issue 33, finding 6: a 10 kB name was accepted and printed whole. Refused before
+    measuring, from ``--name`` and from the configuration, with the limit and the fix."""
+    long = "n" * 10_000
+    done = subprocess.run(
+        [sys.executable, "-m", "duet_bench", "run", "--baseline", "true", "--candidate", "true",
+         "--name", long, "--out", str(tmp_path / "r.json")],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "--name is 10000 characters long; a benchmark name may have at most 200" in done.stderr
+    assert "fix: give a shorter --name" in done.stderr
+    assert long not in done.stderr
+    assert not (tmp_path / "r.json").exists()
+
+    from duet_bench.config import load_config
+    from duet_bench.errors import ConfigError
+
+    config = tmp_path / "duet.toml"
+    config.write_text(f'[[benchmark]]\nname = "{long}"\ncommand = "true"\n')
+    with pytest.raises(ConfigError, match="is 10000 characters long") as caught:
+        load_config(config)
+    assert long not in str(caught.value)
+
+
+def test_a_memory_limit_of_0_is_refused(tmp_path: Path) -> None:
+    """Issue 33, finding 6: ``--memory-limit 0`` was accepted and recorded as no limit."""
+    done = subprocess.run(
+        [sys.executable, "-m", "duet_bench", "run", "--baseline", "true", "--candidate", "true",
+         "--memory-limit", "0", "--out", str(tmp_path / "r.json")],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "0 is not a memory limit" in done.stderr
+    assert not (tmp_path / "r.json").exists()

@@ -1,0 +1,113 @@
+"""Issue 33: each side sees only itself, and duet records where it really ran.
+
+Real ``duet run`` invocations as root with cgroups (the isolation the issue measured).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from duet_bench import results
+from tests.system.test_faults import ISOLATION, QUICK, clean, duet
+
+pytestmark = [pytest.mark.root, pytest.mark.measures]
+
+#: A command that pins itself to the lowest CPU of its cpuset (a CPU of the pair, whatever the
+#: machine), then works about 10 ms: every iteration, wherever duet moved it.
+PINS_ITSELF = (
+    'python3 -c "import os, time\n'
+    "path = open('/proc/self/cpuset').read().strip()\n"
+    "for f in ('/sys/fs/cgroup/cpuset' + path + '/cpuset.cpus',"
+    " '/sys/fs/cgroup' + path + '/cpuset.cpus.effective'):\n"
+    "    try:\n"
+    "        text = open(f).read().strip(); break\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "low = int(text.replace('-', ',').split(',')[0])\n"
+    "os.sched_setaffinity(0, {low})\n"
+    "end = time.monotonic() + 0.01\n"
+    'while time.monotonic() < end: pass\n"'
+)
+BUSY = 'python3 -c "import time\nend = time.monotonic() + 0.01\nwhile time.monotonic() < end: pass"'
+
+
+def test_a_side_that_pins_itself_is_recorded_where_it_ran(tmp_path: Path, tag: str) -> None:
+    """Issue 33, finding 3: a candidate that calls ``sched_setaffinity(0, {0})`` ran on CPU 0 in
+    every iteration, its ``iteration_cpus`` said ``[0,1,0,1,0]`` and the report blamed the
+    machine. The record is where it ran (read at the end of each iteration), and the report
+    says in plain words that the candidate pinned itself. An exact answer, not a measurement:
+    no chance of failing by chance."""
+    out = tmp_path / "out"
+    done = duet(
+        "run", "--baseline", BUSY, "--candidate", PINS_ITSELF, "--name", "pinned",
+        "--runs", "2", "--iterations", "5", "--isolation", ISOLATION, "--out", str(out),
+        "--format", "text", *(a for a in QUICK if a != "--quiet"), "--quiet", tag=tag,
+    )  # fmt: skip
+    clean(done)
+    assert done.returncode == 0, done.stderr
+    [bench] = results.load(out / "results.json").benchmarks
+    pair: set[int] = set()
+    for run in bench.runs:
+        assert run.ok, run.reason
+        pair |= set(run.baseline.iteration_cpus or ())
+    assert len(pair) == 2, f"the baseline did not cross over: {pair}"
+    low = min(pair)
+    for run in bench.runs:
+        # The baseline alternates; the candidate stayed on the CPU it pinned itself to.
+        assert run.candidate.iteration_cpus == (low,) * 5, run.candidate.iteration_cpus
+    assert f"the candidate pinned itself to CPU {low}" in done.stdout, done.stdout
+    report = (out / "report.md").read_text()
+    assert f"the candidate pinned itself to CPU {low}" in report
+    assert json.loads((out / "results.json").read_text())["benchmarks"][0]["name"] == "pinned"
+
+
+#: The baseline finds the run's directory from its worker's spec (an ancestor's argument), then
+#: tries to write into the candidate's directory and its private /tmp, and lists them.
+REACH_THE_OTHER_SIDE = """
+import glob, json, os, sys
+pid, spec = os.getppid(), None
+while pid > 1 and spec is None:
+    args = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")
+    spec = next((a.decode() for a in args if a.endswith(b"spec.json")), None)
+    pid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+run = os.path.dirname(os.path.dirname(spec))
+targets = [os.path.join(run, "candidate"), *glob.glob(os.path.join(run, "candidate-tmp-*"))]
+reached, seen = [], []
+for target in targets:
+    try:
+        seen += os.listdir(target)
+        with open(os.path.join(target, "from-baseline"), "w"):
+            pass
+        reached.append(target)
+    except OSError:
+        pass
+with open(sys.argv[1], "a") as f:
+    f.write(json.dumps({"targets": targets, "reached": reached, "seen": seen}) + "\\n")
+"""
+
+
+def test_a_side_cannot_reach_the_other_sides_files(
+    tmp_path: Path, tag: str, shared_dir: Path
+) -> None:
+    """Issue 33, finding 4: the baseline created files in the candidate's directory and its
+    private /tmp (both sides run as the same user; as root here, which may write anywhere).
+    In the baseline's mount namespace both are covered by an empty read-only tmpfs. An exact
+    answer: no chance of failing by chance."""
+    probe, log = shared_dir / "probe.py", shared_dir / "log"
+    probe.write_text(REACH_THE_OTHER_SIDE)
+    done = duet(
+        "run", "--baseline", f"python3 {probe} {log}", "--candidate", "sleep 0.01",
+        "--name", "reach", "--runs", "2", "--iterations", "2", "--isolation", ISOLATION,
+        "--out", str(tmp_path / "out"), *QUICK, tag=tag,
+    )  # fmt: skip
+    clean(done)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(lines) == 4, lines
+    for line in lines:
+        assert len(line["targets"]) == 2, f"the probe found no candidate files: {line}"
+        assert line["reached"] == [], f"the baseline wrote into {line['reached']}"
+        assert line["seen"] == [], f"the baseline saw the candidate's files {line['seen']}"
