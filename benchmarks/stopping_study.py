@@ -25,7 +25,8 @@ Sequences of per-run log ratios come from two sources:
 
 Run from the repository root: ``python benchmarks/stopping_study.py`` (defaults: 2,000 sequences
 per cell, min 5 and max 40 runs, 99%, threshold 2%, seed 30). Writes
-``benchmarks/results/stopping/study.json`` and prints the tables of docs/statistics.md.
+``benchmarks/results/stopping/study.json`` (every cell) and ``summary.md`` (the table of
+docs/statistics.md, also printed).
 """
 
 from __future__ import annotations
@@ -164,6 +165,59 @@ def spread(runs: list[int]) -> dict[str, float]:
     }
 
 
+def summary(cells: list[dict[str, Any]]) -> str:
+    """The table of docs/statistics.md: per design, over the pools of today's default design
+    (crossover at every iteration, ``/iteration`` in the pool's name), over all real pools, and
+    on the simulated sources."""
+
+    def group(name: str) -> list[dict[str, Any]]:
+        if name == "iteration":
+            return [
+                c for c in cells if c["source"].startswith("real:") and "iteration" in c["source"]
+            ]
+        if name == "all real":
+            return [c for c in cells if c["source"].startswith("real:")]
+        return [c for c in cells if c["source"] == name]
+
+    lines = [
+        "| pools | design | A/A false verdict, worst pool | A/A inconclusive, worst pool "
+        "| A/A median runs (worst pool) | 5% found, worst pool | 5% median runs (worst pool) "
+        "| 1% found at t = 0.5%, worst pool | 1% median runs (worst pool) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for g in ("iteration", "all real", "normal", "t3"):
+        cs = group(g)
+        pools = len({c["source"] for c in cs})
+        for shape in (*SHAPES, "fixed10"):
+            aa = [c for c in cs if c["change"] == 0.0]
+            five = [c for c in cs if c["change"] == 0.05]
+            one = [c for c in cs if c["change"] == 0.01]
+            if shape == "fixed10":
+                r = [c["fixed10"] for c in aa]
+                f5 = [c["fixed10"]["regression"] for c in five]
+                f1 = [c["fixed10_at_0.5%"]["regression"] for c in one]
+                m_aa = m5 = m1 = "10 (10)"
+            else:
+                r = [c[shape]["rates"] for c in aa]
+                f5 = [c[shape]["rates"]["regression"] for c in five]
+                f1 = [c[shape]["at_0.5%"]["rates"]["regression"] for c in one]
+
+                def med(
+                    xs: list[dict[str, Any]], key: str | None = None, shape: str = shape
+                ) -> str:
+                    runs = [(x[shape][key] if key else x[shape])["runs"]["median"] for x in xs]
+                    return f"{np.median(runs):.0f} ({max(runs):.0f})"
+
+                m_aa, m5, m1 = med(aa), med(five), med(one, "at_0.5%")
+            false = max(x["regression"] + x["improvement"] for x in r)
+            inc = max(x["inconclusive"] for x in r)
+            lines.append(
+                f"| {g} ({pools}) | {shape} | {false:.2%} | {inc:.1%} | {m_aa} | {min(f5):.1%} "
+                f"| {m5} | {min(f1):.1%} | {m1} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sequences", type=int, default=2000)
@@ -215,7 +269,7 @@ def main() -> None:
             if change == 0.01:
                 cell["fixed10_at_0.5%"] = rates(fixed_verdicts(x, 10, args.confidence, 0.005))
             cells.append(cell)
-            print(json.dumps(cell), flush=True)
+            print(cell["source"], change, flush=True)
     out = {
         "command": "python benchmarks/stopping_study.py " + " ".join(sys.argv[1:]),
         "args": vars(args),
@@ -226,6 +280,9 @@ def main() -> None:
     }
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "study.json").write_text(json.dumps(out, indent=1) + "\n")
+    table = summary(cells)
+    (OUT / "summary.md").write_text(table)
+    print(table)
 
 
 if __name__ == "__main__":
