@@ -35,7 +35,7 @@ def analyze_benchmark(record: BenchmarkRecord, settings: AnalysisSettings) -> Be
     unanalysed = _unanalysed(record, settings)
     if not ok:
         return unanalysed
-    series = series_of(ok)
+    series = series_of(ok, crossing=record.method != "sequential")
     estimates, missing = estimate_metrics(series, name=record.name, settings=settings)
     busy, delayed = busy_share(series), interference(series)
     metric, reason = choose_metric(
