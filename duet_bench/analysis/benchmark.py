@@ -15,7 +15,7 @@ from duet_bench.analysis.estimate import (
     with_impact_factors,
 )
 from duet_bench.analysis.interference import busy_share, interference
-from duet_bench.analysis.model import AnalysisSettings, BenchmarkAnalysis, Design
+from duet_bench.analysis.model import AnalysisSettings, BenchmarkAnalysis, Design, MetricEstimate
 from duet_bench.analysis.runs_needed import runs_needed_note, runs_needed_of
 from duet_bench.analysis.series import Series, series_of
 from duet_bench.analysis.sides import (
@@ -25,8 +25,15 @@ from duet_bench.analysis.sides import (
     benchmark_asymmetry,
     crossover_difference,
 )
+from duet_bench.analysis.stopping import (
+    Stopping,
+    UntilDecided,
+    looks_of,
+    run_log_ratios_of,
+    stopping_of,
+)
 from duet_bench.metrics import names
-from duet_bench.results import BenchmarkRecord
+from duet_bench.results import BenchmarkRecord, RunRecord
 
 
 def analyze_benchmark(record: BenchmarkRecord, settings: AnalysisSettings) -> BenchmarkAnalysis:
@@ -66,6 +73,7 @@ def analyze_benchmark(record: BenchmarkRecord, settings: AnalysisSettings) -> Be
     needed = runs_needed_of(chosen, settings)
     a, b = series.of(metric) or series.wall
     baseline, candidate = with_impact_factors(chosen, a, b, name=record.name, seed=settings.seed)
+    stopping = _stopping(record, chosen, settings)
     notes = [
         record.note,
         series.cut_note,
@@ -74,14 +82,20 @@ def analyze_benchmark(record: BenchmarkRecord, settings: AnalysisSettings) -> Be
         asymmetry_note(asymmetry, ok, chosen.log_ratios, threshold=settings.threshold),
         interval_note(chosen, len(ok)),
         winsor_note(settings, runs=len(ok), iterations=int(a.shape[1])),
-        runs_needed_note(needed, runs_used=len(ok), threshold=settings.threshold),
+        runs_needed_note(needed, runs_used=len(ok), threshold=settings.threshold)
+        if stopping is None
+        else None,
     ]
+    last = stopping.looks[-1] if stopping is not None and stopping.looks else None
     return replace(
         unanalysed,
-        ratio=chosen.ratio,
-        ci_low=chosen.ci_low,
-        ci_high=chosen.ci_high,
-        verdict=chosen.verdict,
+        # Measured until decided: the repeated interval of the last look, whose coverage holds
+        # whatever the stopping time (docs/statistics.md, method 2b); fewer runs than the first
+        # look: the point estimate, no verdict.
+        ratio=chosen.ratio if last is None else last.ratio,
+        ci_low=(chosen.ci_low if stopping is None else None) if last is None else last.ci_low,
+        ci_high=(chosen.ci_high if stopping is None else None) if last is None else last.ci_high,
+        verdict=(chosen.verdict if stopping is None else None) if last is None else last.verdict,
         runs_used=len(ok),
         iterations=int(a.shape[1]),
         winsorized=chosen.winsorized,
@@ -98,7 +112,43 @@ def analyze_benchmark(record: BenchmarkRecord, settings: AnalysisSettings) -> Be
         disagreement=disagreement(estimates, metric),
         side_asymmetry=asymmetry,
         design=_design(record, series),
+        stopping=stopping,
     )
+
+
+def _stopping(
+    record: BenchmarkRecord, chosen: MetricEstimate, settings: AnalysisSettings
+) -> Stopping | None:
+    """Every look of a benchmark measured until decided, and where it stopped; None for a fixed
+    design."""
+    design = UntilDecided.from_settings(record.settings)
+    if design is None:
+        return None
+    looks = looks_of(run_log_ratios_of(chosen, settings), design, settings)
+    elapsed = [_run_machine_ns(r, record.method) for r in record.runs]
+    stopped = None
+    if looks and looks[-1].verdict == "inconclusive" and looks[-1].runs < design.max_runs:
+        stopped = (
+            "budget spent"
+            if design.budget_s is not None and "budget" in (record.note or "")
+            else "stopped before the last run"
+        )
+    return stopping_of(
+        looks,
+        design,
+        elapsed_ns=None if any(e is None for e in elapsed) else sum(e or 0 for e in elapsed),
+        stopped=stopped,
+    )
+
+
+def _run_machine_ns(run: RunRecord, method: str) -> int | None:
+    """The machine time of a run: the longer side (duet: they run together), or both
+    (sequential: one after the other); None when a side did not record it."""
+    walls = [s.wall_ns for s in (run.baseline, run.candidate)]
+    if any(w is None for w in walls):
+        return None
+    values = [w or 0 for w in walls]
+    return sum(values) if method == "sequential" else max(values)
 
 
 def _crossover_setting(record: BenchmarkRecord) -> str | None:
