@@ -101,7 +101,8 @@ def analyze_benchmark(record: BenchmarkRecord, settings: AnalysisSettings) -> Be
         winsorized=chosen.winsorized,
         baseline=baseline,
         candidate=candidate,
-        runs_needed=needed,
+        # Measured until decided, "runs needed" would invite a second fixed look: none.
+        runs_needed=needed if stopping is None else None,
         note="; ".join(n for n in notes if n) or None,
         metric=metric,
         metric_reason=reason,

@@ -56,6 +56,9 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "Measuring",
         (
             "runs",
+            "min_runs",
+            "max_runs",
+            "budget",
             "iterations",
             "warmup",
             "method",
@@ -64,7 +67,6 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "memory_limit",
             "timeout",
             "max_failures",
-            "max_runs",
             "spread_share",
             "busy",
         ),

@@ -10,7 +10,12 @@ import click
 from duet_bench import settings
 from duet_bench.cli import finish, install_signal_handlers, reports_errors
 from duet_bench.commands.help import Command
-from duet_bench.commands.options import analysis_options, fail_on_option, run_options
+from duet_bench.commands.options import (
+    analysis_options,
+    fail_on_option,
+    run_options,
+    until_decided_options,
+)
 from duet_bench.commands.output import format_option, is_file_form, out_option, results_path
 from duet_bench.defaults import RESULTS_FORMATS
 from duet_bench.errors import Outcome
@@ -54,6 +59,7 @@ if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not 
 )
 @click.option("--name", default=None, help="Benchmark name in reports (default: from the command).")
 @run_options
+@until_decided_options
 @out_option(
     "duet-results",
     "results.json (rewritten after every run), report.md, junit.xml and metrics.txt",
@@ -91,7 +97,18 @@ def measure_run(o: RunOptions) -> Outcome:
     out = results_path(o.out)
     options = o.machine.session(planned.analysis, "run", out)
     click.echo(
-        f"duet: {bench.name}: {bench.runs} runs x ({bench.warmup} warm-up + {bench.iterations}) "
+        f"duet: {bench.name}: "
+        + (
+            f"{bench.runs} runs"
+            if bench.until_decided is None
+            else f"until decided, {bench.until_decided.min_runs} to {bench.runs} runs"
+            + (
+                f" within {bench.until_decided.budget_s:g} s"
+                if bench.until_decided.budget_s
+                else ""
+            )
+        )
+        + f" x ({bench.warmup} warm-up + {bench.iterations}) "
         f"iterations, timeout {bench.timeout_s:g} s per iteration, method {bench.method}"
         + (f", crossover {bench.crossover}" if bench.method == "duet" else ""),
         err=True,

@@ -101,9 +101,17 @@ class RunOptions:
     out: str
     fmt: Format
     fail_on: FailOn
+    #: ``--min-runs``, ``--max-runs``, ``--budget`` (seconds), None where not given.
+    min_runs: int | None = None
+    max_runs: int | None = None
+    budget_s: float | None = None
+    #: Whether ``--runs`` was given on the command line (else its default is not a choice).
+    runs_given: bool = True
 
     @classmethod
     def from_click(cls, ctx: click.Context) -> RunOptions:
+        from click.core import ParameterSource
+
         p = ctx.params
         sides = Sides(
             baseline=p["baseline"],
@@ -125,6 +133,10 @@ class RunOptions:
             out=p["out"],
             fmt=p["fmt"],
             fail_on=p["fail_on"],
+            min_runs=p["min_runs"],
+            max_runs=p["max_runs"],
+            budget_s=p["budget"],
+            runs_given=ctx.get_parameter_source("runs") == ParameterSource.COMMANDLINE,
         )
 
     def settings(self) -> dict[str, Any]:
@@ -132,7 +144,12 @@ class RunOptions:
         configuration every value is an option's, given or its default."""
         return {
             **self.analysis.values(),
-            "runs": self.plan.runs,
+            # Not given, the default of --runs must not count as a choice of a fixed design
+            # (docs/statistics.md, method 2b): resolve gives it as the built-in default.
+            "runs": self.plan.runs if self.runs_given else None,
+            "min_runs": self.min_runs,
+            "max_runs": self.max_runs,
+            "budget_s": self.budget_s,
             "iterations": self.plan.iterations,
             "warmup": self.plan.warmup,
             "method": self.plan.method,
@@ -214,7 +231,12 @@ class BisectCommandOptions:
             spread_share=p["spread_share"],
             rebuild=p["rebuild"],
             keep_worktrees=p["keep_worktrees"],
-            overrides={k: v for k, v in explicit.items() if k not in defaults.ANALYSIS_KEYS},
+            # bisect's own --max-runs is its search's, not measuring until decided.
+            overrides={
+                k: v
+                for k, v in explicit.items()
+                if k not in defaults.ANALYSIS_KEYS and k not in defaults.STOPPING_KEYS
+            },
             analysis_overrides={k: v for k, v in explicit.items() if k in defaults.ANALYSIS_KEYS},
             machine=MachineGiven.from_click(ctx).machine(),
         )

@@ -1,0 +1,77 @@
+"""``duet run`` measuring until decided (docs/statistics.md, method 2b): real processes, real
+barrier; the runs stop at the look that decides, or when the budget is spent."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.usefixtures("no_leftovers"), pytest.mark.measures]
+
+
+def duet(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "duet_bench", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def test_a_clear_regression_stops_at_the_first_look(tmp_path: Path) -> None:
+    """``sleep 0.03`` against ``sleep 0.01``: about 2.5 times slower. At the first look (5 runs)
+    the repeated 99% interval is ``+-5.09 s / sqrt(5)`` in log units; it would reach down to
+    1.02 only with a per-run standard deviation of the log ratio near 0.4, some 20 times what
+    this pair shows on the loaded development VM (0.02-0.05): by chance, never (the rule's own
+    error, a false verdict, is at most 1%, and here would need the interval to miss a ratio near
+    2.5). Measured: 5 runs, 4-5 s of machine time."""
+    out = tmp_path / "out"
+    done = duet(
+        "run", "--baseline", "sleep 0.01", "--candidate", "sleep 0.03", "--max-runs", "12",
+        "--iterations", "5", "--warmup", "1", "--isolation", "affinity", "--out", str(out),
+        "--quiet", "--reps", "500",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    doc = json.loads((out / "results.json").read_text())
+    bench = doc["benchmarks"][0]
+    assert len(bench["runs"]) == 5
+    assert bench["settings"]["until_decided"]["max_runs"] == 12
+    stopping = bench["analysis"]["stopping"]
+    assert stopping["decided_after"] == 5
+    assert [look["runs"] for look in stopping["looks"]] == [5]
+    assert bench["analysis"]["verdict"] == "regression"
+    assert bench["analysis"]["ci_low"] == stopping["looks"][-1]["ci_low"]
+    assert "decided after 5 of up to 12 runs" in (out / "report.md").read_text()
+    assert "decided after 5 of up to 12 runs" in done.stdout
+
+
+def test_a_spent_budget_stops_the_runs(tmp_path: Path) -> None:
+    """A budget of 1 s for runs that take about 0.3-0.5 s each: no run starts that would end
+    after it, so the benchmark stops after 1-3 runs, before the first look, undecided. Exact up
+    to the machine's speed: a run would have to take under 0.2 s for a fifth one to fit."""
+    out = tmp_path / "out"
+    done = duet(
+        "run", "--baseline", "sleep 0.02", "--candidate", "sleep 0.02", "--budget", "1s",
+        "--iterations", "5", "--warmup", "1", "--isolation", "affinity", "--out", str(out),
+        "--quiet", "--reps", "500", "--fail-on", "never",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    bench = json.loads((out / "results.json").read_text())["benchmarks"][0]
+    assert 1 <= len(bench["runs"]) < 5
+    assert bench["analysis"]["stopping"]["decided_after"] is None
+    assert bench["analysis"]["verdict"] is None
+    assert "budget spent" in bench["note"]
+
+
+def test_runs_and_max_runs_together_are_a_usage_error(tmp_path: Path) -> None:
+    done = duet(
+        "run", "--baseline", "true", "--candidate", "true", "--runs", "10", "--max-runs", "20",
+        "--out", str(tmp_path / "out"),
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "give one or the other" in done.stderr
