@@ -3,6 +3,7 @@ look, the record of the looks, and the sequential method's note (issue 30)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,9 @@ import pytest
 from duet_bench import results, units
 from duet_bench.analysis import AnalysisSettings, analyze_benchmark
 from duet_bench.analysis.stopping import UntilDecided, until_decided
+from duet_bench.config.read import load_config
 from duet_bench.errors import UsageError
+from duet_bench.plan import for_suite
 from duet_bench.results import analysis as stored
 
 
@@ -155,3 +158,35 @@ def test_durations_and_clock_times() -> None:
         units.parse_duration("ten minutes")
     assert units.clock(72e9) == "1 min 12 s"
     assert units.clock(12.34e9) == "12.3 s"
+
+
+def test_a_suite_measured_until_decided_by_the_configuration_and_the_options(
+    tmp_path: Path,
+) -> None:
+    """``duet compare`` builds its benchmarks with :func:`duet_bench.plan.for_suite`: the
+    configuration's keys and the options given explicitly decide the design."""
+    (tmp_path / "duet.toml").write_text(
+        'max_runs = 30\nbudget = "10m"\n\n[[benchmark]]\nname = "a"\ncommand = "true"\n\n'
+        '[[benchmark]]\nname = "b"\ncommand = "true"\nmin_runs = 6\n'
+    )
+    config = load_config(tmp_path / "duet.toml")
+    built = for_suite(config, baseline_dir=tmp_path, candidate_dir=tmp_path)
+    assert [b.spec.until_decided for b in built] == [
+        UntilDecided(min_runs=5, max_runs=30, budget_s=600.0),
+        UntilDecided(min_runs=6, max_runs=30, budget_s=600.0),
+    ]
+    assert [b.spec.runs for b in built] == [30, 30]
+    assert built[0].spec.settings()["until_decided"] == {
+        "min_runs": 5,
+        "max_runs": 30,
+        "budget_s": 600.0,
+        "shape": "pocock",
+    }
+    # --runs on the command line: a fixed design, whatever the configuration says.
+    fixed = for_suite(config, baseline_dir=tmp_path, candidate_dir=tmp_path, explicit={"runs": 12})
+    assert [(b.spec.until_decided, b.spec.runs) for b in fixed] == [(None, 12), (None, 12)]
+    # --max-runs on the command line wins over the configuration's.
+    more = for_suite(
+        config, baseline_dir=tmp_path, candidate_dir=tmp_path, explicit={"max_runs": 50}
+    )
+    assert [b.spec.runs for b in more] == [50, 50]
