@@ -245,13 +245,17 @@ def _critical(
 
 def _calibrate(min_runs: int, max_runs: int, alpha: float, scale: tuple[float, ...]) -> float:
     """The ``k`` with ``P(max_n |T_n| / scale_n > k) = alpha`` over standard normal sequences."""
-    rng = np.random.default_rng(_CALIBRATION_SEED)
     ns = np.arange(1, max_runs + 1, dtype=np.float64)
     looks = slice(min_runs - 1, max_runs)
     s = np.asarray(scale)
     worst = np.empty(CALIBRATION_SEQUENCES)
     for start in range(0, CALIBRATION_SEQUENCES, _CHUNK):
-        z = rng.standard_normal((_CHUNK, max_runs))
+        # The same sequences whatever max_runs: drawn run by run (rows) from a stream per chunk,
+        # so that the first M runs of every sequence do not depend on max_runs. More looks can
+        # then only raise each sequence's maximum, and the calibrated constant never falls
+        # when max_runs grows (what continuing a measurement relies on; docs/statistics.md).
+        rng = np.random.default_rng([_CALIBRATION_SEED, start])
+        z = rng.standard_normal((max_runs, _CHUNK)).T
         total = np.cumsum(z, axis=1)[:, looks]
         squares = np.cumsum(z * z, axis=1)[:, looks]
         n = ns[looks]

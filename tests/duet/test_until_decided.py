@@ -83,7 +83,7 @@ UNTIL = {"until_decided": {"min_runs": 5, "max_runs": 40, "budget_s": None, "sha
 
 
 def test_a_clear_regression_is_decided_at_the_first_look() -> None:
-    """5% slower with per-run noise about 0.1%: the repeated interval at 5 runs (c = 5.09) is
+    """5% slower with per-run noise about 0.1%: the repeated interval at 5 runs (c = 5.12) is
     about +-0.3% wide; that it fails to clear 1.02 is beyond chance (20 standard deviations)."""
     doc = results.from_dict(_document(runs=5, ratio=1.05, settings=UNTIL))
     a = analyze_benchmark(doc.benchmarks[0], AnalysisSettings(reps=500))

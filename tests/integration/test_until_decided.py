@@ -25,7 +25,7 @@ def duet(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
 
 def test_a_clear_regression_stops_at_the_first_look(tmp_path: Path) -> None:
     """``sleep 0.03`` against ``sleep 0.01``: about 2.5 times slower. At the first look (5 runs)
-    the repeated 99% interval is ``+-5.09 s / sqrt(5)`` in log units; it would reach down to
+    the repeated 99% interval is ``+-5.12 s / sqrt(5)`` in log units; it would reach down to
     1.02 only with a per-run standard deviation of the log ratio near 0.4, some 20 times what
     this pair shows on the loaded development VM (0.02-0.05): by chance, never (the rule's own
     error, a false verdict, is at most 1%, and here would need the interval to miss a ratio near

@@ -119,3 +119,11 @@ def test_identical_runs_give_a_point_interval() -> None:
     b = stopping_bounds(min_runs=5, max_runs=10)
     got = b.interval([0.01] * 6)
     assert got.log_low == got.log_high == pytest.approx(0.01)
+
+
+def test_more_looks_never_lower_the_pocock_constant() -> None:
+    """The calibration draws the same sequences whatever ``max_runs`` (the first runs of each
+    do not depend on it), so the constant is non-decreasing in ``max_runs`` exactly, not only
+    in expectation: continuing a measurement to a larger maximum relies on it."""
+    constants = [stopping_bounds(min_runs=5, max_runs=m).critical[0] for m in range(5, 61, 5)]
+    assert constants == sorted(constants)
