@@ -21,6 +21,7 @@ from duet_bench import units
 from duet_bench.analysis.model import AnalysisSettings, MetricEstimate
 from duet_bench.analysis.verdict import Verdict, verdict
 from duet_bench.errors import UsageError
+from duet_bench.results import BenchmarkRecord
 from duet_bench.results import analysis as stored
 
 __all__ = [
@@ -127,6 +128,71 @@ def until_decided(values: Mapping[str, Any], origins: Mapping[str, str]) -> Unti
         max_runs=DEFAULT_MAX_RUNS if hi is None else int(hi),
         budget_s=None if budget is None else float(budget),
     )
+
+
+def check_continuation(
+    earlier: BenchmarkRecord,
+    *,
+    settings: Mapping[str, Any],
+    versions: Mapping[str, Any],
+    design: UntilDecided | None,
+    source: str,
+) -> None:
+    """Refuse to continue ``earlier`` (``--continue``) unless the new measurement is the same
+    rule with a maximum at least as large: the same commands, plan and analysis settings, the same
+    first look, and ``earlier`` undecided. Then the continued measurement is the one that had
+    planned the larger maximum from the start (docs/statistics.md, "Continuing an undecided
+    measurement"), and its verdict keeps its level."""
+    old = UntilDecided.from_settings(earlier.settings)
+    name = earlier.name
+    if old is None:
+        raise UsageError(
+            f"{source}: {name!r} was measured with a fixed design of "
+            f"{earlier.settings.get('runs')} runs: more runs read together with them would be a "
+            "second look at the same test, which its error rate does not allow",
+            fix="measure again with --max-runs or --budget, which stop when decided",
+        )
+    if design is None:
+        raise UsageError(
+            "--continue extends a measurement until decided: give --max-runs or --budget",
+            fix=f"add --max-runs {max(old.max_runs * 2, old.max_runs + 10)}",
+        )
+    stopping = earlier.analysis.stopping if earlier.analysis is not None else None
+    if stopping is not None and stopping.decided_after is not None:
+        said = earlier.analysis.verdict if earlier.analysis is not None else None
+        raise UsageError(
+            f"{source}: {name!r} is decided already ({said} after {stopping.decided_after} "
+            "runs): there is nothing to continue",
+            fix="read its report; a new question needs a new measurement",
+        )
+    problems = []
+    if design.min_runs != old.min_runs:
+        problems.append(f"--min-runs {design.min_runs} (it had {old.min_runs})")
+    if design.max_runs < old.max_runs or design.max_runs <= len(earlier.runs):
+        problems.append(
+            f"--max-runs {design.max_runs} (it had {old.max_runs} and measured "
+            f"{len(earlier.runs)} runs: give more)"
+        )
+    for key in ("iterations", "warmup", "method", "crossover", "seed"):
+        if earlier.settings.get(key) != settings.get(key):
+            problems.append(f"{key} {settings.get(key)!r} (it had {earlier.settings.get(key)!r})")
+    old_analysis = earlier.settings.get("analysis")
+    new_analysis = settings.get("analysis")
+    if isinstance(old_analysis, Mapping) and isinstance(new_analysis, Mapping):
+        for key in ("confidence", "threshold", "metric", "winsorize"):
+            if old_analysis.get(key) != new_analysis.get(key):
+                problems.append(
+                    f"{key} {new_analysis.get(key)!r} (it had {old_analysis.get(key)!r})"
+                )
+    if dict(earlier.versions) != dict(versions):
+        problems.append("other commands than the ones it measured")
+    if problems:
+        raise UsageError(
+            f"{source}: {name!r} cannot be continued with " + "; ".join(problems) + ": the "
+            "continued measurement must be the same rule with a larger maximum",
+            fix="give the settings it was measured with (its results.json, settings) and a "
+            "larger --max-runs",
+        )
 
 
 @dataclass(frozen=True, slots=True)

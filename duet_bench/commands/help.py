@@ -59,6 +59,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "min_runs",
             "max_runs",
             "budget",
+            "continue_from",
             "iterations",
             "warmup",
             "method",

@@ -18,10 +18,13 @@ from duet_bench.commands.options import (
 )
 from duet_bench.commands.output import format_option, is_file_form, out_option, results_path
 from duet_bench.defaults import RESULTS_FORMATS
-from duet_bench.errors import Outcome
+from duet_bench.errors import Outcome, UsageError
 
 if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not load it
+    from duet_bench.analysis import AnalysisSettings
     from duet_bench.options.measuring import RunOptions
+    from duet_bench.plan import BenchmarkSpec
+    from duet_bench.session import SessionOptions
 
 
 @click.command(cls=Command)
@@ -67,6 +70,13 @@ if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not 
 @format_option(*RESULTS_FORMATS)
 @analysis_options
 @fail_on_option
+@click.option(
+    "--continue",
+    "continue_from",
+    metavar="DIR",
+    help="Extend the undecided measurement until decided in DIR (its results.json) with more "
+    "runs under the same rule, up to a larger --max-runs; writes there unless --out is given.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.pass_context
 @reports_errors
@@ -84,6 +94,38 @@ def run(ctx: click.Context, /, **_given: Any) -> Outcome:
     return measure_run(RunOptions.from_click(ctx))
 
 
+def _continuing(
+    source: str, bench: BenchmarkSpec, analysis: AnalysisSettings, options: SessionOptions
+) -> SessionOptions:
+    """The session options that extend the measurement in ``source`` (``--continue``), after
+    :func:`duet_bench.analysis.stopping.check_continuation` has found it the same rule."""
+    from dataclasses import replace
+
+    from duet_bench.analysis.stopping import check_continuation
+    from duet_bench.results import load_given
+
+    doc = load_given(source)
+    earlier = next((b for b in doc.benchmarks if b.name == bench.name), None)
+    if earlier is None:
+        names = ", ".join(repr(b.name) for b in doc.benchmarks) or "none"
+        raise UsageError(
+            f"--continue {source}: it holds no benchmark {bench.name!r} (it holds {names})",
+            fix="give the same commands (and --name) as the measurement you continue",
+        )
+    check_continuation(
+        earlier,
+        settings={
+            **bench.settings(),
+            "seed": options.seed,
+            "analysis": analysis.to_record(),
+        },
+        versions={"baseline": bench.baseline.describe(), "candidate": bench.candidate.describe()},
+        design=bench.until_decided,
+        source=f"--continue {source}",
+    )
+    return replace(options, earlier={bench.name: earlier})
+
+
 def measure_run(o: RunOptions) -> Outcome:
     """``duet run`` with its options: plan the one benchmark, measure it, write and print the
     reports."""
@@ -96,6 +138,8 @@ def measure_run(o: RunOptions) -> Outcome:
 
     out = results_path(o.out)
     options = o.machine.session(planned.analysis, "run", out)
+    if o.continue_from is not None:
+        options = _continuing(o.continue_from, bench, planned.analysis, options)
     click.echo(
         f"duet: {bench.name}: "
         + (

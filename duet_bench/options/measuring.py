@@ -107,6 +107,8 @@ class RunOptions:
     budget_s: float | None = None
     #: Whether ``--runs`` was given on the command line (else its default is not a choice).
     runs_given: bool = True
+    #: ``--continue DIR``: the measurement until decided this one extends.
+    continue_from: str | None = None
 
     @classmethod
     def from_click(cls, ctx: click.Context) -> RunOptions:
@@ -130,13 +132,18 @@ class RunOptions:
             plan=PlanGiven.from_click(ctx),
             machine=MachineGiven.from_click(ctx),
             analysis=AnalysisGiven.from_click(ctx),
-            out=p["out"],
+            # --continue DIR writes there unless --out says otherwise.
+            out=p["out"]
+            if p["continue_from"] is None
+            or ctx.get_parameter_source("out") == ParameterSource.COMMANDLINE
+            else p["continue_from"],
             fmt=p["fmt"],
             fail_on=p["fail_on"],
             min_runs=p["min_runs"],
             max_runs=p["max_runs"],
             budget_s=p["budget"],
             runs_given=ctx.get_parameter_source("runs") == ParameterSource.COMMANDLINE,
+            continue_from=p["continue_from"],
         )
 
     def settings(self) -> dict[str, Any]:

@@ -298,7 +298,13 @@ def _measure_one(
     budget: _Budget | None = None,
 ) -> ResultsDocument:
     plans = plan_runs(bench, pair, seed=options.seed)
-    inner_loops = calibrate_inner_loops(bench, ctx, cpu=plans[0].cpus["baseline"])
+    earlier = options.earlier.get(bench.name)
+    inner_loops = (
+        calibrate_inner_loops(bench, ctx, cpu=plans[0].cpus["baseline"])
+        if earlier is None
+        # Continued: the runs already measured fixed how many calls an iteration makes.
+        else int(earlier.settings.get("inner_loops") or 1)
+    )
     analysis_settings = options.per_benchmark.get(bench.name, options.analysis)
     settings = {
         **bench.settings(),
@@ -309,12 +315,15 @@ def _measure_one(
     }
     record = BenchmarkRecord(
         name=bench.name,
-        runs=(),
+        runs=() if earlier is None else earlier.runs,
         kind=bench.kind,
         method=bench.method,
         versions={"baseline": bench.baseline.describe(), "candidate": bench.candidate.describe()},
         settings=settings,
     )
+    if earlier is not None:
+        # The plan is the earlier one (same seed), its first runs already measured.
+        plans = plans[len(earlier.runs) :]
     recorder = _Recorder(doc.with_benchmark(record), record, options.out, latest)
 
     def on_run(run: RunRecord) -> None:
@@ -426,6 +435,8 @@ def _stop_rule(
     """Whether to start another run: not once the verdict is decided (docs/statistics.md,
     method 2b), nor when the run would not end within the benchmark's share of the budget."""
     started = time.monotonic()
+    # Continued: the earlier runs are in the record but not in this session's time.
+    first = len(recorder.record.runs)
     allowance = None if budget is None else budget.allowance_s(bench)
 
     def say(text: str) -> None:
@@ -441,7 +452,7 @@ def _stop_rule(
             return False
         if allowance is not None:
             elapsed = time.monotonic() - started
-            per_run = elapsed / max(1, len(record.runs))
+            per_run = elapsed / max(1, len(record.runs) - first)
             if elapsed + per_run > allowance:
                 why = (
                     f"budget spent: the next run would end after its share of the budget "

@@ -96,3 +96,40 @@ def test_compare_measures_until_decided(tmp_path: Path) -> None:
     assert b["analysis"]["stopping"]["decided_after"] == 5
     assert b["analysis"]["verdict"] == "regression"
     assert "decided after 5 of up to 10 runs" in (out / "report.md").read_text()
+
+
+def test_continue_extends_an_undecided_measurement(tmp_path: Path) -> None:
+    """An A/A of ``sleep 0.01`` at threshold 0.1% and at most 5 runs ends undecided (the
+    interval cannot fit in +-0.1% with sleep's per-run noise of about 1%, and a false
+    regression or improvement is at most 1% by the rule: then the test would fail, with that
+    probability at most). ``--continue`` with ``--max-runs 7`` keeps the 5 runs, measures 1-2
+    more and recomputes every look with the bounds of 7 runs."""
+    out = tmp_path / "out"
+    common = ["run", "--baseline", "sleep 0.01", "--candidate", "sleep 0.01", "--iterations",
+              "5", "--warmup", "1", "--isolation", "affinity", "--quiet", "--reps", "500",
+              "--threshold", "0.001", "--fail-on", "never"]  # fmt: skip
+    done = duet(*common, "--max-runs", "5", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    first = json.loads((out / "results.json").read_text())["benchmarks"][0]
+    assert len(first["runs"]) == 5
+    assert first["analysis"]["stopping"]["decided_after"] is None
+    assert first["analysis"]["stopping"]["stopped"] == "max runs reached"
+    done = duet(*common, "--max-runs", "7", "--continue", str(out))
+    assert done.returncode == 0, done.stderr
+    b = json.loads((out / "results.json").read_text())["benchmarks"][0]
+    assert b["runs"][:5] == first["runs"]
+    assert 6 <= len(b["runs"]) <= 7
+    assert b["settings"]["until_decided"]["max_runs"] == 7
+    looks = b["analysis"]["stopping"]["looks"]
+    assert [look["runs"] for look in looks] == list(range(5, len(b["runs"]) + 1))
+    # The bounds of 7 looks are wider than those of 5: the first look's interval grew.
+    assert looks[0]["ci_low"] <= first["analysis"]["stopping"]["looks"][0]["ci_low"]
+    # The same rule only: a smaller maximum, or a fixed design, is refused.
+    done = duet(*common, "--max-runs", "6", "--continue", str(out))
+    assert done.returncode == 2
+    assert "cannot be continued" in done.stderr
+    fixed = tmp_path / "fixed"
+    assert duet(*common, "--runs", "5", "--out", str(fixed)).returncode == 0
+    done = duet(*common, "--max-runs", "7", "--continue", str(fixed))
+    assert done.returncode == 2
+    assert "fixed design of 5 runs" in done.stderr
