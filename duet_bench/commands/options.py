@@ -378,6 +378,14 @@ def until_decided_options(fn: F) -> F:
             help="Measure until decided within this machine time (10m, 90s, 1.5h), shared by "
             "the benchmarks; no run starts that would not end within it.",
         ),
+        click.option(
+            "--continue",
+            "continue_from",
+            metavar="DIR",
+            help="Give the undecided benchmarks measured until decided in DIR (its "
+            "results.json) more runs under the same rule, up to a larger --max-runs; writes "
+            "there unless --out is given.",
+        ),
     ]
     return _apply(options, fn)
 

@@ -70,13 +70,6 @@ if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not 
 @format_option(*RESULTS_FORMATS)
 @analysis_options
 @fail_on_option
-@click.option(
-    "--continue",
-    "continue_from",
-    metavar="DIR",
-    help="Extend the undecided measurement until decided in DIR (its results.json) with more "
-    "runs under the same rule, up to a larger --max-runs; writes there unless --out is given.",
-)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.pass_context
 @reports_errors

@@ -184,14 +184,20 @@ class CompareCommandOptions:
     def from_click(cls, ctx: click.Context) -> CompareCommandOptions:
         from pathlib import Path
 
+        from click.core import ParameterSource
+
         from duet_bench.compare import CompareOptions
         from duet_bench.plan import parse_shard
 
         p = ctx.params
+        given_out = ctx.get_parameter_source("out") == ParameterSource.COMMANDLINE
         comparison = CompareOptions(
             base=p["base"],
             head=p["head"],
-            out_dir=Path(p["out"]),
+            # --continue DIR writes there unless --out says otherwise.
+            out_dir=Path(
+                p["out"] if p["continue_from"] is None or given_out else p["continue_from"]
+            ),
             repo=Path(p["repo"]),
             config=p["config"],
             bench=p["bench"],
@@ -201,6 +207,7 @@ class CompareCommandOptions:
             explicit=explicit_settings(ctx),
             machine=MachineGiven.from_click(ctx).machine(),
             plots=not p["no_plots"],
+            continue_from=Path(p["continue_from"]) if p["continue_from"] else None,
         )
         return cls(
             comparison=comparison,

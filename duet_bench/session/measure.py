@@ -322,8 +322,11 @@ def _measure_one(
         settings=settings,
     )
     if earlier is not None:
-        # The plan is the earlier one (same seed), its first runs already measured.
-        plans = plans[len(earlier.runs) :]
+        # The plan is the earlier one (same seed), its first runs already measured; a
+        # benchmark decided already (a suite continued) gets none.
+        stopping = earlier.analysis.stopping if earlier.analysis is not None else None
+        decided = stopping is not None and stopping.decided_after is not None
+        plans = () if decided else plans[len(earlier.runs) :]
     recorder = _Recorder(doc.with_benchmark(record), record, options.out, latest)
 
     def on_run(run: RunRecord) -> None:

@@ -133,3 +133,26 @@ def test_continue_extends_an_undecided_measurement(tmp_path: Path) -> None:
     done = duet(*common, "--max-runs", "7", "--continue", str(fixed))
     assert done.returncode == 2
     assert "fixed design of 5 runs" in done.stderr
+
+
+def test_compare_continue_extends_the_undecided_benchmarks(tmp_path: Path) -> None:
+    """HEAD against itself at threshold 0.1% and at most 5 runs: undecided (as in
+    :func:`test_continue_extends_an_undecided_measurement`; a false verdict, at most 1%, would
+    fail the test). ``--continue`` with ``--max-runs 7`` measures the same benchmark further;
+    another pair of commits is refused."""
+    repo = project(tmp_path)
+    out = tmp_path / "out"
+    common = ["--no-plots", "--threshold", "0.001", "--fail-on", "never"]
+    done = compare(repo.path, "HEAD", "HEAD", "--out", str(out), "--max-runs", "5", *common)
+    assert done.returncode == 0, done.stdout + done.stderr
+    first = json.loads((out / "results.json").read_text())["benchmarks"][0]
+    assert first["analysis"]["stopping"]["decided_after"] is None
+    done = compare(repo.path, "HEAD", "HEAD", "--continue", str(out), "--max-runs", "7", *common)
+    assert done.returncode == 0, done.stdout + done.stderr
+    b = json.loads((out / "results.json").read_text())["benchmarks"][0]
+    assert b["runs"][:5] == first["runs"]
+    assert 6 <= len(b["runs"]) <= 7
+    assert len(b["analysis"]["stopping"]["looks"]) == len(b["runs"]) - 4
+    done = compare(repo.path, "base", "HEAD", "--continue", str(out), "--max-runs", "9", *common)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "continue with the BASE and HEAD it measured" in done.stderr
