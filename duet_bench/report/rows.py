@@ -125,8 +125,9 @@ class Row:
             return None
         if self.stopping is not None:
             return (
-                f"{self.stopping}; a larger --max-runs or --budget lets the same rule go on "
-                "longer; to fail the job on an undecided result instead, use --fail-on "
+                f"{self.stopping}; --continue with the results directory and a larger "
+                "--max-runs lets the same rule go on (more runs read any other way would be a "
+                "second look); to fail the job on an undecided result instead, use --fail-on "
                 "inconclusive"
             )
         more = ""
