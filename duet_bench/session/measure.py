@@ -15,19 +15,18 @@ import logging
 import os
 import shutil
 import tempfile
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from duet_bench import __version__, units
+from duet_bench import __version__
 from duet_bench.analysis import analyze_benchmark, running_estimate
 from duet_bench.environment import capture_environment, load_average
 from duet_bench.errors import BenchmarkFailed, ResultsError, UsageError
 from duet_bench.isolation import Backend, pid_alive, select_backend
 from duet_bench.lock import acquire as acquire_lock
-from duet_bench.plan import BenchmarkSpec, RunPlan, plan_runs
+from duet_bench.plan import BenchmarkSpec, plan_runs
 from duet_bench.progress import Progress
 from duet_bench.results import BenchmarkRecord, ResultsDocument, RunRecord
 from duet_bench.results.completeness import planned_state
@@ -40,12 +39,12 @@ from duet_bench.runner import (
     worker_python_for,
 )
 from duet_bench.session.options import SessionOptions
+from duet_bench.session.until_decided import Budget, UntilDecidedPlans, stop_rule
 from duet_bench.topology import choose_pair, read_topology
 from duet_bench.units import differing_name
 from duet_bench.untrusted import for_terminal
 
 if TYPE_CHECKING:  # at run time imported by the steps that use them, as they were
-    from duet_bench.analysis import AnalysisSettings
     from duet_bench.topology import CorePair, Topology
 
 log = logging.getLogger(__name__)
@@ -249,7 +248,7 @@ def _measure_all(
     # The document as last written, runs of the benchmark in progress included: what a
     # failure or an interruption keeps.
     latest = [doc]
-    budget = _Budget.of(benchmarks)
+    budget = Budget.of(benchmarks)
     try:
         for bench in benchmarks:
             where = f"while measuring {bench.name!r}"
@@ -295,7 +294,7 @@ def _measure_one(
     options: SessionOptions,
     progress: Progress,
     latest: list[ResultsDocument],
-    budget: _Budget | None = None,
+    budget: Budget | None = None,
 ) -> ResultsDocument:
     plans = plan_runs(bench, pair, seed=options.seed)
     earlier = options.earlier.get(bench.name)
@@ -351,9 +350,12 @@ def _measure_one(
             _warn(why)  # logged as "duet: WARNING: ..."
 
     if bench.until_decided is not None:
-        plans = _UntilDecidedPlans(
-            plans, _stop_rule(bench, recorder, analysis_settings, budget, progress, options)
-        )
+
+        def say(text: str) -> None:
+            if options.progress:
+                progress.note(f"duet: {bench.name}: {text}")
+
+        plans = UntilDecidedPlans(plans, stop_rule(bench, recorder, analysis_settings, budget, say))
     measure_benchmark(
         bench,
         plans,
@@ -369,105 +371,6 @@ def _measure_one(
     recorder.record = replace(recorder.record, analysis=analysis)
     recorder.save()
     return recorder.doc
-
-
-class _Budget:
-    """The machine time the benchmarks measured until decided share (``--budget``): each gets
-    what is left divided by the benchmarks still to measure, so that what a decided benchmark
-    did not use goes to the others."""
-
-    def __init__(self, total_s: float, names: Sequence[str]) -> None:
-        self.total_s = total_s
-        self.left = list(names)
-        self.spent_s = 0.0
-        self.started: float | None = None
-
-    @staticmethod
-    def of(benchmarks: Sequence[BenchmarkSpec]) -> _Budget | None:
-        """The budget of the suite (the largest any of its benchmarks has), or None."""
-        with_budget = [
-            b for b in benchmarks if b.until_decided is not None and b.until_decided.budget_s
-        ]
-        if not with_budget:
-            return None
-        total = max(float(b.until_decided.budget_s or 0) for b in with_budget if b.until_decided)
-        return _Budget(total, [b.name for b in with_budget])
-
-    def allowance_s(self, bench: BenchmarkSpec) -> float | None:
-        """This benchmark's share of what is left, or None when it has no budget."""
-        if bench.name not in self.left:
-            return None
-        if self.started is None:
-            self.started = time.monotonic()
-        return max(0.0, self.total_s - self.spent_s) / len(self.left)
-
-    def done(self, bench: BenchmarkSpec) -> None:
-        if bench.name in self.left and self.started is not None:
-            self.spent_s += time.monotonic() - self.started
-            self.started = None
-            self.left.remove(bench.name)
-
-
-class _UntilDecidedPlans(tuple[RunPlan, ...]):
-    """The planned runs of a benchmark measured until decided: iterating asks ``go_on`` before
-    every run after the first, and ends when it says no. The runner goes through them as
-    through any plan; ``len`` stays the most runs planned."""
-
-    go_on: Callable[[], bool]
-
-    def __new__(cls, plans: tuple[RunPlan, ...], go_on: Callable[[], bool]) -> _UntilDecidedPlans:
-        self = super().__new__(cls, plans)
-        self.go_on = go_on
-        return self
-
-    def __iter__(self) -> Iterator[RunPlan]:
-        for i, plan in enumerate(tuple.__iter__(self)):
-            if i and not self.go_on():
-                return
-            yield plan
-
-
-def _stop_rule(
-    bench: BenchmarkSpec,
-    recorder: _Recorder,
-    settings: AnalysisSettings,
-    budget: _Budget | None,
-    progress: Progress,
-    options: SessionOptions,
-) -> Callable[[], bool]:
-    """Whether to start another run: not once the verdict is decided (docs/statistics.md,
-    method 2b), nor when the run would not end within the benchmark's share of the budget."""
-    started = time.monotonic()
-    # Continued: the earlier runs are in the record but not in this session's time.
-    first = len(recorder.record.runs)
-    allowance = None if budget is None else budget.allowance_s(bench)
-
-    def say(text: str) -> None:
-        if options.progress:
-            progress.note(f"duet: {bench.name}: {text}")
-
-    def go_on() -> bool:
-        record = recorder.record
-        analysis = analyze_benchmark(record, settings)
-        stopping = analysis.stopping
-        if stopping is not None and stopping.decided_after is not None:
-            say(f"{analysis.verdict}, {stopping.sentence()}")
-            return False
-        if allowance is not None:
-            elapsed = time.monotonic() - started
-            per_run = elapsed / max(1, len(record.runs) - first)
-            if elapsed + per_run > allowance:
-                why = (
-                    f"budget spent: the next run would end after its share of the budget "
-                    f"({units.clock(allowance * 1e9)}, {len(record.runs)} runs measured)"
-                )
-                recorder.record = replace(record, note=why)
-                recorder.save()
-                say(why)
-                return False
-        return True
-
-    return go_on
 
 
 #: How many lines of a failed side's stderr are shown on the terminal (all of its tail is in the
