@@ -278,6 +278,57 @@ def test_an_undecided_step_gets_more_runs_up_to_the_cap_then_resumes(tmp_path: P
     assert re.search(r"no verdict after 4 runs \(ratio [0-9.]+\): 2 more runs", done.stderr)
 
 
+def test_every_step_measured_until_decided_says_after_how_many_runs(tmp_path: Path) -> None:
+    """``--step-max-runs 12``: each step is one round that stops at its first decided look
+    (docs/statistics.md, method 2b), never topped up, and its record says after how many runs
+    it decided. Commit 3 of 4 makes the work 1.3x; every other step compares unchanged work.
+
+    How often it fails by chance: the rule's simultaneous 99% intervals bound a wrong verdict
+    at 1% per step (about 4 steps), but that bound is for a change at the edge of the band;
+    here the truth is 1.0 or 1.3 against a 10% threshold, so a wrong verdict needs the mean log
+    ratio of 5 or more runs off by about 0.1, more than 10 standard errors at the per-run
+    s.d. of at most 2% these CPU-time runs show on a shared machine: below 1e-6. Undecided
+    after 12 runs (the test fails) needs a per-run s.d. above about 6.5% (Pocock c = 5.08 for
+    5-12 looks at 99%: the half-width 5.08 s / sqrt(12) must stay below about 0.095)."""
+    repo = history(tmp_path, {3: 1.3}, commits=4)
+    out = tmp_path / "out"
+    done, summary = bisect(repo, out, "good", "HEAD", "--step-max-runs", "12")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert summary is not None
+    assert summary["outcome"] == "single", summary["message"]
+    assert summary["culprits"][0]["commit"] == repo.rev_parse("HEAD~1")
+    assert summary["until_decided"]["min_runs"] == 5
+    assert summary["until_decided"]["max_runs"] == 12
+    assert summary["max_runs"] == 12
+    for step in summary["steps"]:
+        assert step["until_decided_max_runs"] == 12
+        assert 5 <= step["decided_after"] == step["runs"] <= 12, step
+        [round_file] = step["files"]  # one round: no top-up
+        [measured] = json.loads((out / round_file).read_text())["benchmarks"]
+        assert measured["settings"]["until_decided"]["max_runs"] == 12
+        assert measured["analysis"]["stopping"]["decided_after"] == step["decided_after"]
+    assert re.search(r"decided after \d+ of up to 12 runs", done.stderr)
+    # The same --out and options: read back, nothing measured again.
+    again, summary2 = bisect(repo, out, "good", "HEAD", "--step-max-runs", "12")
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert summary2 is not None
+    assert [s["decided_after"] for s in summary2["steps"]] == [
+        s["decided_after"] for s in summary["steps"]
+    ]
+    assert "read back" in again.stderr
+
+
+def test_fixed_runs_and_steps_until_decided_together_are_a_usage_error(tmp_path: Path) -> None:
+    repo = history(tmp_path, {}, commits=2)
+    done, summary = bisect(
+        repo, tmp_path / "out", "good", "HEAD", "--runs", "6", "--step-budget", "1m"
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "give one or the other" in done.stderr
+    assert "--step-" in done.stderr
+    assert summary is None
+
+
 @pytest.mark.parametrize(
     ("have", "needed", "max_runs", "add"),
     [
