@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -543,3 +544,42 @@ def test_search_lets_go_of_the_commits_that_leave_the_window(n: int) -> None:
         holding = Holding(commits, compare)
         result = search(commits, holding.compare, on_leave=holding.leave)
         assert holding.peak <= 5, (first, second, holding.peak)
+
+
+def _resolved(**values: Any) -> Any:
+    from duet_bench.settings import Resolved
+
+    return Resolved(values=values, origins=dict.fromkeys(values, "duet.toml"))
+
+
+def test_step_design_from_the_options_or_the_configuration() -> None:
+    from duet_bench.analysis.stopping import UntilDecided
+    from duet_bench.bisect.run import BisectOptions, step_design
+    from duet_bench.errors import UsageError
+
+    base = BisectOptions(good="good", bad="HEAD", out_dir=Path("out"))
+    # None anywhere: fixed-design steps, as before.
+    assert step_design(base, _resolved(runs=10)) is None
+    # The options; --step-budget alone takes the default maximum.
+    assert step_design(replace(base, step_budget_s=60.0), _resolved(runs=10)) == UntilDecided(
+        budget_s=60.0
+    )
+    assert step_design(
+        replace(base, step_max_runs=12, step_min_runs=6), _resolved(runs=10)
+    ) == UntilDecided(min_runs=6, max_runs=12)
+    # The configuration's, as duet compare reads them; the options win.
+    assert step_design(base, _resolved(runs=10, max_runs=20)) == UntilDecided(max_runs=20)
+    assert step_design(
+        replace(base, step_max_runs=12), _resolved(runs=10, max_runs=20, budget_s=300.0)
+    ) == UntilDecided(max_runs=12)
+    # --runs or bisect's own --max-runs keep fixed-design steps over the configuration's...
+    assert step_design(replace(base, overrides={"runs": 6}), _resolved(max_runs=20)) is None
+    assert step_design(replace(base, max_runs=24), _resolved(max_runs=20)) is None
+    # ...and beside a --step-* option are a usage error, as is --step-min-runs alone.
+    for wrong in (
+        replace(base, overrides={"runs": 6}, step_max_runs=12),
+        replace(base, max_runs=24, step_budget_s=60.0),
+        replace(base, step_min_runs=6),
+    ):
+        with pytest.raises(UsageError):
+            step_design(wrong, _resolved(runs=10))
