@@ -46,7 +46,16 @@ DEFAULT_PYTHON = ".venv/bin/python"
 
 
 #: The keys ``duet calibrate --write`` sets.
-RECOMMENDATION_KEYS = ("runs", "iterations", "warmup", "method", "metric", "crossover")
+RECOMMENDATION_KEYS = (
+    "runs",
+    "iterations",
+    "warmup",
+    "method",
+    "metric",
+    "crossover",
+    "min_runs",
+    "max_runs",
+)
 
 
 #: The recommended settings whose values are words; the others are integers.

@@ -17,12 +17,18 @@ from duet_bench.units import change, duration, interval, percent, sig
 if TYPE_CHECKING:
     from duet_bench.calibrate import Calibration, Recommendation
     from duet_bench.calibrate.designs import DesignFigures
+    from duet_bench.calibrate.until_decided import UntilDecidedAdvice
 
 _LABEL = 17
 
 
-def config_lines(rec: Recommendation, target: tuple[Path, str, str | None] | None) -> list[str]:
-    """The exact lines for the configuration file, with where they go."""
+def config_lines(
+    rec: Recommendation,
+    target: tuple[Path, str, str | None] | None,
+    until_decided: UntilDecidedAdvice | None = None,
+) -> list[str]:
+    """The exact lines for the configuration file, with where they go (``min_runs`` and
+    ``max_runs`` when the until-decided advice reached its target)."""
     if target is None:
         where = "duet.toml (top level, or the benchmark's [[benchmark]] table)"
     else:
@@ -44,6 +50,8 @@ def config_lines(rec: Recommendation, target: tuple[Path, str, str | None] | Non
     ]
     if rec.crossover is not None:
         lines.append(f'crossover = "{rec.crossover}"')
+    if until_decided is not None and until_decided.reachable:
+        lines += [f"min_runs = {until_decided.min_runs}", f"max_runs = {until_decided.max_runs}"]
     return lines
 
 
@@ -304,6 +312,11 @@ def _until_decided_sentence(cal: Calibration) -> str:
             "the threshold is too tight for this spread (more iterations per run, a quieter "
             "machine, or a larger threshold)."
         )
+    else:
+        why += (
+            " With max_runs in the configuration (the lines below), duet run, compare and "
+            "bisect measure until decided; --runs N on the command line keeps a fixed design."
+        )
     return head + why
 
 
@@ -366,7 +379,7 @@ def _recommendation_lines(
     if cal.until_decided is not None:
         out.append(wrap(_until_decided_sentence(cal), 0))
     out.append("")
-    lines = config_lines(rec, config_target)
+    lines = config_lines(rec, config_target, cal.until_decided)
     if written:
         out.append(f"Written to {written}:")
         lines = [ln for ln in lines if not ln.startswith("#")]

@@ -5,6 +5,8 @@ fixed seed, so these tests are exact: they pass or fail the same way on every ru
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from duet_bench.analysis import AnalysisSettings
@@ -92,3 +94,28 @@ def test_calibrate_reports_the_bounds() -> None:
     assert d["iterations"] == c.to_dict()["recommended"]["iterations"]
     text = " ".join(render_text(c, {}).split())
     assert f"--min-runs {d['min_runs']} --max-runs {d['max_runs']}" in text
+
+
+def test_write_stores_min_runs_and_max_runs_and_the_suite_then_measures_until_decided(
+    tmp_path: Path,
+) -> None:
+    from duet_bench.analysis.stopping import until_decided
+    from duet_bench.commands.calibrate import _write
+    from duet_bench.config import load_config
+    from duet_bench.settings import resolve
+
+    path = tmp_path / "duet.toml"
+    path.write_text('runs = 10\n\n[[benchmark]]\nname = "x"\ncommand = "true"\n')
+    c = calibrate(Model().data(), AnalysisSettings(reps=1000, threshold=0.05))
+    u = c.until_decided
+    assert u is not None
+    assert u.reachable
+    _write(c, (path, "duet", None))
+    config = load_config(path)
+    resolved = resolve({}, config=config, benchmark=config.benchmarks[0])
+    assert until_decided(resolved.values, resolved.origins) == UntilDecided(
+        min_runs=u.min_runs, max_runs=u.max_runs
+    )
+    # --runs on the command line still asks for a fixed design.
+    given = resolve({"runs": 12}, config=config, benchmark=config.benchmarks[0])
+    assert until_decided(given.values, given.origins) is None
