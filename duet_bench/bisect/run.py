@@ -151,12 +151,6 @@ def step_design(options: BisectOptions, resolved: Resolved) -> UntilDecided | No
         "budget_s": options.step_budget_s,
     }
     on_command_line = any(v is not None for v in given.values())
-    if given["max_runs"] is None and given["budget_s"] is None and given["min_runs"] is not None:
-        raise UsageError(
-            "--step-min-runs needs --step-max-runs or --step-budget: without them each step is "
-            "a fixed design of --runs",
-            fix="add --step-max-runs 40 or --step-budget 5m, or drop --step-min-runs",
-        )
     fixed_given = "runs" in options.overrides or options.max_runs is not None
     if on_command_line and fixed_given:
         raise UsageError(
@@ -165,12 +159,19 @@ def step_design(options: BisectOptions, resolved: Resolved) -> UntilDecided | No
             fix="drop --runs and --max-runs to measure every step until decided, or drop the "
             "--step-* options",
         )
-    if not on_command_line:
-        if fixed_given:
-            return None
-        given = {k: resolved.values.get(k) for k in given}
-        if given["max_runs"] is None and given["budget_s"] is None:
-            return None
+    if fixed_given and not on_command_line:
+        return None
+    # Key by key, an option wins over the configuration (as in duet compare): the session
+    # resolves the keys the options leave out from the configuration too.
+    given = {k: v if v is not None else resolved.values.get(k) for k, v in given.items()}
+    if given["max_runs"] is None and given["budget_s"] is None:
+        if options.step_min_runs is not None:
+            raise UsageError(
+                "--step-min-runs needs --step-max-runs or --step-budget (or max_runs or budget "
+                "in the configuration): without them each step is a fixed design of --runs",
+                fix="add --step-max-runs 40 or --step-budget 5m, or drop --step-min-runs",
+            )
+        return None
     lo, hi, budget = given["min_runs"], given["max_runs"], given["budget_s"]
     return UntilDecided(
         min_runs=DEFAULT_MIN_RUNS if lo is None else int(lo),

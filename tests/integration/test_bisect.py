@@ -567,11 +567,14 @@ def test_step_design_from_the_options_or_the_configuration() -> None:
     assert step_design(
         replace(base, step_max_runs=12, step_min_runs=6), _resolved(runs=10)
     ) == UntilDecided(min_runs=6, max_runs=12)
-    # The configuration's, as duet compare reads them; the options win.
+    # The configuration's, as duet compare reads them; an option wins key by key.
     assert step_design(base, _resolved(runs=10, max_runs=20)) == UntilDecided(max_runs=20)
     assert step_design(
+        replace(base, step_min_runs=8), _resolved(runs=10, max_runs=20)
+    ) == UntilDecided(min_runs=8, max_runs=20)
+    assert step_design(
         replace(base, step_max_runs=12), _resolved(runs=10, max_runs=20, budget_s=300.0)
-    ) == UntilDecided(max_runs=12)
+    ) == UntilDecided(max_runs=12, budget_s=300.0)
     # --runs or bisect's own --max-runs keep fixed-design steps over the configuration's...
     assert step_design(replace(base, overrides={"runs": 6}), _resolved(max_runs=20)) is None
     assert step_design(replace(base, max_runs=24), _resolved(max_runs=20)) is None
