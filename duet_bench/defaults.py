@@ -84,9 +84,15 @@ RUN_KEYS = (
 )
 #: The settings of the analysis (:class:`duet_bench.analysis.AnalysisSettings`).
 ANALYSIS_KEYS = ("confidence", "threshold", "reps", "seed", "interval", "winsorize", "metric")
+#: Measuring until decided (docs/statistics.md, method 2b): unset (None) for a fixed design of
+#: ``runs``; ``max_runs`` or ``budget_s`` set measures until the verdict is decided.
+STOPPING_KEYS = ("min_runs", "max_runs", "budget_s")
 #: What a ``[[benchmark]]`` table may set.
 BENCHMARK_KEYS = (
     "runs",
+    "min_runs",
+    "max_runs",
+    "budget_s",
     "iterations",
     "warmup",
     "timeout_s",
@@ -102,7 +108,11 @@ SUITE_ONLY_KEYS = ("isolation", "max_failures")
 
 #: Field names that differ from the key in the configuration file (and from the parameter
 #: of the command-line option).
-FILE_KEYS: Mapping[str, str] = {"timeout_s": "timeout", "memory_limit_bytes": "memory_limit"}
+FILE_KEYS: Mapping[str, str] = {
+    "timeout_s": "timeout",
+    "memory_limit_bytes": "memory_limit",
+    "budget_s": "budget",
+}
 
 #: :data:`BENCHMARK_KEYS` as the configuration file spells them (``timeout``, ``memory_limit``):
 #: the settings a ``[[suite]]`` entry gives to every benchmark it finds.

@@ -47,6 +47,10 @@ if TYPE_CHECKING:
 #: Every setting by field name, with its built-in default.
 BUILTIN: Mapping[str, Any] = {
     "runs": DEFAULT_RUNS,
+    # Unset: a fixed design of ``runs``; docs/statistics.md, method 2b.
+    "min_runs": None,
+    "max_runs": None,
+    "budget_s": None,
     "iterations": DEFAULT_ITERATIONS,
     "warmup": DEFAULT_WARMUP,
     "timeout_s": DEFAULT_TIMEOUT_S,

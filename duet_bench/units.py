@@ -222,3 +222,39 @@ def short_name(name: str, width: int = NAME_WIDTH) -> str:
         return name
     tail = (width - 1) // 3
     return name[: width - 1 - tail] + "…" + name[-tail:]
+
+
+_DURATION_SUFFIXES = {"": 1.0, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float:
+    """``10m``, ``90s``, ``1.5h``, ``600`` -> seconds (a bare number is seconds).
+
+    Raises ``ValueError`` with the accepted forms.
+    """
+    s = text.strip().lower().replace(" ", "")
+    number = s.rstrip("abcdefghijklmnopqrstuvwxyz")
+    suffix = s[len(number) :]
+    try:
+        value = float(number)
+    except ValueError:
+        value = -1.0
+    if suffix not in _DURATION_SUFFIXES or not value > 0 or not math.isfinite(value):
+        raise ValueError(
+            f"{text!r} is not a duration; write e.g. 90s, 10m, 1.5h or a number of seconds"
+        )
+    return value * _DURATION_SUFFIXES[suffix]
+
+
+def clock(ns: float | None) -> str:
+    """A machine time as a person reads it: ``12.3 s``, ``1 min 12 s``, ``2 h 05 min``."""
+    if ns is None or not math.isfinite(ns):
+        return "n/a"
+    seconds = ns / 1e9
+    if seconds < 59.5:
+        return f"{sig(seconds)} s"
+    whole = round(seconds)
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60} s"
+    minutes = round(seconds / 60)
+    return f"{minutes // 60} h {minutes % 60:02d} min"

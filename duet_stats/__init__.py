@@ -55,6 +55,13 @@ from duet_stats.sequential import (
     shuffled_ratio,
     sync_gain,
 )
+from duet_stats.stopping import (
+    StoppingBounds,
+    StoppingInterval,
+    StoppingShape,
+    stopping_bounds,
+    stopping_intervals,
+)
 from duet_stats.warmup import Warmup, detect_warmup
 from duet_stats.winsor import DEFAULT_FRACTION, MIN_ITERATIONS, winsorize_run, winsorize_runs
 
@@ -76,6 +83,9 @@ __all__ = [
     "RatioEstimate",
     "SequentialEstimate",
     "ShuffledEstimate",
+    "StoppingBounds",
+    "StoppingInterval",
+    "StoppingShape",
     "VarianceComponents",
     "Warmup",
     "accuracy_gain",
@@ -97,6 +107,8 @@ __all__ = [
     "sequential_ci",
     "shuffled_ratio",
     "side_asymmetry",
+    "stopping_bounds",
+    "stopping_intervals",
     "sync_gain",
     "variance_components",
     "winsorize_run",

@@ -16,7 +16,7 @@ from duet_bench.analysis.estimate import (
     with_impact_factors,
 )
 from duet_bench.analysis.interference import busy_share, interference
-from duet_bench.analysis.model import AnalysisSettings, BenchmarkAnalysis, Design
+from duet_bench.analysis.model import AnalysisSettings, BenchmarkAnalysis, Design, MetricEstimate
 from duet_bench.analysis.runs_needed import runs_needed_note, runs_needed_of
 from duet_bench.analysis.series import Series, series_of
 from duet_bench.analysis.sides import (
@@ -26,6 +26,13 @@ from duet_bench.analysis.sides import (
     benchmark_asymmetry,
     crossover_difference,
     process_note,
+)
+from duet_bench.analysis.stopping import (
+    Stopping,
+    UntilDecided,
+    looks_of,
+    run_log_ratios_of,
+    stopping_of,
 )
 from duet_bench.metrics import names
 from duet_bench.results import BenchmarkRecord, RunRecord
@@ -42,7 +49,7 @@ def analyze_benchmark(record: BenchmarkRecord, settings: AnalysisSettings) -> Be
     unanalysed = _unanalysed(record, settings)
     if not ok:
         return unanalysed
-    series = series_of(ok)
+    series = series_of(ok, crossing=record.method != "sequential")
     estimates, missing = estimate_metrics(series, name=record.name, settings=settings)
     busy, delayed = busy_share(series), interference(series)
     metric, reason = choose_metric(
@@ -73,6 +80,7 @@ def analyze_benchmark(record: BenchmarkRecord, settings: AnalysisSettings) -> Be
     needed = runs_needed_of(chosen, settings)
     a, b = series.of(metric) or series.wall
     baseline, candidate = with_impact_factors(chosen, a, b, name=record.name, seed=settings.seed)
+    stopping = _stopping(record, chosen, settings)
     notes = [
         record.note,
         series.cut_note,
@@ -88,21 +96,28 @@ def analyze_benchmark(record: BenchmarkRecord, settings: AnalysisSettings) -> Be
         ),
         interval_note(chosen, len(ok)),
         winsor_note(settings, runs=len(ok), iterations=int(a.shape[1])),
-        runs_needed_note(needed, runs_used=len(ok), threshold=settings.threshold),
+        runs_needed_note(needed, runs_used=len(ok), threshold=settings.threshold)
+        if stopping is None
+        else None,
         allocation_note(ok),
     ]
+    last = stopping.looks[-1] if stopping is not None and stopping.looks else None
     return replace(
         unanalysed,
-        ratio=chosen.ratio,
-        ci_low=chosen.ci_low,
-        ci_high=chosen.ci_high,
-        verdict=chosen.verdict,
+        # Measured until decided: the repeated interval of the last look, whose coverage holds
+        # whatever the stopping time (docs/statistics.md, method 2b); fewer runs than the first
+        # look: the point estimate, no verdict.
+        ratio=chosen.ratio if last is None else last.ratio,
+        ci_low=(chosen.ci_low if stopping is None else None) if last is None else last.ci_low,
+        ci_high=(chosen.ci_high if stopping is None else None) if last is None else last.ci_high,
+        verdict=(chosen.verdict if stopping is None else None) if last is None else last.verdict,
         runs_used=len(ok),
         iterations=int(a.shape[1]),
         winsorized=chosen.winsorized,
         baseline=baseline,
         candidate=candidate,
-        runs_needed=needed,
+        # Measured until decided, "runs needed" would invite a second fixed look: none.
+        runs_needed=needed if stopping is None else None,
         note="; ".join(n for n in notes if n) or None,
         metric=metric,
         metric_reason=reason,
@@ -113,7 +128,43 @@ def analyze_benchmark(record: BenchmarkRecord, settings: AnalysisSettings) -> Be
         disagreement=disagreement(estimates, metric),
         side_asymmetry=asymmetry,
         design=_design(record, series),
+        stopping=stopping,
     )
+
+
+def _stopping(
+    record: BenchmarkRecord, chosen: MetricEstimate, settings: AnalysisSettings
+) -> Stopping | None:
+    """Every look of a benchmark measured until decided, and where it stopped; None for a fixed
+    design."""
+    design = UntilDecided.from_settings(record.settings)
+    if design is None:
+        return None
+    looks = looks_of(run_log_ratios_of(chosen, settings), design, settings)
+    elapsed = [_run_machine_ns(r, record.method) for r in record.runs]
+    stopped = None
+    if looks and looks[-1].verdict == "inconclusive" and looks[-1].runs < design.max_runs:
+        stopped = (
+            "budget spent"
+            if design.budget_s is not None and "budget" in (record.note or "")
+            else "stopped before the last run"
+        )
+    return stopping_of(
+        looks,
+        design,
+        elapsed_ns=None if any(e is None for e in elapsed) else sum(e or 0 for e in elapsed),
+        stopped=stopped,
+    )
+
+
+def _run_machine_ns(run: RunRecord, method: str) -> int | None:
+    """The machine time of a run: the longer side (duet: they run together), or both
+    (sequential: one after the other); None when a side did not record it."""
+    walls = [s.wall_ns for s in (run.baseline, run.candidate)]
+    if any(w is None for w in walls):
+        return None
+    values = [w or 0 for w in walls]
+    return sum(values) if method == "sequential" else max(values)
 
 
 def _crossover_setting(record: BenchmarkRecord) -> str | None:

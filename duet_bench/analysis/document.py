@@ -47,7 +47,7 @@ def running_estimate(record: BenchmarkRecord, requested: MetricChoice) -> str | 
     ok = record.ok_runs()
     if not ok:
         return None
-    series = series_of(ok)
+    series = series_of(ok, crossing=record.method != "sequential")
     metric, _ = choose_metric(
         requested,
         available={name: series.why_missing(name) for name in names()},

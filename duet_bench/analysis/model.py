@@ -30,6 +30,7 @@ from duet_bench.metrics import DEFAULT_METRIC, MetricChoice, MetricName, choices
 from duet_bench.results import analysis as stored
 
 if TYPE_CHECKING:
+    from duet_bench.analysis.stopping import Stopping
     from duet_bench.results import BenchmarkRecord
 
 
@@ -244,6 +245,9 @@ class BenchmarkAnalysis:
     #: (no ``settings["crossover"]``, no per-iteration CPUs): ``to_dict`` then has no
     #: ``design`` key, so that their stored analyses stay as they were.
     design: Design | None = None
+    #: A measurement until decided (docs/statistics.md, method 2b); None for a fixed design:
+    #: ``to_dict`` then has no ``stopping`` key.
+    stopping: Stopping | None = None
 
     def to_block(self) -> stored.AnalysisBlock:
         """The record ``results.json`` stores (:class:`duet_bench.results.analysis.AnalysisBlock`);
@@ -295,7 +299,11 @@ class BenchmarkAnalysis:
             note=self.note,
             failures=tuple(self.failures),
             design=None if self.design is None else self.design.to_block(),
-            absent=frozenset({"design"}) if self.design is None else frozenset(),
+            stopping=None if self.stopping is None else self.stopping.to_block(),
+            absent=frozenset(
+                ({"design"} if self.design is None else set())
+                | ({"stopping"} if self.stopping is None else set())
+            ),
         )
 
     def to_dict(self) -> dict[str, Any]:

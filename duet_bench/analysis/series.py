@@ -106,16 +106,18 @@ def recorded_of(ok: tuple[RunRecord, ...]) -> Recorded:
     return Recorded(wall_ns=wall, cpu_ns=matrix("iteration_cpu_ns"), runq_ns=runq)
 
 
-def series_of(ok: tuple[RunRecord, ...]) -> Series:
+def series_of(ok: tuple[RunRecord, ...], *, crossing: bool = True) -> Series:
     """The recorded figures (:func:`recorded_of`), every registered metric derived from them,
-    and the CPU assignment of every iteration."""
+    and the CPU assignment of every iteration. ``crossing=False`` for the sequential method (one
+    side after the other): the sides never cross over, so their CPUs say nothing about an
+    assignment, and sharing a CPU is the design, not a failed move."""
     lengths = {len(r.baseline.iterations_ns) for r in ok}
     # Runs cut short (e.g. an interrupted last run kept as "ok") would bias the mean; use the
     # common length so every run weighs the same, and say so.
     n = min(lengths)
     cut_note = f"runs had different iteration counts; each cut to {n}" if len(lengths) > 1 else None
     recorded = recorded_of(ok)
-    crossover, crossover_note = crossover_of(ok, n)
+    crossover, crossover_note = crossover_of(ok, n) if crossing else (None, None)
     return Series(
         recorded=recorded,
         derived={m.name: m.derive(recorded) for m in registered()},

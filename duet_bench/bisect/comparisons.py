@@ -1,5 +1,7 @@
 """One comparison of ``duet bisect``: two commits of the history, built once, measured with
-``duet_bench.session.measure`` in rounds until the verdict is decided or the cap is reached.
+``duet_bench.session.measure`` in rounds until the verdict is decided or the cap is reached;
+or, measured until decided (``--step-max-runs``, ``--step-budget``: docs/statistics.md, method
+2b), in one round that stops at the first decided look, with no top-up round after it.
 
 Every round is a results file of its own in ``<out>/steps/`` (rewritten after every run by the
 session, so nothing measured is lost). A round file that is complete and was measured with the
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from duet_bench import files, results, units
 from duet_bench.analysis import AnalysisSettings, analyze_benchmark
+from duet_bench.analysis.stopping import UntilDecided
 from duet_bench.bisect.history import Commit
 from duet_bench.config import BenchmarkConfig, Config
 from duet_bench.errors import ResultsError, VersionError
@@ -76,6 +79,10 @@ class Comparison:
     #: Rounds read back from an earlier invocation instead of measured.
     rounds_reused: int
     note: str | None
+    #: Measured until decided: the runs at the look that decided it (None: undecided, or a
+    #: fixed design), and the most runs the step could take.
+    decided_after: int | None = None
+    until_decided_max_runs: int | None = None
 
     @property
     def decided(self) -> bool:
@@ -103,6 +110,8 @@ class Comparison:
             "files": list(self.files),
             "rounds_reused": self.rounds_reused,
             "note": self.note,
+            "decided_after": self.decided_after,
+            "until_decided_max_runs": self.until_decided_max_runs,
         }
 
 
@@ -123,6 +132,7 @@ class Comparer:
         machine: MachineOptions,
         out_dir: Path,
         max_runs: int,
+        design: UntilDecided | None = None,
         rebuild: bool = False,
         on_note: Callable[[str], None] = lambda text: None,
     ) -> None:
@@ -135,16 +145,25 @@ class Comparer:
         self.machine = machine
         self.out_dir = out_dir
         self.max_runs = max_runs
+        #: Measure every step until decided (one round, no top-up); None: a fixed design.
+        self.design = design
         self.rebuild = rebuild
         self.on_note = on_note
         resolved = resolve(self.overrides, config=config, benchmark=benchmark)
-        self.first_runs = min(resolved["runs"], max_runs)
+        self.first_runs = min(resolved["runs"], max_runs) if design is None else design.max_runs
         self.max_failures = resolved["max_failures"]
         self.isolation = resolved["isolation"]
         # What a round file must have been measured with to be read back.
+        key: dict[str, Any] = {
+            "suite": dict(config.raw),
+            "benchmark": benchmark.name,
+            "run": self.overrides,
+        }
+        if design is not None:
+            key["until_decided"] = design.to_record()
         self.key = json.loads(
             json.dumps(
-                {"suite": dict(config.raw), "benchmark": benchmark.name, "run": self.overrides},
+                key,
                 sort_keys=True,
                 default=str,
             )
@@ -174,7 +193,9 @@ class Comparer:
             record = part if record is None else _joined(record, part)
             comparison = self._summarise(baseline, candidate, record, files, reused)
             have, needed = comparison.runs, comparison.runs_needed
-            if comparison.decided:
+            if comparison.decided or self.design is not None:
+                # Measured until decided: an undecided round is not topped up (more runs read
+                # with it would be a second look the rule's error rate does not allow).
                 break
             add = more_runs(have, needed, self.max_runs)
             if add == 0:
@@ -198,6 +219,7 @@ class Comparer:
         reused: int,
     ) -> Comparison:
         a = analyze_benchmark(record, self.settings)
+        stopping = a.stopping
         return Comparison(
             baseline=baseline.sha,
             candidate=candidate.sha,
@@ -211,6 +233,8 @@ class Comparer:
             files=tuple(files),
             rounds_reused=reused,
             note=a.note,
+            decided_after=stopping.decided_after if stopping is not None else None,
+            until_decided_max_runs=stopping.design.max_runs if stopping is not None else None,
         )
 
     def _round_path(self, baseline: Commit, candidate: Commit, round_: int) -> Path:
@@ -277,7 +301,13 @@ class Comparer:
     ) -> results.ResultsDocument:
         base_dir = self._directory("baseline", baseline)
         head_dir = self._directory("candidate", candidate)
-        overrides = {**self.overrides, "runs": runs}
+        overrides: dict[str, Any] = {**self.overrides, "runs": runs}
+        if self.design is not None:
+            # The plan of --step-max-runs runs, stopped by the rule (docs/statistics.md, 2b).
+            del overrides["runs"]
+            overrides |= {"min_runs": self.design.min_runs, "max_runs": self.design.max_runs}
+            if self.design.budget_s is not None:
+                overrides["budget_s"] = self.design.budget_s
         specs = [
             s.spec
             for s in for_suite(

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from duet_bench import files, results
+from duet_bench import files, results, units
 from duet_bench.analysis import AnalysisSettings
+from duet_bench.analysis.stopping import DEFAULT_MAX_RUNS, DEFAULT_MIN_RUNS, UntilDecided
 from duet_bench.bisect.comparisons import Comparer
 from duet_bench.bisect.history import Commit, first_parent_line
 from duet_bench.bisect.search import (
@@ -29,7 +30,7 @@ from duet_bench.config import CONFIG_FILES, BenchmarkConfig, Config, load_config
 from duet_bench.errors import ConfigError, UsageError
 from duet_bench.report.bisect import render
 from duet_bench.session import MachineOptions
-from duet_bench.settings import resolve
+from duet_bench.settings import Resolved, resolve
 from duet_bench.versions import Versions
 
 #: ``--max-runs`` default: this many times the configured runs.
@@ -48,6 +49,12 @@ class BisectOptions:
     max_runs: int | None = None
     spread_share: float = SPREAD_SHARE
     max_culprits: int = MAX_CULPRITS
+    #: Measure every step until decided (``--step-min-runs``, ``--step-max-runs``,
+    #: ``--step-budget``; the configuration's min_runs, max_runs, budget otherwise). Not
+    #: ``max_runs``, which caps the top-up rounds of a fixed-design step.
+    step_min_runs: int | None = None
+    step_max_runs: int | None = None
+    step_budget_s: float | None = None
     rebuild: bool = False
     keep_worktrees: bool = False
     overrides: Mapping[str, Any] = field(default_factory=dict)
@@ -69,6 +76,8 @@ class Bisection:
     spread_share: float
     commits: tuple[Commit, ...]
     result: SearchResult | None
+    #: Every step measured until decided with this design; None: fixed-design rounds.
+    until_decided: UntilDecided | None = None
     #: Steps so far while running (the result holds them at the end).
     steps: tuple[Step, ...] = ()
     stopped: str | None = None
@@ -86,6 +95,9 @@ class Bisection:
             "confidence": self.confidence,
             "metric": self.metric,
             "max_runs": self.max_runs,
+            "until_decided": (
+                self.until_decided.to_record() if self.until_decided is not None else None
+            ),
             "spread_share": self.spread_share,
             "first_parent": True,
             "commits": [
@@ -128,6 +140,46 @@ def _one_benchmark(config: Config, name: str | None) -> BenchmarkConfig:
     )
 
 
+def step_design(options: BisectOptions, resolved: Resolved) -> UntilDecided | None:
+    """How each step is measured: until decided (docs/statistics.md, method 2b) when
+    ``--step-max-runs`` or ``--step-budget`` is given, or ``max_runs`` or ``budget`` is in the
+    configuration (as ``duet compare`` reads it; ``--runs`` on the command line keeps a fixed
+    design); None for fixed-design rounds topped up to ``--max-runs``."""
+    given = {
+        "min_runs": options.step_min_runs,
+        "max_runs": options.step_max_runs,
+        "budget_s": options.step_budget_s,
+    }
+    on_command_line = any(v is not None for v in given.values())
+    fixed_given = "runs" in options.overrides or options.max_runs is not None
+    if on_command_line and fixed_given:
+        raise UsageError(
+            "--runs and --max-runs ask for fixed-design steps topped up to a cap, --step-max-runs "
+            "and --step-budget for steps measured until decided: give one or the other",
+            fix="drop --runs and --max-runs to measure every step until decided, or drop the "
+            "--step-* options",
+        )
+    if fixed_given and not on_command_line:
+        return None
+    # Key by key, an option wins over the configuration (as in duet compare): the session
+    # resolves the keys the options leave out from the configuration too.
+    given = {k: v if v is not None else resolved.values.get(k) for k, v in given.items()}
+    if given["max_runs"] is None and given["budget_s"] is None:
+        if options.step_min_runs is not None:
+            raise UsageError(
+                "--step-min-runs needs --step-max-runs or --step-budget (or max_runs or budget "
+                "in the configuration): without them each step is a fixed design of --runs",
+                fix="add --step-max-runs 40 or --step-budget 5m, or drop --step-min-runs",
+            )
+        return None
+    lo, hi, budget = given["min_runs"], given["max_runs"], given["budget_s"]
+    return UntilDecided(
+        min_runs=DEFAULT_MIN_RUNS if lo is None else int(lo),
+        max_runs=DEFAULT_MAX_RUNS if hi is None else int(hi),
+        budget_s=None if budget is None else float(budget),
+    )
+
+
 def bisect(
     options: BisectOptions, *, on_note: Callable[[str], None] = lambda text: None
 ) -> Bisection:
@@ -157,8 +209,15 @@ def bisect(
         )
         settings = AnalysisSettings.from_values(resolved.values)
         runs = resolved["runs"]
+        design = step_design(options, resolved)
         max_runs = options.max_runs or MAX_RUNS_FACTOR * runs
-        if max_runs < runs:
+        if design is not None:
+            max_runs = design.max_runs
+            on_note(
+                f"every step measured until decided: {design.min_runs} to {design.max_runs} runs"
+                + (f" within {units.clock(design.budget_s * 1e9)}" if design.budget_s else "")
+            )
+        elif max_runs < runs:
             raise UsageError(
                 f"--max-runs {max_runs} is below the runs of one comparison ({runs})",
                 fix=f"give --max-runs {runs} or more, or fewer --runs",
@@ -179,6 +238,7 @@ def bisect(
             spread_share=options.spread_share,
             commits=tuple(commits),
             result=None,
+            until_decided=design,
         )
         comparer = Comparer(
             versions=versions,
@@ -190,6 +250,7 @@ def bisect(
             machine=options.machine,
             out_dir=out,
             max_runs=max_runs,
+            design=design,
             rebuild=options.rebuild,
             on_note=on_note,
         )

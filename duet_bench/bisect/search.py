@@ -290,13 +290,25 @@ def _undecided(
             for x in culprits
         )
     advice = []
-    if c.verdict is None and c.runs < MIN_BOOTSTRAP_RUNS:
+    if c.until_decided_max_runs is not None:
+        # Measured until decided: the step is not topped up; a larger maximum is a new
+        # measurement of each step (its round files are kept beside, as .stale.json).
+        advice.append(
+            f"--step-max-runs {max(2 * c.until_decided_max_runs, c.runs_needed or 0)} or a "
+            f"larger --step-budget (the step stopped undecided after {c.runs} of up to "
+            f"{c.until_decided_max_runs} runs; every step is then measured anew)"
+        )
+    elif c.verdict is None and c.runs < MIN_BOOTSTRAP_RUNS:
         advice.append(
             f"--max-runs {MIN_BOOTSTRAP_RUNS} or more (an interval needs {MIN_BOOTSTRAP_RUNS} "
             "successful runs; run the same command again with the same --out: what was "
             "measured is reused)"
         )
-    if c.runs_needed is not None and (max_runs is None or c.runs_needed > max_runs):
+    if (
+        c.until_decided_max_runs is None
+        and c.runs_needed is not None
+        and (max_runs is None or c.runs_needed > max_runs)
+    ):
         advice.append(
             f"--max-runs {c.runs_needed} (the planning says about {c.runs_needed} runs decide "
             "it; run the same command again with the same --out: what was measured is reused)"
@@ -336,7 +348,14 @@ def describe_step(step: Step, commits: Sequence[Commit]) -> str:
         then = f" -> between {lo} and {hi}" + (
             f" (~{math.ceil(math.log2(left + 1))} more)" if left else ""
         )
+    runs = f"{c.runs} runs"
+    if c.until_decided_max_runs is not None:
+        runs = (
+            f"decided after {c.decided_after} of up to {c.until_decided_max_runs} runs"
+            if c.decided_after is not None
+            else f"undecided after {c.runs} of up to {c.until_decided_max_runs} runs"
+        )
     return (
-        f"step {step.number}: {what}: {_figure(c)} {c.verdict or 'no verdict'}, {c.runs} runs"
+        f"step {step.number}: {what}: {_figure(c)} {c.verdict or 'no verdict'}, {runs}"
         f" -> {step.outcome}{then}"
     )

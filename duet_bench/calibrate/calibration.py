@@ -5,12 +5,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
+
+import numpy as np
 
 from duet_bench import units
 from duet_bench.analysis import AnalysisSettings, rng_for
 from duet_bench.calibrate import decide, steps
 from duet_bench.calibrate.data import AAData, aa_data, has_metric
 from duet_bench.calibrate.model import Calibration
+from duet_bench.calibrate.until_decided import (
+    UntilDecidedAdvice,
+    per_run_sd,
+    until_decided_advice,
+)
 from duet_bench.metrics import METRIC_NAMES, MetricName, instead_of, names, not_cpu_bound
 from duet_bench.results import BenchmarkRecord
 
@@ -69,6 +77,7 @@ def calibrate(
         method = decide.choose_method(comparison, gain, interval.width, steady.runs)
     plan = decide.plan(method.pays, (comps, side_comps, times), seq, steady.warmup, settings)
     est = interval.estimate
+    stopping = _until_decided(est.run_ratios, plan, steady.iterations, settings)
     return Calibration(
         benchmark=data.name,
         runs=steady.runs,
@@ -103,6 +112,7 @@ def calibrate(
         method_reason=method.reason,
         recommended=plan.recommended,
         width_by_runs=plan.width_by_runs,
+        until_decided=stopping,
         warnings=(
             *steady.warnings,
             *interval.warnings,
@@ -113,6 +123,33 @@ def calibrate(
             *plan.warnings,
             *decide.data_warnings(data, interval, steady.runs),
         ),
+    )
+
+
+def _until_decided(
+    run_ratios: Any, plan: decide.Plan, iterations: int, settings: AnalysisSettings
+) -> UntilDecidedAdvice | None:
+    """min_runs and max_runs of measuring until decided, at the recommended iterations when
+    the plan has variance components, else at the A/A's."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_run_ratios = np.log(np.asarray(run_ratios, dtype=float))
+    comps, rec = plan.components, plan.recommended
+    found = per_run_sd(
+        log_run_ratios,
+        run_effect_var=comps.run_effect_var if comps is not None and rec is not None else None,
+        within_run_var=comps.within_run_var if comps is not None and rec is not None else None,
+        iterations=rec.iterations if comps is not None and rec is not None else None,
+    )
+    if found is None:
+        return None
+    sd, source = found
+    return until_decided_advice(
+        sd,
+        iterations=rec.iterations if source == "components" and rec is not None else iterations,
+        threshold=settings.threshold,
+        confidence=settings.confidence,
+        source=source,
+        seed=settings.seed,
     )
 
 

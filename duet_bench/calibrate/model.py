@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from duet_bench.analysis.sides import SideAsymmetry  # one record, shared with analysis
 from duet_bench.calibrate.experiment import Components, Method, Recommendation
+from duet_bench.calibrate.until_decided import UntilDecidedAdvice
 from duet_bench.metrics import MetricName
 from duet_stats.crossover import CoreContrast
 from duet_stats.warmup import Warmup
@@ -202,6 +203,9 @@ class Calibration:
     core_contrast: CoreContrast | None = None
     #: With the designs compared (``--compare-designs``): every design's figures and the choice.
     designs: DesignComparison | None = None
+    #: The min_runs and max_runs of measuring until decided for this machine
+    #: (:mod:`duet_bench.calibrate.until_decided`); None: too few runs to simulate from.
+    until_decided: UntilDecidedAdvice | None = None
 
     @property
     def optimal_iterations(self) -> int | None:
@@ -253,5 +257,6 @@ class Calibration:
             },
             "recommended": self.recommended.to_dict() if self.recommended else None,
             "width_by_runs": {str(k): v for k, v in self.width_by_runs.items()},
+            "until_decided": self.until_decided.to_dict() if self.until_decided else None,
             "warnings": list(self.warnings),
         }

@@ -10,6 +10,7 @@ import click
 from duet_bench.cli import install_signal_handlers, reports_errors
 from duet_bench.commands.help import Command
 from duet_bench.commands.options import (
+    _duration,
     analysis_options,
     bench_option,
     bounded,
@@ -66,6 +67,27 @@ OUTCOMES: dict[str, Outcome] = {
     metavar="N",
     help="Runs in all one comparison may take when it is inconclusive (more runs as the "
     "planning asks, up to this). Default: 4 x --runs.",
+)
+@click.option(
+    "--step-max-runs",
+    type=bounded("runs", low=3),
+    metavar="N",
+    help="Measure every step until decided (instead of --runs and --max-runs): stop as soon "
+    "as its verdict is decided, at the latest after N runs [default with --step-budget: 40]; "
+    "no top-up round (docs/statistics.md, method 2b). The configuration's max_runs and budget "
+    "do the same.",
+)
+@click.option(
+    "--step-min-runs",
+    type=bounded("runs", low=3),
+    metavar="N",
+    help="Measuring every step until decided: the first look, after N runs [default: 5].",
+)
+@click.option(
+    "--step-budget",
+    callback=_duration,
+    metavar="DURATION",
+    help="Measure every step until decided within this machine time each (5m, 90s).",
 )
 @click.option(
     "--spread-share",

@@ -134,7 +134,8 @@ if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not 
     is_flag=True,
     help="Put the recommended runs, iterations and warmup into the configuration file "
     "(comments kept): the benchmark's table with --bench (for a suite's benchmark, its "
-    "[[suite]] table: every benchmark the suite finds), else the suite defaults.",
+    "[[suite]] table: every benchmark the suite finds), else the suite defaults. With them "
+    "min_runs and max_runs, which make that suite measured until decided.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.pass_context
@@ -364,6 +365,15 @@ def _config_target(source: AASource, bench: str | None) -> ConfigTarget | None:
     return ConfigTarget(path, form, benchmark=config.select_one(bench).name)
 
 
+def _until_decided_values(cal: Calibration) -> dict[str, int]:
+    """min_runs and max_runs of measuring until decided, when the simulation reached its
+    target (docs/calibration.md); nothing otherwise."""
+    u = cal.until_decided
+    if u is None or not u.reachable:
+        return {}
+    return {"min_runs": u.min_runs, "max_runs": u.max_runs}
+
+
 def _write(cal: Calibration, target: ConfigTarget | None) -> str | None:
     from duet_bench.config import RECOMMENDATION_KEYS, WORD_RECOMMENDATIONS
     from duet_bench.config.writer import write_recommendation
@@ -381,7 +391,7 @@ def _write(cal: Calibration, target: ConfigTarget | None) -> str | None:
         )
     values: dict[str, int | str] = {
         k: (str(v) if k in WORD_RECOMMENDATIONS else int(v))
-        for k, v in rec.values().items()
+        for k, v in {**rec.values(), **_until_decided_values(cal)}.items()
         if k in RECOMMENDATION_KEYS
     }
     write_recommendation(

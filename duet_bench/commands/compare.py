@@ -14,6 +14,7 @@ from duet_bench.commands.options import (
     bench_option,
     fail_on_option,
     run_options,
+    until_decided_options,
     versions_options,
 )
 from duet_bench.commands.output import format_option, out_option
@@ -55,6 +56,7 @@ if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not 
     "not measured instead of failing the command with exit 3.",
 )
 @run_options
+@until_decided_options
 @analysis_options
 @fail_on_option
 @format_option(*RESULTS_FORMATS)

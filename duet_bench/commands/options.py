@@ -347,6 +347,56 @@ def crossover_option(fn: F) -> F:
     )(fn)
 
 
+def _duration(_ctx: click.Context, _param: click.Parameter, value: str | None) -> float | None:
+    from duet_bench.units import parse_duration
+
+    if value is None:
+        return None
+    try:
+        return parse_duration(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+
+
+def until_decided_options(fn: F) -> F:
+    """``--min-runs``, ``--max-runs``, ``--budget``: measure until the verdict is decided
+    (docs/statistics.md, method 2b) instead of a fixed number of ``--runs``."""
+    options = [
+        click.option(
+            "--min-runs",
+            type=click.IntRange(3, int(LIMITS["runs"].high)),
+            default=None,
+            metavar="N",
+            help="Measure until decided: the first look, after N runs [default: 5].",
+        ),
+        click.option(
+            "--max-runs",
+            type=bounded("runs", low=3),
+            default=None,
+            metavar="N",
+            help="Measure until decided (instead of --runs): stop as soon as the verdict is "
+            "decided, at the latest after N runs [default with --budget: 40]. The verdict holds "
+            "its error rate whenever it stops (docs/statistics.md, method 2b).",
+        ),
+        click.option(
+            "--budget",
+            callback=_duration,
+            metavar="DURATION",
+            help="Measure until decided within this machine time (10m, 90s, 1.5h), shared by "
+            "the benchmarks; no run starts that would not end within it.",
+        ),
+        click.option(
+            "--continue",
+            "continue_from",
+            metavar="DIR",
+            help="Give the undecided benchmarks measured until decided in DIR (its "
+            "results.json) more runs under the same rule, up to a larger --max-runs; writes "
+            "there unless --out is given.",
+        ),
+    ]
+    return _apply(options, fn)
+
+
 def run_options(fn: F) -> F:
     """Options shared by the commands that compare two versions: the plan of runs and
     iterations, the method, the limits, and :func:`machine_options`."""

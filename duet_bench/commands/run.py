@@ -10,14 +10,22 @@ import click
 from duet_bench import settings
 from duet_bench.cli import finish, install_signal_handlers, reports_errors
 from duet_bench.commands.help import Command
-from duet_bench.commands.options import analysis_options, fail_on_option, run_options
+from duet_bench.commands.options import (
+    analysis_options,
+    fail_on_option,
+    run_options,
+    until_decided_options,
+)
 from duet_bench.commands.output import format_option, is_file_form, out_option, results_path
 from duet_bench.defaults import RESULTS_FORMATS
-from duet_bench.errors import Outcome
+from duet_bench.errors import Outcome, UsageError
 from duet_bench.untrusted import for_terminal
 
 if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not load it
+    from duet_bench.analysis import AnalysisSettings
     from duet_bench.options.measuring import RunOptions
+    from duet_bench.plan import BenchmarkSpec
+    from duet_bench.session import SessionOptions
 
 
 @click.command(cls=Command)
@@ -55,6 +63,7 @@ if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not 
 )
 @click.option("--name", default=None, help="Benchmark name in reports (default: from the command).")
 @run_options
+@until_decided_options
 @out_option(
     "duet-results",
     "results.json (rewritten after every run), report.md, junit.xml and metrics.txt",
@@ -79,6 +88,38 @@ def run(ctx: click.Context, /, **_given: Any) -> Outcome:
     return measure_run(RunOptions.from_click(ctx))
 
 
+def _continuing(
+    source: str, bench: BenchmarkSpec, analysis: AnalysisSettings, options: SessionOptions
+) -> SessionOptions:
+    """The session options that extend the measurement in ``source`` (``--continue``), after
+    :func:`duet_bench.analysis.stopping.check_continuation` has found it the same rule."""
+    from dataclasses import replace
+
+    from duet_bench.analysis.stopping import check_continuation
+    from duet_bench.results import load_given
+
+    doc = load_given(source)
+    earlier = next((b for b in doc.benchmarks if b.name == bench.name), None)
+    if earlier is None:
+        names = ", ".join(repr(b.name) for b in doc.benchmarks) or "none"
+        raise UsageError(
+            f"--continue {source}: it holds no benchmark {bench.name!r} (it holds {names})",
+            fix="give the same commands (and --name) as the measurement you continue",
+        )
+    check_continuation(
+        earlier,
+        settings={
+            **bench.settings(),
+            "seed": options.seed,
+            "analysis": analysis.to_record(),
+        },
+        versions={"baseline": bench.baseline.describe(), "candidate": bench.candidate.describe()},
+        design=bench.until_decided,
+        source=f"--continue {source}",
+    )
+    return replace(options, earlier={bench.name: earlier})
+
+
 def measure_run(o: RunOptions) -> Outcome:
     """``duet run`` with its options: plan the one benchmark, measure it, write and print the
     reports."""
@@ -91,10 +132,22 @@ def measure_run(o: RunOptions) -> Outcome:
 
     out = results_path(o.out)
     options = o.machine.session(planned.analysis, "run", out)
+    if o.continue_from is not None:
+        options = _continuing(o.continue_from, bench, planned.analysis, options)
     click.echo(
-        f"duet: {for_terminal(bench.name)}: {bench.runs} runs x ({bench.warmup} warm-up + "
-        f"{bench.iterations}) iterations, timeout {bench.timeout_s:g} s per iteration, "
-        f"method {bench.method}"
+        f"duet: {for_terminal(bench.name)}: "
+        + (
+            f"{bench.runs} runs"
+            if bench.until_decided is None
+            else f"until decided, {bench.until_decided.min_runs} to {bench.runs} runs"
+            + (
+                f" within {bench.until_decided.budget_s:g} s"
+                if bench.until_decided.budget_s
+                else ""
+            )
+        )
+        + f" x ({bench.warmup} warm-up + {bench.iterations}) "
+        f"iterations, timeout {bench.timeout_s:g} s per iteration, method {bench.method}"
         + (f", crossover {bench.crossover}" if bench.method == "duet" else ""),
         err=True,
     )

@@ -42,8 +42,8 @@ from duet_bench.compare.configuration import (
     repo_root,
 )
 from duet_bench.config import Config
-from duet_bench.errors import ConfigError, DuetError, VersionError
-from duet_bench.plan import for_suite, select_shard
+from duet_bench.errors import ConfigError, DuetError, UsageError, VersionError
+from duet_bench.plan import BenchmarkSettings, BenchmarkSpec, for_suite, select_shard
 from duet_bench.report.files import write_reports
 from duet_bench.results import BenchmarkRecord, ResultsDocument
 from duet_bench.session import MachineOptions, measure, session_options
@@ -84,6 +84,9 @@ class CompareOptions:
     explicit: Mapping[str, Any] = field(default_factory=dict)
     machine: MachineOptions = field(default_factory=MachineOptions)
     plots: bool = True
+    #: ``--continue DIR``: the results of an earlier measurement until decided of the same two
+    #: commits, whose undecided benchmarks get more runs under the same rule.
+    continue_from: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,11 +300,66 @@ def _measure(
         config=_recorded(options, suite, chosen, commits, resolved["max_failures"]),
     )
     specs = [planned[n].spec for n in chosen.measured]
+    if options.continue_from is not None:
+        session = replace(
+            session,
+            earlier=_earlier(options.continue_from, specs, planned, session.seed, commits),
+        )
     doc = measure(specs, session, versions=_described((base, head)))
     unmeasured = [(name, planned[name].analysis) for name in chosen.missing]
     return _with_unmeasured(
         doc, options, chosen, unmeasured, AnalysisSettings.from_values(resolved.values)
     )
+
+
+def _earlier(
+    source: Path,
+    specs: list[BenchmarkSpec],
+    planned: Mapping[str, BenchmarkSettings],
+    seed: int,
+    commits: Commits,
+) -> dict[str, BenchmarkRecord]:
+    """The earlier records ``--continue`` extends, by name, each checked to be the same rule
+    (:func:`duet_bench.analysis.stopping.check_continuation`); decided ones are kept as they
+    are. The earlier file must be of the same two commits."""
+    from duet_bench.analysis.stopping import check_continuation
+    from duet_bench.results import load_given
+
+    doc = load_given(source)
+    recorded = doc.config.get("versions") if isinstance(doc.config, Mapping) else None
+    got = (
+        tuple(recorded.get(s, {}).get("commit") for s in ("baseline", "candidate"))
+        if isinstance(recorded, Mapping)
+        else (None, None)
+    )
+    if got != (commits.base, commits.head):
+        raise UsageError(
+            f"--continue {source}: it measured {got[0]} against {got[1]}, not "
+            f"{commits.base} against {commits.head}",
+            fix="continue with the BASE and HEAD it measured, or start a new measurement",
+        )
+    by_name = {b.name: b for b in doc.benchmarks}
+    out: dict[str, BenchmarkRecord] = {}
+    for spec in specs:
+        earlier = by_name.get(spec.name)
+        if earlier is None:
+            continue
+        stopping = earlier.analysis.stopping if earlier.analysis is not None else None
+        if stopping is None or stopping.decided_after is None:
+            check_continuation(
+                earlier,
+                settings={
+                    **spec.settings(),
+                    "seed": seed,
+                    "analysis": planned[spec.name].analysis.to_record(),
+                },
+                # The worktrees' paths change between invocations; the commits are checked.
+                versions=earlier.versions,
+                design=spec.until_decided,
+                source=f"--continue {source}",
+            )
+        out[spec.name] = earlier
+    return out
 
 
 def _recorded(

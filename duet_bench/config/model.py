@@ -46,7 +46,16 @@ DEFAULT_PYTHON = ".venv/bin/python"
 
 
 #: The keys ``duet calibrate --write`` sets.
-RECOMMENDATION_KEYS = ("runs", "iterations", "warmup", "method", "metric", "crossover")
+RECOMMENDATION_KEYS = (
+    "runs",
+    "iterations",
+    "warmup",
+    "method",
+    "metric",
+    "crossover",
+    "min_runs",
+    "max_runs",
+)
 
 
 #: The recommended settings whose values are words; the others are integers.
@@ -64,6 +73,10 @@ def range_problem(name: str, value: Any) -> str | None:
     """
     if name == "runs":
         return limits.runs_problem(value)
+    if name in ("min_runs", "max_runs") and value < 3:
+        return f"must be at least 3 (the first look needs an interval), got {value}"
+    if name == "budget_s" and not (value > 0 and math.isfinite(value)):
+        return f"must be a positive, finite duration, got {value}"
     if name == "iterations" and value < 1:
         return f"must be at least 1, got {value}"
     if name in ("warmup", "max_failures") and value < 0:
@@ -101,6 +114,10 @@ class Defaults:
     """The suite-wide settings; every benchmark uses them unless it overrides one."""
 
     runs: int = DEFAULT_RUNS
+    #: Measuring until decided (docs/statistics.md, method 2b); None: a fixed design of ``runs``.
+    min_runs: int | None = None
+    max_runs: int | None = None
+    budget_s: float | None = None
     iterations: int = DEFAULT_ITERATIONS
     warmup: int = DEFAULT_WARMUP
     confidence: float = DEFAULT_CONFIDENCE
@@ -132,6 +149,9 @@ class BenchmarkConfig:
     callable: str | None = None
     setup: str | None = None
     runs: int | None = None
+    min_runs: int | None = None
+    max_runs: int | None = None
+    budget_s: float | None = None
     iterations: int | None = None
     warmup: int | None = None
     timeout_s: float | None = None

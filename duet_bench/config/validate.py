@@ -28,6 +28,7 @@ from duet_bench.config.values import (
     benchmark_name,
     callable_name,
     choice,
+    duration_s,
     env_table,
     in_range,
     indented,
@@ -45,6 +46,9 @@ from duet_bench.metrics import METRIC_CHOICES
 #: Keys of the suite table, each with its parser and the field it fills.
 SUITE_KEY_PARSERS: dict[str, tuple[Callable[[str, Any], Any], str]] = {
     "runs": (lambda k, v: in_range(k, "runs", integer(k, v)), "runs"),
+    "min_runs": (lambda k, v: in_range(k, "min_runs", integer(k, v)), "min_runs"),
+    "max_runs": (lambda k, v: in_range(k, "max_runs", integer(k, v)), "max_runs"),
+    "budget": (duration_s, "budget_s"),
     "iterations": (lambda k, v: in_range(k, "iterations", integer(k, v)), "iterations"),
     "warmup": (lambda k, v: in_range(k, "warmup", integer(k, v)), "warmup"),
     "confidence": (lambda k, v: in_range(k, "confidence", number(k, v)), "confidence"),
@@ -74,6 +78,9 @@ BENCHMARK_KEY_PARSERS: dict[str, tuple[Callable[[str, Any], Any], str]] = {
         k: SUITE_KEY_PARSERS[k]
         for k in (
             "runs",
+            "min_runs",
+            "max_runs",
+            "budget",
             "iterations",
             "warmup",
             "timeout",

@@ -30,7 +30,7 @@ from duet_bench.defaults import (
 )
 from duet_bench.manual import cite
 from duet_bench.metrics import DEFAULT_METRIC
-from duet_bench.units import parse_size
+from duet_bench.units import parse_duration, parse_size
 from duet_bench.untrusted import name_too_long
 
 #: Where messages send the reader.
@@ -54,6 +54,9 @@ class Invalid(Exception):
 #: An example value of every key, for the fixes: a setting's is its built-in default.
 EXAMPLES = {
     "runs": str(DEFAULT_RUNS),
+    "min_runs": "5",
+    "max_runs": "40",
+    "budget": '"10m"',
     "iterations": str(DEFAULT_ITERATIONS),
     "warmup": str(DEFAULT_WARMUP),
     "confidence": f"{DEFAULT_CONFIDENCE:g}",
@@ -203,6 +206,26 @@ _IDENTIFIER_PATH = r"[^\W\d]\w*(?:\.[^\W\d]\w*)*"
 
 
 _CALLABLE = re.compile(rf"{_IDENTIFIER_PATH}:{_IDENTIFIER_PATH}")
+
+
+def duration_s(key: str, value: Any) -> float:
+    """A machine-time budget: ``"10m"``, ``"90s"``, ``"1.5h"`` or a number of seconds."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+    elif isinstance(value, str):
+        try:
+            seconds = parse_duration(value)
+        except ValueError:
+            raise Invalid(
+                f"{show(value)} is not a duration", f'write e.g. {key} = "10m", "90s" or 600'
+            ) from None
+    else:
+        raise Invalid(
+            f'must be a duration such as "10m" or a number of seconds, got {show(value)} '
+            f"({type_name(value)})",
+            f'write e.g. {key} = "10m"',
+        )
+    return float(in_range(key, "budget_s", seconds))
 
 
 def callable_name(key: str, value: Any) -> str:

@@ -102,9 +102,19 @@ class RunOptions:
     out: str
     fmt: Format
     fail_on: FailOn
+    #: ``--min-runs``, ``--max-runs``, ``--budget`` (seconds), None where not given.
+    min_runs: int | None = None
+    max_runs: int | None = None
+    budget_s: float | None = None
+    #: Whether ``--runs`` was given on the command line (else its default is not a choice).
+    runs_given: bool = True
+    #: ``--continue DIR``: the measurement until decided this one extends.
+    continue_from: str | None = None
 
     @classmethod
     def from_click(cls, ctx: click.Context) -> RunOptions:
+        from click.core import ParameterSource
+
         p = ctx.params
         sides = Sides(
             baseline=p["baseline"],
@@ -125,9 +135,18 @@ class RunOptions:
             plan=PlanGiven.from_click(ctx),
             machine=MachineGiven.from_click(ctx),
             analysis=AnalysisGiven.from_click(ctx),
-            out=p["out"],
+            # --continue DIR writes there unless --out says otherwise.
+            out=p["out"]
+            if p["continue_from"] is None
+            or ctx.get_parameter_source("out") == ParameterSource.COMMANDLINE
+            else p["continue_from"],
             fmt=p["fmt"],
             fail_on=p["fail_on"],
+            min_runs=p["min_runs"],
+            max_runs=p["max_runs"],
+            budget_s=p["budget"],
+            runs_given=ctx.get_parameter_source("runs") == ParameterSource.COMMANDLINE,
+            continue_from=p["continue_from"],
         )
 
     def settings(self) -> dict[str, Any]:
@@ -135,7 +154,12 @@ class RunOptions:
         configuration every value is an option's, given or its default."""
         return {
             **self.analysis.values(),
-            "runs": self.plan.runs,
+            # Not given, the default of --runs must not count as a choice of a fixed design
+            # (docs/statistics.md, method 2b): resolve gives it as the built-in default.
+            "runs": self.plan.runs if self.runs_given else None,
+            "min_runs": self.min_runs,
+            "max_runs": self.max_runs,
+            "budget_s": self.budget_s,
             "iterations": self.plan.iterations,
             "warmup": self.plan.warmup,
             "method": self.plan.method,
@@ -163,14 +187,20 @@ class CompareCommandOptions:
     def from_click(cls, ctx: click.Context) -> CompareCommandOptions:
         from pathlib import Path
 
+        from click.core import ParameterSource
+
         from duet_bench.compare import CompareOptions
         from duet_bench.plan import parse_shard
 
         p = ctx.params
+        given_out = ctx.get_parameter_source("out") == ParameterSource.COMMANDLINE
         comparison = CompareOptions(
             base=p["base"],
             head=p["head"],
-            out_dir=Path(p["out"]),
+            # --continue DIR writes there unless --out says otherwise.
+            out_dir=Path(
+                p["out"] if p["continue_from"] is None or given_out else p["continue_from"]
+            ),
             repo=Path(p["repo"]),
             config=p["config"],
             bench=p["bench"],
@@ -180,6 +210,7 @@ class CompareCommandOptions:
             explicit=explicit_settings(ctx),
             machine=MachineGiven.from_click(ctx).machine(),
             plots=not p["no_plots"],
+            continue_from=Path(p["continue_from"]) if p["continue_from"] else None,
         )
         return cls(
             comparison=comparison,
@@ -214,10 +245,18 @@ class BisectCommandOptions:
             config=p["config"],
             benchmark=p["bench"],
             max_runs=p["max_runs"],
+            step_min_runs=p["step_min_runs"],
+            step_max_runs=p["step_max_runs"],
+            step_budget_s=p["step_budget"],
             spread_share=p["spread_share"],
             rebuild=p["rebuild"],
             keep_worktrees=p["keep_worktrees"],
-            overrides={k: v for k, v in explicit.items() if k not in defaults.ANALYSIS_KEYS},
+            # bisect's own --max-runs is its search's, not measuring until decided.
+            overrides={
+                k: v
+                for k, v in explicit.items()
+                if k not in defaults.ANALYSIS_KEYS and k not in defaults.STOPPING_KEYS
+            },
             analysis_overrides={k: v for k, v in explicit.items() if k in defaults.ANALYSIS_KEYS},
             machine=MachineGiven.from_click(ctx).machine(),
         )

@@ -33,6 +33,7 @@ from duet_bench.settings import Resolved, resolve
 
 if TYPE_CHECKING:
     from duet_bench.analysis import AnalysisSettings
+    from duet_bench.analysis.stopping import UntilDecided
     from duet_bench.config import BenchmarkConfig, Config
 
 DEFAULT_PIDS_MAX = 4096
@@ -99,6 +100,9 @@ class BenchmarkSpec:
     method: Method = DEFAULT_METHOD
     #: Ignored by the sequential method (one side at a time, nothing to cross).
     crossover: Crossover = DEFAULT_CROSSOVER
+    #: Measure until the verdict is decided (docs/statistics.md, method 2b); ``runs`` is then
+    #: its ``max_runs``. None: a fixed design of ``runs``.
+    until_decided: UntilDecided | None = None
 
     def __post_init__(self) -> None:
         if not self.name or any(c in self.name for c in "\n\r\0"):
@@ -136,6 +140,11 @@ class BenchmarkSpec:
             "pids_max": self.pids_max,
             "method": self.method,
             "crossover": self.crossover,
+            **(
+                {}
+                if self.until_decided is None
+                else {"until_decided": self.until_decided.to_record()}
+            ),
         }
 
 
@@ -164,7 +173,24 @@ def build(
         Fewer than :data:`duet_bench.defaults.MIN_RUNS` runs, naming where the number came from.
     """
     from duet_bench.analysis import AnalysisSettings
+    from duet_bench.analysis.stopping import until_decided
 
+    design = until_decided(resolved.values, resolved.origins)
+    if design is not None:
+        problem = runs_problem(design.max_runs)
+        if problem:
+            origin = resolved.origins["max_runs"]
+            raise UsageError(f"{name}: max runs {problem} (from {origin})", fix="use 40")
+        spec = BenchmarkSpec(
+            name=name,
+            baseline=baseline,
+            candidate=candidate,
+            **{k: resolved[k] for k in RUN_KEYS if k != "runs"},
+            runs=design.max_runs,
+            until_decided=design,
+        )
+        analysis = AnalysisSettings.from_values(resolved.values)
+        return BenchmarkSettings(spec=spec, analysis=analysis, resolved=resolved)
     problem = runs_problem(resolved["runs"])
     if problem:
         origin = resolved.origins["runs"]

@@ -92,6 +92,8 @@ class Row:
     notes: tuple[str, ...] = ()
     #: Notes about how the numbers were made that no reader acts on (winsorization): folded.
     details: tuple[str, ...] = ()
+    #: Measured until decided: ``decided after 6 of up to 40 runs (1 min 12 s)``, else None.
+    stopping: str | None = None
 
     @property
     def changed(self) -> bool:
@@ -121,6 +123,13 @@ class Row:
         """For an inconclusive result, what would decide it, in plain words."""
         if self.verdict != "inconclusive":
             return None
+        if self.stopping is not None:
+            return (
+                f"{self.stopping}; --continue with the results directory and a larger "
+                "--max-runs lets the same rule go on (more runs read any other way would be a "
+                "second look); to fail the job on an undecided result instead, use --fail-on "
+                "inconclusive"
+            )
         more = ""
         if self.runs_needed and self.runs_needed > self.runs_used:
             more = (
@@ -173,6 +182,9 @@ def row(b: BenchmarkRecord) -> Row:
     decimals = units.change_digits(lo, ratio, hi)
     failures = a.failures
     notes, details = _notes(a, failures)
+    stopping = stopping_line(a)
+    if stopping is not None and a.verdict != "inconclusive":
+        notes = (stopping, *notes)
     return Row(
         name=b.name,
         runs=f"{used}" if not failed else f"{used} ({failed} failed)",
@@ -198,7 +210,24 @@ def row(b: BenchmarkRecord) -> Row:
         threshold=a.threshold,
         notes=notes,
         details=details,
+        stopping=stopping,
     )
+
+
+def stopping_line(a: AnalysisBlock) -> str | None:
+    """``decided after 6 of up to 40 runs (1 min 12 s; repeated interval)`` for a benchmark
+    measured until decided (docs/statistics.md, method 2b), else None."""
+    s = a.stopping
+    if s is None:
+        return None
+    took = [units.clock(s.elapsed_ns)] if s.elapsed_ns is not None else []
+    # The interval shown is the rule's, not the bootstrap one: say so where it is read.
+    how = "; ".join([*took, "repeated interval, which holds whatever the stopping time"])
+    if s.decided_after is not None:
+        return f"decided after {s.decided_after} of up to {s.max_runs} runs ({how})"
+    runs = s.looks[-1].runs if s.looks else (a.runs_used or 0)
+    why = f": {s.stopped}" if s.stopped else ""
+    return f"not decided after {runs} of up to {s.max_runs} runs ({how}){why}"
 
 
 def _change_interval(low: float | None, high: float | None, decimals: int = 2) -> str:

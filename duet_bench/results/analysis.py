@@ -249,6 +249,85 @@ class Design:
 
 
 @dataclass(frozen=True, slots=True)
+class Look:
+    """One look of a measurement until decided: the verdict after ``runs`` successful runs."""
+
+    runs: int | None = None
+    ratio: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    verdict: Verdict | None = None
+
+    @staticmethod
+    def from_dict(value: object) -> Look | None:
+        m = mapping(value)
+        if m is None:
+            return None
+        return Look(
+            runs=count(m.get("runs")),
+            ratio=number(m.get("ratio")),
+            ci_low=number(m.get("ci_low")),
+            ci_high=number(m.get("ci_high")),
+            verdict=verdict(m.get("verdict")),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "runs": self.runs,
+            "ratio": self.ratio,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "verdict": self.verdict,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class StoppingBlock:
+    """A measurement until decided (docs/statistics.md, method 2b): the design, where it
+    stopped and why, the machine time, and every look."""
+
+    min_runs: int | None = None
+    max_runs: int | None = None
+    budget_s: float | None = None
+    shape: str | None = None
+    decided_after: int | None = None
+    stopped: str | None = None
+    elapsed_ns: int | None = None
+    looks: tuple[Look, ...] = ()
+
+    @staticmethod
+    def from_dict(value: object) -> StoppingBlock | None:
+        m = mapping(value)
+        if m is None:
+            return None
+        looks = m.get("looks")
+        return StoppingBlock(
+            min_runs=count(m.get("min_runs")),
+            max_runs=count(m.get("max_runs")),
+            budget_s=number(m.get("budget_s")),
+            shape=string(m.get("shape")),
+            decided_after=count(m.get("decided_after")),
+            stopped=string(m.get("stopped")),
+            elapsed_ns=count(m.get("elapsed_ns")),
+            looks=tuple(x for v in looks if (x := Look.from_dict(v)) is not None)
+            if isinstance(looks, list)
+            else (),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "min_runs": self.min_runs,
+            "max_runs": self.max_runs,
+            "budget_s": self.budget_s,
+            "shape": self.shape,
+            "decided_after": self.decided_after,
+            "stopped": self.stopped,
+            "elapsed_ns": self.elapsed_ns,
+            "looks": [x.to_dict() for x in self.looks],
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class AnalysisBlock:
     """A benchmark's ``analysis``: the figures of the metric that decided (``metric``), the
     settings it was judged with, every metric analysed (``metrics``), and what the reports add
@@ -283,6 +362,8 @@ class AnalysisBlock:
     note: str | None = None
     failures: tuple[str, ...] = ()
     design: Design | None = None
+    #: A measurement until decided; None (and absent) for a fixed design.
+    stopping: StoppingBlock | None = None
     #: The keys of :meth:`to_dict` the stored block did not have: left out when written.
     absent: frozenset[str] = frozenset()
 
@@ -328,11 +409,14 @@ class AnalysisBlock:
             if isinstance(failures, list)
             else (),
             design=Design.from_dict(m.get("design")),
+            stopping=StoppingBlock.from_dict(m.get("stopping")),
             absent=frozenset(k for k in KEYS if k not in m),
         )
 
     def to_dict(self) -> dict[str, Any]:
-        def optional(x: Interference | Asymmetry | Impact | Design | None) -> Any:
+        def optional(
+            x: Interference | Asymmetry | Impact | Design | StoppingBlock | None,
+        ) -> Any:
             return None if x is None else x.to_dict()
 
         out = {
@@ -367,6 +451,7 @@ class AnalysisBlock:
             "note": self.note,
             "failures": list(self.failures),
             "design": optional(self.design),
+            "stopping": optional(self.stopping),
         }
         return {k: v for k, v in out.items() if k not in self.absent}
 

@@ -41,6 +41,7 @@ from duet_bench.runner import (
     worker_python_for,
 )
 from duet_bench.session.options import SessionOptions
+from duet_bench.session.until_decided import Budget, UntilDecidedPlans, stop_rule
 from duet_bench.topology import choose_pair, read_topology
 from duet_bench.units import differing_name
 from duet_bench.untrusted import for_terminal
@@ -232,10 +233,11 @@ def _measure_all(
     # The document as last written, runs of the benchmark in progress included: what a
     # failure or an interruption keeps.
     latest = [doc]
+    budget = Budget.of(benchmarks)
     try:
         for bench in benchmarks:
             where = f"while measuring {bench.name!r}"
-            doc = _measure_one(bench, doc, ctx, pair, options, progress, latest)
+            doc = _measure_one(bench, doc, ctx, pair, options, progress, latest, budget)
     except BaseException as e:
         reason = getattr(e, "message", None) or type(e).__name__
         stopped = f"{reason} {where}"
@@ -277,9 +279,16 @@ def _measure_one(
     options: SessionOptions,
     progress: Progress,
     latest: list[ResultsDocument],
+    budget: Budget | None = None,
 ) -> ResultsDocument:
     plans = plan_runs(bench, pair, seed=options.seed)
-    inner_loops = calibrate_inner_loops(bench, ctx, cpu=plans[0].cpus["baseline"])
+    earlier = options.earlier.get(bench.name)
+    inner_loops = (
+        calibrate_inner_loops(bench, ctx, cpu=plans[0].cpus["baseline"])
+        if earlier is None
+        # Continued: the runs already measured fixed how many calls an iteration makes.
+        else int(earlier.settings.get("inner_loops") or 1)
+    )
     analysis_settings = options.per_benchmark.get(bench.name, options.analysis)
     settings = {
         **bench.settings(),
@@ -290,12 +299,18 @@ def _measure_one(
     }
     record = BenchmarkRecord(
         name=bench.name,
-        runs=(),
+        runs=() if earlier is None else earlier.runs,
         kind=bench.kind,
         method=bench.method,
         versions={"baseline": bench.baseline.describe(), "candidate": bench.candidate.describe()},
         settings=settings,
     )
+    if earlier is not None:
+        # The plan is the earlier one (same seed), its first runs already measured; a
+        # benchmark decided already (a suite continued) gets none.
+        stopping = earlier.analysis.stopping if earlier.analysis is not None else None
+        decided = stopping is not None and stopping.decided_after is not None
+        plans = () if decided else plans[len(earlier.runs) :]
     recorder = _Recorder(doc.with_benchmark(record), record, options.out, latest)
 
     def on_run(run: RunRecord) -> None:
@@ -319,6 +334,13 @@ def _measure_one(
         else:
             _warn(why)  # logged as "duet: WARNING: ..."
 
+    if bench.until_decided is not None:
+
+        def say(text: str) -> None:
+            if options.progress:
+                progress.note(f"duet: {bench.name}: {text}")
+
+        plans = UntilDecidedPlans(plans, stop_rule(bench, recorder, analysis_settings, budget, say))
     measure_benchmark(
         bench,
         plans,
@@ -328,6 +350,8 @@ def _measure_one(
         inner_loops=inner_loops,
         on_stop=on_stop,
     )
+    if budget is not None:
+        budget.done(bench)
     analysis = analyze_benchmark(recorder.record, analysis_settings).to_block()
     recorder.record = replace(recorder.record, analysis=analysis)
     recorder.save()

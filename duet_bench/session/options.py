@@ -14,6 +14,7 @@ from typing import Any
 from duet_bench.analysis.model import AnalysisSettings
 from duet_bench.defaults import DEFAULT_MAX_FAILURES
 from duet_bench.isolation import Request, RunAs
+from duet_bench.results import BenchmarkRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,9 @@ class SessionOptions:
     #: Secret variables the sides keep (``--keep-env``; docs/isolation.md).
     keep_env: tuple[str, ...] = ()
     wait_timeout: float | None = None
+    #: ``--continue``: per benchmark name, the record of an earlier measurement until decided
+    #: that this session extends under the same rule (docs/statistics.md, method 2b).
+    earlier: Mapping[str, BenchmarkRecord] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

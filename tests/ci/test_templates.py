@@ -183,6 +183,8 @@ def test_action_runs_every_script_with_bash_and_has_the_documented_inputs() -> N
         "comment",
         "sudo",
         "artifact-name",
+        "budget",
+        "max-runs",
     }
     assert action["inputs"]["head"]["default"] == "HEAD"
     assert action["inputs"]["comment"]["default"] == "auto"
@@ -224,6 +226,8 @@ def test_action_reads_every_line_of_a_multi_line_args(tmp_path: Path) -> None:
         "DUET_HEAD": "HEAD",
         "DUET_CONFIG": "",
         "DUET_ARGS": "--runs 20\n--shard 1/2\n  --iterations  7\n",
+        "DUET_BUDGET": "",
+        "DUET_MAX_RUNS": "",
         "DUET_FAIL_ON": "regression",
         "DUET_SUDO": "false",
         "GITHUB_OUTPUT": str(output),
@@ -249,6 +253,40 @@ def test_action_reads_every_line_of_a_multi_line_args(tmp_path: Path) -> None:
         "7",
     ]
     assert "exit-code=0" in output.read_text()
+
+
+def test_action_passes_budget_and_max_runs_to_duet_compare(tmp_path: Path) -> None:
+    """The inputs budget and max-runs become ``--budget`` and ``--max-runs`` (measure until
+    decided), each one argument whatever it holds; empty, neither is passed (the existing test
+    above)."""
+    log = tmp_path / "argv"
+    fake = tmp_path / "duet"
+    fake.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {log}\n')
+    fake.chmod(0o755)
+    step = _step(ACTION, "compare")
+    assert step["env"]["DUET_BUDGET"] == "${{ inputs.budget }}"
+    assert step["env"]["DUET_MAX_RUNS"] == "${{ inputs.max-runs }}"
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "DUET": str(fake),
+        "DUET_BASE": "main",
+        "DUET_HEAD": "HEAD",
+        "DUET_CONFIG": "",
+        "DUET_ARGS": "",
+        "DUET_BUDGET": "10m $(touch pwned)",
+        "DUET_MAX_RUNS": "30",
+        "DUET_FAIL_ON": "regression",
+        "DUET_SUDO": "false",
+        "GITHUB_OUTPUT": str(tmp_path / "output"),
+    }
+    done = subprocess.run(
+        ["bash", "-e", "-c", step["run"]], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    argv = log.read_text().splitlines()
+    assert argv[argv.index("--budget") + 1] == "10m $(touch pwned)"
+    assert argv[argv.index("--max-runs") + 1] == "30"
+    assert not (tmp_path / "pwned").exists()
 
 
 # --------------------------------------------------------------------------------------------
@@ -394,6 +432,48 @@ def test_component_job_name_and_rules_are_inputs() -> None:
     spec, _body = load_all(COMPONENT)
     assert spec["spec"]["inputs"]["rules"]["type"] == "array"
     assert _component()["duet"]["rules"] == load(GITLAB)["duet"]["rules"]
+
+
+@pytest.mark.parametrize("where", ["template", "component"])
+def test_gitlab_job_passes_budget_and_max_runs_to_duet_compare(tmp_path: Path, where: str) -> None:
+    """DUET_BUDGET and DUET_MAX_RUNS (the component's inputs budget and max-runs) become
+    ``--budget`` and ``--max-runs``; empty (the defaults), neither is passed."""
+    log = tmp_path / "argv"
+    fake = tmp_path / "duet"
+    fake.write_text(f'#!/bin/sh\nif [ "$1" = compare ]; then printf "%s\\n" "$@" > {log}; fi\n')
+    fake.chmod(0o755)
+
+    def compare(inputs: dict[str, str], variables: dict[str, str]) -> list[str]:
+        if where == "component":
+            job = _component(inputs)["duet"]
+        else:
+            ci = load(GITLAB)
+            job = {**ci[".duet"], "variables": {**ci[".duet"]["variables"], **variables}}
+        env = {
+            **{k: str(v) for k, v in job["variables"].items()},
+            "DUET_BASE": "base",
+            "DUET_HEAD": "head",
+            "DUET_COMMAND": str(fake),
+            "PATH": "/usr/bin:/bin",
+        }
+        done = subprocess.run(
+            ["sh", "-e", "-c", "\n".join(job["script"])],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        return log.read_text().splitlines()
+
+    argv = compare({}, {})
+    assert "--budget" not in argv
+    assert "--max-runs" not in argv
+    argv = compare(
+        {"budget": "10m", "max-runs": "30"}, {"DUET_BUDGET": "10m", "DUET_MAX_RUNS": "30"}
+    )
+    assert argv[argv.index("--budget") + 1] == "10m"
+    assert argv[argv.index("--max-runs") + 1] == "30"
 
 
 def test_gitlab_note_script_passes_shellcheck(tmp_path: Path) -> None:

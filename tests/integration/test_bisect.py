@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -278,6 +279,57 @@ def test_an_undecided_step_gets_more_runs_up_to_the_cap_then_resumes(tmp_path: P
     assert re.search(r"no verdict after 4 runs \(ratio [0-9.]+\): 2 more runs", done.stderr)
 
 
+def test_every_step_measured_until_decided_says_after_how_many_runs(tmp_path: Path) -> None:
+    """``--step-max-runs 12``: each step is one round that stops at its first decided look
+    (docs/statistics.md, method 2b), never topped up, and its record says after how many runs
+    it decided. Commit 3 of 4 makes the work 1.3x; every other step compares unchanged work.
+
+    How often it fails by chance: the rule's simultaneous 99% intervals bound a wrong verdict
+    at 1% per step (about 4 steps), but that bound is for a change at the edge of the band;
+    here the truth is 1.0 or 1.3 against a 10% threshold, so a wrong verdict needs the mean log
+    ratio of 5 or more runs off by about 0.1, more than 10 standard errors at the per-run
+    s.d. of at most 2% these CPU-time runs show on a shared machine: below 1e-6. Undecided
+    after 12 runs (the test fails) needs a per-run s.d. above about 6.5% (Pocock c = 5.08 for
+    5-12 looks at 99%: the half-width 5.08 s / sqrt(12) must stay below about 0.095)."""
+    repo = history(tmp_path, {3: 1.3}, commits=4)
+    out = tmp_path / "out"
+    done, summary = bisect(repo, out, "good", "HEAD", "--step-max-runs", "12")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert summary is not None
+    assert summary["outcome"] == "single", summary["message"]
+    assert summary["culprits"][0]["commit"] == repo.rev_parse("HEAD~1")
+    assert summary["until_decided"]["min_runs"] == 5
+    assert summary["until_decided"]["max_runs"] == 12
+    assert summary["max_runs"] == 12
+    for step in summary["steps"]:
+        assert step["until_decided_max_runs"] == 12
+        assert 5 <= step["decided_after"] == step["runs"] <= 12, step
+        [round_file] = step["files"]  # one round: no top-up
+        [measured] = json.loads((out / round_file).read_text())["benchmarks"]
+        assert measured["settings"]["until_decided"]["max_runs"] == 12
+        assert measured["analysis"]["stopping"]["decided_after"] == step["decided_after"]
+    assert re.search(r"decided after \d+ of up to 12 runs", done.stderr)
+    # The same --out and options: read back, nothing measured again.
+    again, summary2 = bisect(repo, out, "good", "HEAD", "--step-max-runs", "12")
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert summary2 is not None
+    assert [s["decided_after"] for s in summary2["steps"]] == [
+        s["decided_after"] for s in summary["steps"]
+    ]
+    assert "read back" in again.stderr
+
+
+def test_fixed_runs_and_steps_until_decided_together_are_a_usage_error(tmp_path: Path) -> None:
+    repo = history(tmp_path, {}, commits=2)
+    done, summary = bisect(
+        repo, tmp_path / "out", "good", "HEAD", "--runs", "6", "--step-budget", "1m"
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "give one or the other" in done.stderr
+    assert "--step-" in done.stderr
+    assert summary is None
+
+
 @pytest.mark.parametrize(
     ("have", "needed", "max_runs", "add"),
     [
@@ -492,3 +544,45 @@ def test_search_lets_go_of_the_commits_that_leave_the_window(n: int) -> None:
         holding = Holding(commits, compare)
         result = search(commits, holding.compare, on_leave=holding.leave)
         assert holding.peak <= 5, (first, second, holding.peak)
+
+
+def _resolved(**values: Any) -> Any:
+    from duet_bench.settings import Resolved
+
+    return Resolved(values=values, origins=dict.fromkeys(values, "duet.toml"))
+
+
+def test_step_design_from_the_options_or_the_configuration() -> None:
+    from duet_bench.analysis.stopping import UntilDecided
+    from duet_bench.bisect.run import BisectOptions, step_design
+    from duet_bench.errors import UsageError
+
+    base = BisectOptions(good="good", bad="HEAD", out_dir=Path("out"))
+    # None anywhere: fixed-design steps, as before.
+    assert step_design(base, _resolved(runs=10)) is None
+    # The options; --step-budget alone takes the default maximum.
+    assert step_design(replace(base, step_budget_s=60.0), _resolved(runs=10)) == UntilDecided(
+        budget_s=60.0
+    )
+    assert step_design(
+        replace(base, step_max_runs=12, step_min_runs=6), _resolved(runs=10)
+    ) == UntilDecided(min_runs=6, max_runs=12)
+    # The configuration's, as duet compare reads them; an option wins key by key.
+    assert step_design(base, _resolved(runs=10, max_runs=20)) == UntilDecided(max_runs=20)
+    assert step_design(
+        replace(base, step_min_runs=8), _resolved(runs=10, max_runs=20)
+    ) == UntilDecided(min_runs=8, max_runs=20)
+    assert step_design(
+        replace(base, step_max_runs=12), _resolved(runs=10, max_runs=20, budget_s=300.0)
+    ) == UntilDecided(max_runs=12, budget_s=300.0)
+    # --runs or bisect's own --max-runs keep fixed-design steps over the configuration's...
+    assert step_design(replace(base, overrides={"runs": 6}), _resolved(max_runs=20)) is None
+    assert step_design(replace(base, max_runs=24), _resolved(max_runs=20)) is None
+    # ...and beside a --step-* option are a usage error, as is --step-min-runs alone.
+    for wrong in (
+        replace(base, overrides={"runs": 6}, step_max_runs=12),
+        replace(base, max_runs=24, step_budget_s=60.0),
+        replace(base, step_min_runs=6),
+    ):
+        with pytest.raises(UsageError):
+            step_design(wrong, _resolved(runs=10))

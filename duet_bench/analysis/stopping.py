@@ -1,0 +1,314 @@
+"""Measuring until decided (docs/statistics.md, method 2b): the design a benchmark is measured
+with when ``--max-runs`` or ``--budget`` is given (:class:`UntilDecided`), the verdict at every
+look (:func:`looks_of`), and what the analysis and the reports keep of it (:class:`Stopping`).
+
+Not the *sequential method* (``--method sequential``, one side after the other): this is about
+when to stop measuring. The intervals are the repeated confidence intervals of
+:mod:`duet_stats.stopping`, with simultaneous coverage: the verdict at whatever look the
+measurement stopped is wrong with probability at most ``1 - confidence``. The verdict words and
+their conditions are those of a fixed design (:func:`duet_bench.analysis.verdict.verdict`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+
+from duet_bench import units
+from duet_bench.analysis.model import AnalysisSettings, MetricEstimate
+from duet_bench.analysis.verdict import Verdict, verdict
+from duet_bench.errors import UsageError
+from duet_bench.results import BenchmarkRecord
+from duet_bench.results import analysis as stored
+
+__all__ = [
+    "DEFAULT_MAX_RUNS",
+    "DEFAULT_MIN_RUNS",
+    "Look",
+    "Stopping",
+    "UntilDecided",
+    "looks_of",
+    "run_log_ratios_of",
+    "stopping_of",
+    "until_decided",
+]
+
+#: The first look: the method gives no interval below 5 runs (docs/statistics.md, method 1).
+DEFAULT_MIN_RUNS = 5
+#: The last look when only ``--budget`` is given (docs/statistics.md, "The evidence": a 5%
+#: change and A/A decide after a median of 5 runs; 40 leaves room for the noisier ones).
+DEFAULT_MAX_RUNS = 40
+#: The boundary's shape (docs/statistics.md: chosen by the study).
+SHAPE: Final = "pocock"
+
+
+@dataclass(frozen=True, slots=True)
+class UntilDecided:
+    """Measure a benchmark until its verdict is decided: a look after every run from
+    ``min_runs`` to ``max_runs``, and no run started once ``budget_s`` seconds of machine time
+    are spent (None: no time limit)."""
+
+    min_runs: int = DEFAULT_MIN_RUNS
+    max_runs: int = DEFAULT_MAX_RUNS
+    budget_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.min_runs < 3:
+            raise UsageError(
+                f"--min-runs must be at least 3, got {self.min_runs}",
+                fix="give --min-runs 5 (the default): the method gives no interval below 5 runs",
+            )
+        if self.max_runs < self.min_runs:
+            raise UsageError(
+                f"--max-runs {self.max_runs} is below --min-runs {self.min_runs}",
+                fix=f"give --max-runs {max(self.min_runs, DEFAULT_MAX_RUNS)} or more",
+            )
+        if self.budget_s is not None and not self.budget_s > 0:
+            raise UsageError(
+                f"--budget must be a positive duration, got {self.budget_s} s",
+                fix="give e.g. --budget 10m",
+            )
+
+    def to_record(self) -> dict[str, Any]:
+        """What a benchmark's ``settings.until_decided`` keeps."""
+        return {
+            "min_runs": self.min_runs,
+            "max_runs": self.max_runs,
+            "budget_s": self.budget_s,
+            "shape": SHAPE,
+        }
+
+    @staticmethod
+    def from_settings(settings: Mapping[str, Any]) -> UntilDecided | None:
+        """The design a benchmark's ``settings`` recorded, or None (a fixed design)."""
+        m = settings.get("until_decided")
+        if not isinstance(m, Mapping):
+            return None
+        lo, hi, budget = m.get("min_runs"), m.get("max_runs"), m.get("budget_s")
+        if not isinstance(lo, int) or not isinstance(hi, int) or not 3 <= lo <= hi:
+            return None
+        return UntilDecided(
+            min_runs=lo,
+            max_runs=hi,
+            budget_s=float(budget) if isinstance(budget, (int, float)) and budget > 0 else None,
+        )
+
+
+def until_decided(values: Mapping[str, Any], origins: Mapping[str, str]) -> UntilDecided | None:
+    """The design of a benchmark's resolved settings: until decided when ``max_runs`` or
+    ``budget_s`` is set, a fixed design of ``runs`` otherwise, or when ``--runs`` was given on
+    the command line and the stopping settings come from the configuration (``--runs N`` keeps
+    its meaning). Both on the command line: a usage error."""
+    lo, hi, budget = values.get("min_runs"), values.get("max_runs"), values.get("budget_s")
+    if hi is None and budget is None:
+        if lo is not None and origins.get("min_runs", "").startswith("--"):
+            raise UsageError(
+                "--min-runs needs --max-runs or --budget: without them the design is the fixed "
+                "one of --runs",
+                fix="add --max-runs 40 or --budget 10m, or drop --min-runs",
+            )
+        return None
+    stopping_given = any(
+        origins.get(k, "").startswith("--") for k in ("min_runs", "max_runs", "budget_s")
+    )
+    if origins.get("runs", "").startswith("--"):
+        if stopping_given:
+            raise UsageError(
+                "--runs asks for a fixed number of runs, --max-runs/--budget for measuring until "
+                "decided: give one or the other",
+                fix="drop --runs to measure until decided, or drop --min-runs, --max-runs and "
+                "--budget for a fixed design",
+            )
+        return None
+    return UntilDecided(
+        min_runs=DEFAULT_MIN_RUNS if lo is None else int(lo),
+        max_runs=DEFAULT_MAX_RUNS if hi is None else int(hi),
+        budget_s=None if budget is None else float(budget),
+    )
+
+
+def check_continuation(
+    earlier: BenchmarkRecord,
+    *,
+    settings: Mapping[str, Any],
+    versions: Mapping[str, Any],
+    design: UntilDecided | None,
+    source: str,
+) -> None:
+    """Refuse to continue ``earlier`` (``--continue``) unless the new measurement is the same
+    rule with a maximum at least as large: the same commands, plan and analysis settings, the same
+    first look, and ``earlier`` undecided. Then the continued measurement is the one that had
+    planned the larger maximum from the start (docs/statistics.md, "Continuing an undecided
+    measurement"), and its verdict keeps its level."""
+    old = UntilDecided.from_settings(earlier.settings)
+    name = earlier.name
+    if old is None:
+        raise UsageError(
+            f"{source}: {name!r} was measured with a fixed design of "
+            f"{earlier.settings.get('runs')} runs: more runs read together with them would be a "
+            "second look at the same test, which its error rate does not allow",
+            fix="measure again with --max-runs or --budget, which stop when decided",
+        )
+    if design is None:
+        raise UsageError(
+            "--continue extends a measurement until decided: give --max-runs or --budget",
+            fix=f"add --max-runs {max(old.max_runs * 2, old.max_runs + 10)}",
+        )
+    stopping = earlier.analysis.stopping if earlier.analysis is not None else None
+    if stopping is not None and stopping.decided_after is not None:
+        said = earlier.analysis.verdict if earlier.analysis is not None else None
+        raise UsageError(
+            f"{source}: {name!r} is decided already ({said} after {stopping.decided_after} "
+            "runs): there is nothing to continue",
+            fix="read its report; a new question needs a new measurement",
+        )
+    problems = []
+    if design.min_runs != old.min_runs:
+        problems.append(f"--min-runs {design.min_runs} (it had {old.min_runs})")
+    if design.max_runs < old.max_runs or design.max_runs <= len(earlier.runs):
+        problems.append(
+            f"--max-runs {design.max_runs} (it had {old.max_runs} and measured "
+            f"{len(earlier.runs)} runs: give more)"
+        )
+    for key in ("iterations", "warmup", "method", "crossover", "seed"):
+        if earlier.settings.get(key) != settings.get(key):
+            problems.append(f"{key} {settings.get(key)!r} (it had {earlier.settings.get(key)!r})")
+    old_analysis = earlier.settings.get("analysis")
+    new_analysis = settings.get("analysis")
+    if isinstance(old_analysis, Mapping) and isinstance(new_analysis, Mapping):
+        for key in ("confidence", "threshold", "metric", "winsorize"):
+            if old_analysis.get(key) != new_analysis.get(key):
+                problems.append(
+                    f"{key} {new_analysis.get(key)!r} (it had {old_analysis.get(key)!r})"
+                )
+    if dict(earlier.versions) != dict(versions):
+        problems.append("other commands than the ones it measured")
+    if problems:
+        raise UsageError(
+            f"{source}: {name!r} cannot be continued with " + "; ".join(problems) + ": the "
+            "continued measurement must be the same rule with a larger maximum",
+            fix="give the settings it was measured with (its results.json, settings) and a "
+            "larger --max-runs",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Look:
+    """The verdict after ``runs`` successful runs, from the repeated interval."""
+
+    runs: int
+    ratio: float
+    ci_low: float
+    ci_high: float
+    verdict: Verdict
+
+    def to_block(self) -> stored.Look:
+        return stored.Look(
+            runs=self.runs,
+            ratio=self.ratio,
+            ci_low=self.ci_low,
+            ci_high=self.ci_high,
+            verdict=self.verdict,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Stopping:
+    """How a measurement until decided went: the design, every look, where it stopped and why,
+    and the machine time it took."""
+
+    design: UntilDecided
+    looks: tuple[Look, ...]
+    #: The successful runs at the look that decided; None when it ended undecided.
+    decided_after: int | None
+    #: Why it stopped without a decision (``max runs reached``, ``budget spent``, ...), or None.
+    stopped: str | None
+    #: Machine time of the benchmark's runs, first start to last end (None: not recorded).
+    elapsed_ns: int | None
+
+    def sentence(self) -> str:
+        """``decided after 6 of up to 40 runs (1 min 12 s)`` or ``not decided after 40 of up
+        to 40 runs (8 min 3 s): max runs reached``."""
+        took = f" ({units.clock(self.elapsed_ns)})" if self.elapsed_ns is not None else ""
+        runs = self.looks[-1].runs if self.looks else 0
+        if self.decided_after is not None:
+            return f"decided after {self.decided_after} of up to {self.design.max_runs} runs{took}"
+        why = f": {self.stopped}" if self.stopped else ""
+        return f"not decided after {runs} of up to {self.design.max_runs} runs{took}{why}"
+
+    def to_block(self) -> stored.StoppingBlock:
+        return stored.StoppingBlock(
+            min_runs=self.design.min_runs,
+            max_runs=self.design.max_runs,
+            budget_s=self.design.budget_s,
+            shape=SHAPE,
+            decided_after=self.decided_after,
+            stopped=self.stopped,
+            elapsed_ns=self.elapsed_ns,
+            looks=tuple(look.to_block() for look in self.looks),
+        )
+
+
+def run_log_ratios_of(estimate: MetricEstimate, settings: AnalysisSettings) -> np.ndarray[Any, Any]:
+    """Each run's log ratio as the fixed design's estimate weighs it: winsorized within the run
+    when the settings say so, the two CPU assignments weighed equally under crossover."""
+    from duet_stats.crossover import crossover_runs
+    from duet_stats.winsor import winsorize_runs
+
+    if estimate.assignment is not None:
+        runs = crossover_runs(
+            estimate.log_ratios,
+            estimate.assignment,
+            winsorize="centred" if settings.winsorize else "off",
+        )
+        return np.asarray(runs.log_run_ratios)
+    ratios = np.exp(estimate.log_ratios)
+    if settings.winsorize:
+        ratios, _ = winsorize_runs(ratios)
+    return np.asarray(np.mean(np.log(ratios), axis=1))
+
+
+def looks_of(
+    log_run_ratios: np.ndarray[Any, Any], design: UntilDecided, settings: AnalysisSettings
+) -> tuple[Look, ...]:
+    """The verdict at every look from ``design.min_runs`` to the runs given (at most
+    ``design.max_runs``), read from the repeated intervals of :mod:`duet_stats.stopping`."""
+    from duet_stats.stopping import stopping_bounds, stopping_intervals
+
+    if log_run_ratios.size < design.min_runs:
+        return ()
+    bounds = stopping_bounds(
+        min_runs=design.min_runs,
+        max_runs=design.max_runs,
+        confidence=settings.confidence,
+        shape=SHAPE,
+    )
+    out = []
+    for i in stopping_intervals(log_run_ratios, bounds):
+        v = verdict(ratio=i.ratio, ci_low=i.ci_low, ci_high=i.ci_high, threshold=settings.threshold)
+        out.append(Look(runs=i.runs, ratio=i.ratio, ci_low=i.ci_low, ci_high=i.ci_high, verdict=v))
+    return tuple(out)
+
+
+def stopping_of(
+    looks: tuple[Look, ...],
+    design: UntilDecided,
+    *,
+    elapsed_ns: int | None,
+    stopped: str | None,
+) -> Stopping:
+    """Where the measurement stopped: decided at its last look, or not (and why)."""
+    last = looks[-1] if looks else None
+    decided = last is not None and last.verdict != "inconclusive"
+    if not decided and stopped is None:
+        stopped = "max runs reached" if last is not None and last.runs >= design.max_runs else None
+    return Stopping(
+        design=design,
+        looks=looks,
+        decided_after=last.runs if decided and last is not None else None,
+        stopped=None if decided else stopped,
+        elapsed_ns=elapsed_ns,
+    )
