@@ -20,7 +20,10 @@ from typing import Any
 
 import pytest
 
+from duet_bench.adapters.base import Suite
+from duet_bench.adapters.jmh import ADAPTER, MVN_FALLBACKS, parse_listing
 from duet_bench.harness import duet_barrier as db
+from tests.adapters.suites import ISOLATION, compare, tool
 from tests.duet import test_barrier as shared
 from tests.duet.test_barrier import (
     Processes,
@@ -31,6 +34,7 @@ from tests.duet.test_barrier import (
     two_cpus,
     vector_id,
 )
+from tests.integration.gitrepo import GitRepo, make_repo
 
 shm_path = shared.shm_path
 processes = shared.processes
@@ -335,3 +339,103 @@ def test_java_native_without_duet_says_so(classes: Path, tmp_path: Path) -> None
     )
     assert done.returncode == 2
     assert "DUET_SAMPLES is not set: this program must be started by duet" in done.stderr
+
+
+# -- the JMH adapter ---------------------------------------------------------------------------
+
+JMH_FIXTURE = ROOT / "tests" / "fixtures" / "adapters" / "jmh"
+MVN = tool("mvn", MVN_FALLBACKS)
+needs_maven = pytest.mark.skipif(
+    MVN is None or JAVAC is None or JAVA is None,
+    reason=f"no Maven (mvn on PATH or in {MVN_FALLBACKS}) or no JDK: JMH projects cannot be built",
+)
+
+
+def test_listing_gives_one_benchmark_per_parameter_combination() -> None:
+    listing = (
+        "Benchmarks: \n"
+        "bench.A.plain\n"
+        "bench.B.run\n"
+        '  param "size" = {64, 1024}\n'
+        '  param "mode" = {fast, slow}\n'
+    )
+    assert parse_listing(listing) == (
+        "bench.A.plain",
+        "bench.B.run:size=64,mode=fast",
+        "bench.B.run:size=64,mode=slow",
+        "bench.B.run:size=1024,mode=fast",
+        "bench.B.run:size=1024,mode=slow",
+    )
+
+
+def test_one_duet_run_is_one_jmh_fork_of_that_combination() -> None:
+    suite = Suite(
+        adapter="jmh",
+        name="jvm",
+        path="bench",
+        options={"warmup_time": 0.05, "measurement_time": 0.25, "jvm_args": "-Xmx1g -XX:+UseG1GC"},
+    )
+    config = ADAPTER.benchmark(suite, "bench.B.run:size=64,mode=fast")
+    assert config.name == "jvm/bench.B.run:size=64,mode=fast"
+    assert config.kind == "native"
+    assert config.command == (
+        "cd bench && exec java -Djmh.ignoreLock=true -cp "
+        "target/benchmarks.jar:../.duet-adapters/jmh/classes duet.harness.jmh.DuetJmh "
+        "'^bench\\.B\\.run$' -p size=64 -p mode=fast -w 50ms -r 250ms "
+        "-jvmArgsAppend '-Xmx1g -XX:+UseG1GC'"
+    )
+
+
+def jmh_project(tmp_path: Path, runs: int, suite_filter: str | None = None) -> GitRepo:
+    """The fixture JMH project in a git history: HEAD doubles Work.ROUNDS (bench.WorkBenchmark.mix
+    takes twice as long), bench.SteadyBenchmark.steady does not change."""
+    files = {
+        str(p.relative_to(JMH_FIXTURE)): p.read_text()
+        for p in sorted(JMH_FIXTURE.rglob("*"))
+        if p.is_file()
+    }
+    config = (
+        f'runs = {runs}\niterations = 5\nwarmup = 2\nisolation = "{ISOLATION}"\n'
+        'metric = "wall"\n'
+        f'\n[[suite]]\nadapter = "jmh"\npath = "."\nname = "jvm"\nmvn = "{MVN}"\n'
+        "warmup_time = 0.1\nmeasurement_time = 0.1\n"
+        + (f'filter = "{suite_filter}"\n' if suite_filter else "")
+    )
+    repo = make_repo(tmp_path / "project", [{**files, "duet.toml": config}])
+    repo.tag("base", "HEAD")
+    work = "src/main/java/bench/Work.java"
+    doubled = files[work].replace("ROUNDS = 2000;", "ROUNDS = 4000;")
+    assert doubled != files[work]
+    repo.commit({work: doubled}, "Work.mix: twice the rounds")
+    return repo
+
+
+@needs_maven
+@pytest.mark.measures
+@pytest.mark.usefixtures("no_leftovers")
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_jmh_suite_finds_a_2x_regression(tmp_path: Path) -> None:
+    """duet compare base HEAD on a real JMH project (Maven, jmh-core 1.37; the first build
+    downloads JMH and the Maven plugins into ~/.m2 once), its WorkBenchmark only (the suite's
+    filter): HEAD doubles its work. The verdict must be a regression with a ratio between 1.6
+    and 2.5: five runs (the fewest with an interval) of five 100 ms iterations. The 99%
+    interval of a 2x effect lies far above the 5% threshold (the A/A interval of this suite is
+    a few percent wide, benchmarks/results/jmh/), so a miss has a probability far below the
+    1% the interval allows; the bounds on the ratio are +-25%, against a measured 1.99."""
+    repo = jmh_project(tmp_path, runs=5, suite_filter="WorkBenchmark")
+    done, doc = compare(repo, "base", "HEAD", tmp_path / "out")
+    assert "Traceback" not in done.stderr, done.stderr
+    by_name = {b["name"]: b for b in doc.get("benchmarks", [])}
+    mix = "jvm/bench.WorkBenchmark.mix:seed=7"
+    assert set(by_name) == {mix}, done.stdout + done.stderr
+    for run in by_name[mix]["runs"]:
+        assert run["status"] == "ok", run
+        for side in ("baseline", "candidate"):
+            # JMH's ns/op of a 2000-round loop (microseconds), not the iteration's 100 ms.
+            assert all(0 < ns < 1_000_000 for ns in run[side]["iterations_ns"]), run
+            assert len(run[side]["iterations_ns"]) == 5
+    analysis = by_name[mix]["analysis"]
+    assert analysis["verdict"] == "regression", analysis
+    assert 1.6 < analysis["ratio"] < 2.5, analysis
+    assert done.returncode == 1, done.stdout + done.stderr
