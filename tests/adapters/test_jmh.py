@@ -439,3 +439,117 @@ def test_jmh_suite_finds_a_2x_regression(tmp_path: Path) -> None:
     assert analysis["verdict"] == "regression", analysis
     assert 1.6 < analysis["ratio"] < 2.5, analysis
     assert done.returncode == 1, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def fixture_jar(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The fixture project built once (mvn package) and duet's JVM classes compiled against
+    it: (benchmarks.jar, classes directory)."""
+    assert MVN is not None
+    assert JAVAC is not None
+    where = tmp_path_factory.mktemp("jmh-fixture")
+    shutil.copytree(JMH_FIXTURE, where / "project")
+    subprocess.run(
+        [MVN, "-B", "-q", "-DskipTests", "package"],
+        cwd=where / "project",
+        check=True,
+        capture_output=True,
+    )
+    jar = where / "project" / "target" / "benchmarks.jar"
+    classes = where / "classes"
+    sources = sorted(str(p) for p in JAVA_HARNESS.rglob("*.java"))
+    result = subprocess.run(
+        [JAVAC, "-Xlint:all", "-Werror", "--release", "11", "-d", str(classes), "-cp", str(jar),
+         *sources],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, f"javac:\n{result.stderr}"
+    return jar, classes
+
+
+def duet_jmh(jar: Path, classes: Path) -> list[str]:
+    assert JAVA is not None
+    return [
+        JAVA, "-Djmh.ignoreLock=true", "-cp", f"{jar}:{classes}", "duet.harness.jmh.DuetJmh",
+        "^bench.WorkBenchmark.mix$", "-p", "seed=7", "-w", "50ms", "-r", "50ms",
+    ]  # fmt: skip
+
+
+@needs_maven
+@pytest.mark.measures
+def test_two_jmh_sides_meet_at_every_iteration_and_record_the_jvm(
+    fixture_jar: tuple[Path, Path], processes: Processes, shm_path: str, tmp_path: Path
+) -> None:
+    """Two JMH runs (host VM + fork each) crossing over two CPUs: every JMH iteration, warm-up
+    included, is one barrier wait of each fork; the sample is JMH's ns/op, not the 50 ms of
+    the iteration; the done line names the JVM and its flags."""
+    cpus = two_cpus()
+    lists = (f"{cpus[0]},{cpus[1]}", f"{cpus[1]},{cpus[0]}") if cpus[0] >= 0 else ("", "")
+    with db.create(shm_path) as orchestrator:
+        sides = [
+            processes.start(
+                duet_jmh(*fixture_jar),
+                env=native_env(shm_path, slot, tmp_path / f"{slot}.jsonl", DUET_CPUS=lists[slot]),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+            )
+            for slot in (0, 1)
+        ]
+        for side in sides:
+            out, _ = side.communicate(timeout=300)
+            assert side.returncode == 0, out
+        per_wait = 2 if cpus[0] >= 0 else 1
+        assert orchestrator.generations() == (7 * per_wait, 7 * per_wait)
+    for slot in (0, 1):
+        lines = read_lines(tmp_path / f"{slot}.jsonl")
+        samples = lines[1:-1]
+        assert [(s["phase"], s["index"]) for s in samples] == [("warmup", 0), ("warmup", 1)] + [
+            ("measure", i) for i in range(5)
+        ]
+        for sample in samples:
+            assert 0 < sample["duration_ns"] < 1_000_000, sample
+            assert 0 < sample["cpu_ns"] < 10_000_000, sample
+        done = lines[-1]
+        assert done["done"] is True
+        jvm = done["jvm"]
+        assert jvm["jmh_version"] == "1.37"
+        assert jvm["mode"] == "avgt"
+        assert "-Djmh.ignoreLock=true" in jvm["flags"]
+        if cpus[0] >= 0:
+            order = [int(c) for c in lists[slot].split(",")]
+            assert [s["cpu"] for s in samples] == [order[k % 2] for k in range(7)]
+
+
+@needs_maven
+@pytest.mark.measures
+def test_an_aborted_jmh_side_exits_5_and_says_why(
+    fixture_jar: tuple[Path, Path], processes: Processes, shm_path: str, tmp_path: Path
+) -> None:
+    with db.create(shm_path) as orchestrator:
+        side = processes.start(
+            duet_jmh(*fixture_jar),
+            env=native_env(shm_path, 0, tmp_path / "0.jsonl"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 120
+        while orchestrator.generations()[0] == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        orchestrator.abort(db.REASON_ORCHESTRATOR)
+        out, _ = side.communicate(timeout=120)
+    assert side.returncode == 5, out
+    assert read_lines(tmp_path / "0.jsonl")[-1] == {
+        "error": f"BarrierAborted: barrier aborted by pid {os.getpid()}: cancelled by the "
+        "orchestrator (reason 1)",
+        "exit_code": 5,
+    }
+
+
+@needs_maven
+def test_duet_jmh_without_duet_says_so(fixture_jar: tuple[Path, Path]) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DUET_")}
+    done = subprocess.run(
+        duet_jmh(*fixture_jar), env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 2
+    assert "DUET_SAMPLES is not set: this program must be started by duet" in done.stderr
