@@ -553,3 +553,18 @@ def test_duet_jmh_without_duet_says_so(fixture_jar: tuple[Path, Path]) -> None:
     )
     assert done.returncode == 2
     assert "DUET_SAMPLES is not set: this program must be started by duet" in done.stderr
+
+
+@needs_jdk
+def test_java_native_bad_variable_is_a_usage_error_in_the_samples_file(
+    classes: Path, shm_path: str, tmp_path: Path
+) -> None:
+    with db.create(shm_path):
+        env = native_env(shm_path, 0, tmp_path / "0.jsonl", DUET_ITERATIONS="ten")
+        done = subprocess.run(
+            java_argv(classes, "NativeBench"), env=env, capture_output=True, text=True, check=False
+        )
+    assert done.returncode == 2
+    assert read_lines(tmp_path / "0.jsonl") == [
+        {"error": 'UsageError: DUET_ITERATIONS="ten" is not a non-negative integer', "exit_code": 2}
+    ]

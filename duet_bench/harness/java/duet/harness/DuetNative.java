@@ -134,7 +134,8 @@ public final class DuetNative {
 
     private static Failure earlyFailure(FileOutputStream out, String message) {
         try {
-            out.write(("{\"error\": " + json(message) + "}\n").getBytes(StandardCharsets.UTF_8));
+            out.write(("{\"error\": " + json(message) + ", \"exit_code\": " + EXIT_USAGE + "}\n")
+                    .getBytes(StandardCharsets.UTF_8));
             out.close();
         } catch (IOException e) {
             // the message still goes to the exception
