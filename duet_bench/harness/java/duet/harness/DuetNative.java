@@ -8,6 +8,8 @@ import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.nio.file.Files;
 import java.nio.file.Paths;
+import java.util.HashMap;
+import java.util.Map;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -52,7 +54,7 @@ public final class DuetNative {
     private long done;
     private boolean inIteration;
     private long startNs;
-    private long cpuStartNs;
+    private Map<String, Long> cpuStart;
     private int exitCode = EXIT_OK;
     private String doneExtra = "";
 
@@ -173,32 +175,33 @@ public final class DuetNative {
     // -- iterations -------------------------------------------------------------------------
 
     /**
-     * This JVM's CPU time so far, in nanoseconds: the sum of {@code sum_exec_runtime} (the first
-     * field of {@code /proc/self/task/TID/schedstat}) over its threads, so every thread counts,
-     * the JIT compilers and the GC included; a thread that ended is no longer counted. Java's own
+     * This JVM's CPU time so far per thread, in nanoseconds (thread id -> time): {@code
+     * sum_exec_runtime}, the first field of {@code /proc/self/task/TID/schedstat}, so every
+     * thread counts, the JIT compilers and the GC included. The kernel brings a running
+     * thread's figure up to date only at a tick or a switch, so the calling thread, running now,
+     * is read by {@code getCurrentThreadCpuTime} (exact) instead; the others are read when they
+     * are idle (JMH's workers between iterations) or at most a tick (4 ms) behind. Java's own
      * process CPU time ({@code OperatingSystemMXBean.getProcessCpuTime}) counts clock ticks (10
-     * ms) on Linux, too coarse for one iteration; it is the fallback when /proc cannot be read.
-     * The kernel brings a running thread's figure up to date only at a tick or a switch, so
-     * the calling thread, running now, is counted by {@code getCurrentThreadCpuTime} (exact)
-     * instead; the others are read when they are idle (JMH's workers between iterations) or at
-     * most a tick (4 ms) behind.
+     * ms) on Linux, too coarse for one iteration: it is the fallback, under the key "process",
+     * when /proc cannot be read. Null when neither can be had.
      */
-    public static long processCpuNs() {
+    public static Map<String, Long> threadCpuNs() {
         File[] threads = new File("/proc/self/task").listFiles();
-        String self = null;
-        try {
-            self = Files.readSymbolicLink(Paths.get("/proc/thread-self")).getFileName().toString();
-        } catch (IOException | UnsupportedOperationException e) {
-            // below: every thread from /proc
-        }
-        ThreadMXBean mx = ManagementFactory.getThreadMXBean();
-        long own = self != null && mx.isCurrentThreadCpuTimeSupported()
-                ? mx.getCurrentThreadCpuTime() : -1;
+        Map<String, Long> out = new HashMap<>();
         if (threads != null) {
-            long total = own >= 0 ? own : 0;
+            String self = null;
+            try {
+                self = Files.readSymbolicLink(Paths.get("/proc/thread-self")).getFileName().toString();
+            } catch (IOException | UnsupportedOperationException e) {
+                // every thread from /proc
+            }
+            ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+            if (self != null && mx.isCurrentThreadCpuTimeSupported()) {
+                out.put(self, mx.getCurrentThreadCpuTime());
+            }
             byte[] buffer = new byte[128];
             for (File thread : threads) {
-                if (own >= 0 && thread.getName().equals(self)) {
+                if (out.containsKey(thread.getName())) {
                     continue;
                 }
                 try (FileInputStream in = new FileInputStream(new File(thread, "schedstat"))) {
@@ -207,20 +210,39 @@ public final class DuetNative {
                     for (int i = 0; i < n && buffer[i] >= '0' && buffer[i] <= '9'; i++) {
                         value = value * 10 + (buffer[i] - '0');
                     }
-                    total += value;
+                    out.put(thread.getName(), value);
                 } catch (IOException e) {
                     // the thread ended since the listing
                 }
             }
-            if (total > 0) {
-                return total;
+            if (!out.isEmpty()) {
+                return out;
             }
         }
         java.lang.management.OperatingSystemMXBean os = ManagementFactory.getOperatingSystemMXBean();
         if (os instanceof com.sun.management.OperatingSystemMXBean) {
-            return ((com.sun.management.OperatingSystemMXBean) os).getProcessCpuTime();
+            out.put("process", ((com.sun.management.OperatingSystemMXBean) os).getProcessCpuTime());
+            return out;
         }
-        return -1;
+        return null;
+    }
+
+    /**
+     * This JVM's CPU time since the current iteration began: per thread, its time now less its
+     * time then (a thread started meanwhile counts whole); a thread that ended during the
+     * iteration is no longer listed and its share is lost (the sum over the threads alive, not
+     * a difference of two sums, which such a thread could make negative). -1 when unknown.
+     */
+    public long cpuSinceBeginNs() {
+        Map<String, Long> now = threadCpuNs();
+        if (now == null || cpuStart == null) {
+            return -1;
+        }
+        long total = 0;
+        for (Map.Entry<String, Long> e : now.entrySet()) {
+            total += Math.max(0, e.getValue() - cpuStart.getOrDefault(e.getKey(), 0L));
+        }
+        return total;
     }
 
     /** Wait at the barrier for the next iteration: true, run it now; false, all are done. */
@@ -249,7 +271,7 @@ public final class DuetNative {
                             DuetBarrier.ABORT_PARTY_FAILED);
             }
         }
-        cpuStartNs = processCpuNs();
+        cpuStart = threadCpuNs();
         inIteration = true;
         return true;
     }
@@ -257,11 +279,6 @@ public final class DuetNative {
     /** The release time of the current iteration ({@code CLOCK_MONOTONIC}). */
     public long startNs() {
         return startNs;
-    }
-
-    /** The CPU time of this JVM at the start of the current iteration. */
-    public long cpuStartNs() {
-        return cpuStartNs;
     }
 
     /** Iterations still to run, warm-up included. */
@@ -277,8 +294,7 @@ public final class DuetNative {
     /** End the iteration: its wall time and this JVM's CPU time over it. */
     public void end() throws Failure {
         long end = System.nanoTime();
-        long cpu = processCpuNs();
-        end(end - startNs, cpu < 0 || cpuStartNs < 0 ? -1 : cpu - cpuStartNs);
+        end(end - startNs, cpuSinceBeginNs());
     }
 
     /** End the iteration with the sample given (a tool's own time per operation); cpuNs -1:

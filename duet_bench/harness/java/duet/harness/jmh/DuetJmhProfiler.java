@@ -81,8 +81,8 @@ public final class DuetJmhProfiler implements InternalProfiler {
     @SuppressWarnings("rawtypes") // InternalProfiler's own signature
     public Collection<? extends Result> afterIteration(BenchmarkParams benchmarkParams,
             IterationParams iterationParams, IterationResult result) {
-        long cpuEnd = DuetNative.processCpuNs();
         DuetNative c = context(benchmarkParams);
+        long cpuNs = c.cpuSinceBeginNs();
         try {
             Result<?> primary = result.getPrimaryResult();
             double nsPerOp = nanosPerOp(primary.getScore(), result.getScoreUnit());
@@ -91,9 +91,7 @@ public final class DuetJmhProfiler implements InternalProfiler {
                         + result.getScoreUnit() + " is no time per operation duet can use");
             }
             long ops = result.getMetadata() == null ? 0 : result.getMetadata().getMeasuredOps();
-            long cpuPerOp = ops > 0 && cpuEnd >= 0 && c.cpuStartNs() >= 0
-                    ? Math.max(1, Math.round((double) (cpuEnd - c.cpuStartNs()) / ops))
-                    : -1;
+            long cpuPerOp = ops > 0 && cpuNs >= 0 ? Math.max(1, Math.round((double) cpuNs / ops)) : -1;
             c.end(Math.round(nsPerOp), cpuPerOp);
             if (c.remaining() == 0) {
                 int code = c.close();
