@@ -23,6 +23,7 @@ ADAPTERS: dict[str, str] = {
     "go": "duet_bench.adapters.go:ADAPTER",
     "cargo": "duet_bench.adapters.cargo:ADAPTER",
     "pytest-benchmark": "duet_bench.adapters.pytest_benchmark:ADAPTER",
+    "jmh": "duet_bench.adapters.jmh:ADAPTER",
 }
 
 
