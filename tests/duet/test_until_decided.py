@@ -76,7 +76,7 @@ def test_the_sequential_method_has_no_crossover_note() -> None:
     # The duet method on one CPU still says so: there the move did fail.
     doc = results.from_dict(_document(runs=6, ratio=1.0, clash=True))
     a = analyze_benchmark(doc.benchmarks[0], AnalysisSettings(reps=500))
-    assert "both sides were recorded on the same CPU" in (a.note or "")
+    assert "both versions ran on one CPU at the same time" in (a.note or "")
 
 
 UNTIL = {"until_decided": {"min_runs": 5, "max_runs": 40, "budget_s": None, "shape": "pocock"}}
