@@ -60,7 +60,11 @@ def analyze_benchmark(record: BenchmarkRecord, settings: AnalysisSettings) -> Be
     )
     chosen = estimates[metric]
     asymmetry: SideAsymmetry | CoreDifference | None = None
-    if series.crossover is not None:
+    # Where both sides ran on one CPU (a side pinned itself, issue 33) the contrast between the
+    # CPU assignments measures sharing a CPU, not the cores: the clash note says what happened,
+    # and no "cores differ" note is made of it.
+    shared_a_cpu = series.crossover is not None and series.crossover.clashes > 0
+    if series.crossover is not None and not shared_a_cpu:
         asymmetry = crossover_difference(
             series.crossover,
             chosen.log_ratios,
@@ -69,7 +73,7 @@ def analyze_benchmark(record: BenchmarkRecord, settings: AnalysisSettings) -> Be
             reps=min(settings.reps, 2000),
             rng=rng_for(record.name + "/sides", settings.seed),
         )
-    if asymmetry is None:
+    if asymmetry is None and not shared_a_cpu:
         asymmetry = benchmark_asymmetry(
             ok,
             chosen.log_ratios,
