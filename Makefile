@@ -47,12 +47,12 @@ test:
 	tier_rc=0; wait $$tier || tier_rc=$$?; \
 	cat $(RESULTS)/guest-tier.log; \
 	[ $$rc != 0 ] || rc=$$tier_rc; \
-	$(MAKE) --no-print-directory test-summary; exit $$rc
+	$(MAKE) --no-print-directory test-summary || rc=$$?; exit $$rc
 
 .PHONY: test-summary
 test-summary:
 	@$(PYTHON) scripts/test_summary.py $(RESULTS)/pytest-parallel.xml $(RESULTS)/pytest-measures.xml \
-		$(RESULTS)/guest/system-tests.xml
+		--guest $(RESULTS)/guest/system-tests.xml
 
 lint: $(STAMP)
 	$(BIN)/ruff check duet_bench duet_stats tests benchmarks
