@@ -278,10 +278,10 @@ def test_sides_run_as_the_invoking_user_without_capabilities(tmp_path: Path) -> 
         done = subprocess.run(
             [sys.executable, "-m", "duet_bench", "run", "--baseline", probe, "--candidate", probe,
              "--runs", "2", "--iterations", "1", "--warmup", "0", "--isolation", "cgroup",
-             "--out", str(tmp_path / "r.json"), "--quiet"],
+             "--out", str(tmp_path / "r.json"), "--quiet", "--fail-on", "never"],
             capture_output=True, text=True, timeout=120, check=False, env=env,
         )  # fmt: skip
-        assert done.returncode in (0, 1), done.stderr
+        assert done.returncode == 0, done.stderr
         assert (shared / "uid").read_text().strip() == "65534"
         assert (shared / "caps").read_text().split()[1] == "0000000000000000"
         doc = json.loads((tmp_path / "r.json").read_text())
