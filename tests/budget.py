@@ -5,10 +5,10 @@ per CI run, which ``tests/README.md`` shows and which must stay below 1/200.
 
 Which tests assert a measured quantity is found from their code, not declared: an ``assert``
 (in the test, or in a helper of ``tests/`` it calls) that compares a verdict with a verdict
-word, or orders a quantity named like a measurement (``ratio``, ``skew``, ``*_ns``, ``busy``)
-against a non-zero number, or a call of ``tests/aa.py``'s A/A checks. A measuring test found so
-must be in the table, as a figure or as an exemption that says why it cannot fail by chance
-(``tests/conftest.py`` fails it otherwise).
+word, or orders a quantity named like a measurement (``ratio``, ``skew``, ``*_ns``, ``busy``,
+``share``) or a quotient of two values against a non-zero number, or a call of ``tests/aa.py``'s
+A/A checks. A measuring test found so must be in the table, as a figure or as an exemption
+that says why it cannot fail by chance (``tests/conftest.py`` fails it otherwise).
 
 Figures, by ``how``:
 
@@ -214,9 +214,22 @@ def _measured_compare(node: ast.Compare) -> bool:
     if not any(isinstance(op, ast.Lt | ast.LtE | ast.Gt | ast.GtE) for op in node.ops):
         return False
     measured = any(
-        MEASURED_NAME.search(t) and not _is_count(o) for o, t in zip(operands, text, strict=True)
+        (MEASURED_NAME.search(t) or _is_quotient(o)) and not _is_count(o)
+        for o, t in zip(operands, text, strict=True)
     )
     return measured and any(_is_nonzero_number(o) for o in operands)
+
+
+def _is_quotient(node: ast.AST) -> bool:
+    """A ratio computed in place (``sorted(b)[5] / sorted(a)[5]``): a division of two values
+    that are not constants (nor a path joined with a string: ``plots / f"{stem}.png"``)."""
+    return any(
+        isinstance(sub, ast.BinOp)
+        and isinstance(sub.op, ast.Div)
+        and not isinstance(sub.left, ast.Constant | ast.JoinedStr)
+        and not isinstance(sub.right, ast.Constant | ast.JoinedStr)
+        for sub in ast.walk(node)
+    )
 
 
 def measured_assertions(

@@ -70,11 +70,11 @@ def seed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _project(tmp_path: Path, seed: Path) -> GitRepo:
     # The build command copies the seed's target directory (times kept: cargo's freshness
-    # check reads them), so each version compiles only the small bench crate. 20 runs, as go:
-    # criterion's wall time spread by 13% a run under load (tests/budget.toml), and at 10 runs
-    # the 30% would be missed about 1 time in 50.
+    # check reads them), so each version compiles only the small bench crate. 16 runs:
+    # criterion's wall time spread by 13% a run under load (tests/budget.toml); at 10 runs the
+    # 30% would be missed about 1 time in 50, at 16 about 1 in 13,000.
     config = (
-        settings("wall", runs=20)
+        settings("wall", runs=16)
         + f'build = "mkdir -p target && cp -a {seed}/target/. target/"\n'
         + f'\n[[suite]]\nadapter = "cargo"\npath = "."\nname = "crit"\ncargo = "{CARGO}"\n'
         + "warm_up_time = 0.05\nmeasurement_time = 0.1\n"
