@@ -87,3 +87,16 @@ if [ ! -x "$VENV/node_modules/.bin/gitlab-ci-local" ] && command -v npm >/dev/nu
     npm install --prefix "$VENV" --no-save --no-audit --no-fund --silent gitlab-ci-local@4.64.1 >/dev/null \
         || echo "bootstrap: could not install gitlab-ci-local; the GitLab pipeline test will skip." >&2
 fi
+# What this script does not install and `make test` needs (README.md): say so now, not as a
+# failed test 15 minutes later.
+for tool in go cargo npm; do
+    command -v "$tool" >/dev/null 2>&1 \
+        || echo "bootstrap: $tool is not installed; the tests that need it fail under make test (README.md lists what the machine must have)." >&2
+done
+py38=""
+for candidate in "$HOME"/.pyenv/versions/3.8*/bin/python3.8 /usr/bin/python3.8 /usr/local/bin/python3.8; do
+    [ -x "$candidate" ] && py38=$candidate
+done
+if [ -z "$py38" ]; then
+    echo "bootstrap: no Python 3.8 (~/.pyenv/versions/3.8*, /usr/bin, /usr/local/bin); the tests of the worker on the oldest Python fail under make test (README.md)." >&2
+fi

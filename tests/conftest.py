@@ -5,7 +5,11 @@
   here from what the test uses (the ``no_leftovers`` or ``isolation_clean`` fixture, the ``root``
   or ``cgroup`` marker, a module under tests/system or tests/integration); mark a new kind of test
   ``pytest.mark.measures`` by hand.
-- In CI (``CI=true``) a skip fails, unless its reason is a fact of the CI machine listed in
+- A measuring test that asserts a measured quantity (a verdict, a ratio, a timing bound: found
+  from its code by ``tests/budget.py``) fails unless ``tests/budget.toml`` has its chance of
+  failing by chance, or an exemption saying why it has none.
+- In CI (``CI=true``: ``make test`` and the guest tier set it) a skip fails, unless its whole
+  reason is a fact of the CI machine it ran on (``DUET_CI_MACHINE``) listed in
   ``tests/allowed_skips.py``.
 """
 
@@ -22,7 +26,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from tests.allowed_skips import why_allowed
+from tests import budget
+from tests.allowed_skips import current_machine, why_allowed
 from tests.leftovers import Snapshot, ours_left, snapshot
 
 # Hypothesis fails an example that takes over 200 ms by default: a timing, which a loaded 2-vCPU
@@ -32,7 +37,7 @@ settings.register_profile("duet", deadline=None)
 settings.load_profile("duet")
 
 #: Fixtures and markers that say a test measures (see the module docstring).
-MEASURING_FIXTURES = frozenset({"no_leftovers", "isolation_clean"})
+MEASURING_FIXTURES = frozenset({"no_leftovers", "isolation_clean", "shm_path"})
 MEASURING_MARKERS = ("root", "cgroup", "measures")
 MEASURING_DIRS = ("system", "integration")
 TESTS_DIR = Path(__file__).parent
@@ -49,16 +54,41 @@ def measures(item: pytest.Item) -> bool:
     return relative is not None and relative.parts[0] in MEASURING_DIRS
 
 
+#: The measured assertions of a measuring test that tests/budget.toml lacks.
+UNBUDGETED = pytest.StashKey[list[str]]()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    known: set[str] | None = None
     for item in items:
         if measures(item):
+            function = getattr(item, "function", None)
+            if function is not None:
+                known = budget.listed() if known is None else known
+                if item.nodeid not in known:
+                    found = list(budget.measured_assertions(function))
+                    if found:
+                        item.stash[UNBUDGETED] = found
             item.add_marker(pytest.mark.measures)
             if TESTS_DIR / "system" in item.path.parents:
                 item.add_marker(pytest.mark.system)
             # Every test that measures is checked for what it leaves (item 2 of issue 22).
             if "no_leftovers" not in item.fixturenames:  # type: ignore[attr-defined]
                 item.fixturenames.insert(0, "no_leftovers")  # type: ignore[attr-defined]
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    found = item.stash.get(UNBUDGETED, None)
+    if found:
+        pytest.fail(
+            f"{item.nodeid} asserts a measured quantity, which can fail by chance, and "
+            f"tests/budget.toml has no figure for it:\n  " + "\n  ".join(found) + "\nAdd "
+            f'[test."{item.nodeid}"] to tests/budget.toml with its chance of failing on a '
+            "correct duet and how it was obtained (or [exempt...] with why it cannot fail by "
+            "chance); scripts/test_budget.py prints the sum (tests/README.md).",
+            pytrace=False,
+        )
 
 
 def in_ci() -> bool:
@@ -74,12 +104,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         return
     assert isinstance(report.longrepr, tuple)
     reason = str(report.longrepr[2]).removeprefix("Skipped: ")
-    if why_allowed(reason) is None:
+    machine = current_machine()
+    if why_allowed(reason, machine) is None:
         report.outcome = "failed"
         report.longrepr = (
-            f"skipped in CI for a reason that is not a fact of the CI machine: {reason!r}. "
-            "Make the test run here (install what it needs in scripts/bootstrap.sh, fix the "
-            "product), or add the reason with why to tests/allowed_skips.py."
+            f"skipped in CI (the {machine}) for a reason that is not an allowed fact of that "
+            f"machine: {reason!r}. Make the test run here (install what it needs in "
+            "scripts/bootstrap.sh, fix the product), or add a pattern matching the whole reason, "
+            "with why and where the test runs instead, to tests/allowed_skips.py."
         )
 
 
@@ -132,20 +164,41 @@ class _Watcher:
 
 
 @pytest.fixture
-def no_leftovers(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def no_leftovers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     """Fails the test when it leaves behind a process it started, a ``duet-*`` cgroup (any
     depth, every hierarchy), a barrier file (``/dev/shm/duet-*``), a work directory
-    (``/var/tmp/duet-*``) or a worktree slot (cache lock, stamp without worktree). Only what
-    this test process or its descendants made counts: other duets on the machine are left alone."""
+    (``/var/tmp/duet-*``), a temporary ``duet-*`` directory, a worktree slot (cache lock, stamp
+    without worktree) or a registered git worktree, a mount, or a changed
+    ``cgroup.subtree_control`` (tests/leftovers.py). Only what this test process or its
+    descendants made counts: other duets on the machine are left alone. The test gets a
+    ``TMPDIR`` of its own (removed afterwards), where its duets' temporary directories go."""
     tag = uuid.uuid4().hex
     monkeypatch.setenv("DUET_TEST_TAG", tag)
-    before: Snapshot = snapshot()
-    watcher = _Watcher()
-    before_children = set(watcher.seen)
-    yield
-    ours = watcher.stop()
-    left = ours_left(before, snapshot(), ours=ours, existing=before_children, tag=tag)
-    assert not left, "left behind:\n" + "\n".join(left)
+    # Short (sockets), and writable by the users a root duet runs builds as, like /tmp.
+    tmpdir = Path(tempfile.mkdtemp(prefix="t-", dir="/tmp"))
+    tmpdir.chmod(0o1777)
+    monkeypatch.setenv("TMPDIR", str(tmpdir))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmpdir))
+    test_dirs = (tmp_path,)
+    try:
+        before: Snapshot = snapshot(test_dirs, tmpdir)
+        watcher = _Watcher()
+        before_children = set(watcher.seen)
+        yield
+        ours = watcher.stop()
+        after = snapshot(test_dirs, tmpdir)
+        left = ours_left(
+            before,
+            after,
+            ours=ours,
+            existing=before_children,
+            tag=tag,
+            test_dirs=test_dirs,
+            tmpdir=tmpdir,
+        )
+        assert not left, "left behind:\n" + "\n".join(left)
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
 
 
 def is_root() -> bool:

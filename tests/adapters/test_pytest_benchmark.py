@@ -433,6 +433,7 @@ def calibrate(tmp_path: Path, directory: Path, nodeid: str, python: str) -> dict
     return result
 
 
+@pytest.mark.measures  # it times the driver's calls: not beside another test
 def test_calibration_runs_the_test_and_times_its_function(tmp_path: Path, suite_copy: Path) -> None:
     python = with_benchmark_plugin()
     small = calibrate(tmp_path, suite_copy, "bench_workload.py::test_checksum_sizes[100]", python)

@@ -47,9 +47,9 @@ def measure(out: Path, isolation: str, *args: str, crossover: str = "iteration")
         "run", *args, "--runs", str(RUNS), "--iterations", str(ITERATIONS),
         "--warmup", str(WARMUP), "--isolation", isolation, "--crossover", crossover,
         "--out", str(out), "--quiet", "--reps", "200",
+        "--fail-on", "never",  # about where the sides ran, not the verdict
     )  # fmt: skip
-    # Exit 0 or 1 (a verdict); not 2 (usage) or 3 (a run failed).
-    assert done.returncode in (0, 1), done.stderr
+    assert done.returncode == 0, done.stderr
     doc: dict[str, Any] = json.loads(out.read_text())
     assert doc["schema"] == "duet-results/3"
     return doc

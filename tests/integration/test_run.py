@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from duet_bench.analysis.verdict import VERDICTS
 from tests.aa import assert_neither_side_favoured
 from tests.conftest import is_root
 
@@ -83,7 +82,6 @@ def test_a_slower_command_is_a_regression(tmp_path: Path, isolation: str) -> Non
     baseline_cores = [r["baseline"]["cores"][0] for r in runs]
     assert len(set(baseline_cores)) == 2
     assert baseline_cores.count(baseline_cores[0]) == 3
-    skews: list[int] = []
     for r in runs:
         assert r["baseline"]["cores"] != r["candidate"]["cores"]
         for side in ("baseline", "candidate"):
@@ -93,18 +91,21 @@ def test_a_slower_command_is_a_regression(tmp_path: Path, isolation: str) -> Non
             assert len(s["iteration_start_ns"]) == 5
             assert s["exit_code"] == 0
             assert s["wall_ns"] > sum(s["iterations_ns"])
-        skews += [
-            abs(x - y)
-            for x, y in zip(
-                r["baseline"]["iteration_start_ns"],
-                r["candidate"]["iteration_start_ns"],
-                strict=True,
+        # The sides move in lock step: neither leaves the barrier for iteration i before the
+        # other has ended iteration i - 1 (one clock, CLOCK_MONOTONIC, for both). Exact
+        # whatever the load; a median start skew under 3 ms, asserted before, was 11 ms at a
+        # load average of 36-51 (tests/budget.toml).
+        for one, other in (("baseline", "candidate"), ("candidate", "baseline")):
+            starts, ends = (
+                r[one]["iteration_start_ns"],
+                [
+                    start + wall
+                    for start, wall in zip(
+                        r[other]["iteration_start_ns"], r[other]["iterations_ns"], strict=True
+                    )
+                ],
             )
-        ]
-    # Both sides leave the barrier together: the typical start skew is far below a millisecond
-    # (an iteration here takes tens); preemption by other load on the machine can delay single
-    # iterations, so the median over all runs is checked, not each run's.
-    assert sorted(skews)[len(skews) // 2] < 3_000_000, sorted(skews)
+            assert all(starts[i] >= ends[i - 1] for i in range(1, 5)), (one, starts, ends)
     if isolation == "cgroup":
         s = runs[0]["baseline"]
         assert s["cpu_ns"] is not None
@@ -129,8 +130,10 @@ def test_the_same_command_favours_neither_side(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     printed = json.loads(done.stdout)
-    assert printed["benchmarks"][0]["analysis"]["verdict"] in VERDICTS
     doc = json.loads(out.read_text())
+    # What --format json prints is the analysis the results file holds (no verdict asserted:
+    # an A/A verdict can carry no stated false-failure rate, see the docstring).
+    assert printed["benchmarks"][0]["analysis"] == doc["benchmarks"][0]["analysis"]
     assert doc["state"]["complete"] is True
     assert_neither_side_favoured(doc["benchmarks"][0])
 
@@ -220,12 +223,13 @@ def test_python_benchmark_in_two_interpreters(tmp_path: Path) -> None:
         "--callable", "mybench:run", "--setup", "mybench:setup",
         "--baseline-dir", str(tmp_path / "old"), "--candidate-dir", str(tmp_path / "new"),
         "--runs", "5", "--iterations", "5", "--isolation", "affinity", "--out", str(out),
-        "--quiet", "--reps", "2000",
+        "--quiet", "--reps", "2000", "--fail-on", "never",  # about the interpreters, not a verdict
     )  # fmt: skip
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == 0, done.stderr
     bench = json.loads(out.read_text())["benchmarks"][0]
     assert bench["kind"] == "python"
     assert bench["settings"]["inner_loops"] >= 1
+    # Each side ran its own directory's module: three times the work (tests/budget.toml).
     assert 2.0 < bench["analysis"]["ratio"] < 4.5
 
 
@@ -234,9 +238,9 @@ def test_sequential_method(tmp_path: Path) -> None:
     done = duet(
         "run", "--baseline", "sleep 0.01", "--candidate", "sleep 0.02", "--method", "sequential",
         "--runs", "5", "--iterations", "3", "--isolation", "affinity", "--out", str(out),
-        "--quiet", "--reps", "2000",
+        "--quiet", "--reps", "2000", "--fail-on", "never",  # about the order, not a verdict
     )  # fmt: skip
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == 0, done.stderr
     bench = json.loads(out.read_text())["benchmarks"][0]
     assert bench["method"] == "sequential"
     for r in bench["runs"]:
@@ -277,10 +281,10 @@ def test_sides_run_as_the_invoking_user_without_capabilities(tmp_path: Path) -> 
         done = subprocess.run(
             [sys.executable, "-m", "duet_bench", "run", "--baseline", probe, "--candidate", probe,
              "--runs", "2", "--iterations", "1", "--warmup", "0", "--isolation", "cgroup",
-             "--out", str(tmp_path / "r.json"), "--quiet"],
+             "--out", str(tmp_path / "r.json"), "--quiet", "--fail-on", "never"],
             capture_output=True, text=True, timeout=120, check=False, env=env,
         )  # fmt: skip
-        assert done.returncode in (0, 1), done.stderr
+        assert done.returncode == 0, done.stderr
         assert (shared / "uid").read_text().strip() == "65534"
         assert (shared / "caps").read_text().split()[1] == "0000000000000000"
         doc = json.loads((tmp_path / "r.json").read_text())

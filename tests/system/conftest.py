@@ -26,9 +26,9 @@ from typing import Literal
 
 import pytest
 
-from duet_bench.isolation import PARENT_NAME_RE, cgroup_mounts, pid_alive
+from duet_bench.isolation import PARENT_NAME_RE, pid_alive
 from duet_bench.isolation.cgroup_v1 import probe_v1
-from duet_bench.isolation.cgroup_v2 import find_v2_mount
+from tests.leftovers import cgroup_hierarchies, v2_mountpoint
 
 CGROUP_ROOT = "/sys/fs/cgroup"
 TAG_VARIABLE = "DUET_TEST_TAG"
@@ -38,14 +38,16 @@ Requirement = Literal["root", "cgroup-v1", "cgroup-v2"]
 
 
 def required(what: Requirement) -> bool:
-    """Whether ``DUET_REQUIRE_SYSTEM_TESTS`` forbids skipping a test for lack of ``what``."""
+    """Whether ``DUET_REQUIRE_SYSTEM_TESTS`` forbids skipping a test for lack of ``what``. What
+    the machine has mounted is read from /proc/self/mountinfo here, not from duet's probes
+    (which the tests check)."""
     value = os.environ.get("DUET_REQUIRE_SYSTEM_TESTS", "")
     if value != "1":
         return what in value.split(",")
     if what == "cgroup-v1":
-        return any(m.fstype == "cgroup" for m in cgroup_mounts(CGROUP_ROOT))
+        return any(m.fstype == "cgroup" for m in cgroup_hierarchies())
     if what == "cgroup-v2":
-        return find_v2_mount(CGROUP_ROOT) is not None
+        return v2_mountpoint() is not None
     return True
 
 
@@ -65,7 +67,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def duet_cgroup_dirs() -> set[str]:
     """Every ``duet-*`` directory in every cgroup hierarchy (not descending into them)."""
     found: set[str] = set()
-    for mount in cgroup_mounts(CGROUP_ROOT):
+    for mount in cgroup_hierarchies():
         for dirpath, dirnames, _ in os.walk(mount.mountpoint):
             for name in list(dirnames):
                 if name.startswith("duet-"):
@@ -185,12 +187,12 @@ def v1_root() -> str:
 
 @pytest.fixture
 def v2_mount() -> str:
-    """The cgroup2 mount point (pure or hybrid layout), else skip."""
-    mount = find_v2_mount(CGROUP_ROOT)
+    """The cgroup2 mount point (pure or hybrid layout; from /proc/self/mountinfo), else skip."""
+    mount = v2_mountpoint()
     if mount is None:
         skip_or_fail(f"no cgroup2 hierarchy under {CGROUP_ROOT}", needs="cgroup-v2")
     assert mount is not None
-    return mount.mountpoint
+    return mount
 
 
 @pytest.fixture

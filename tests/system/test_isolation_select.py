@@ -11,7 +11,8 @@ import pytest
 from duet_bench.errors import IsolationError
 from duet_bench.isolation import Limits, Usage, select_backend
 from duet_bench.isolation.cgroup_v1 import probe_v1
-from duet_bench.isolation.cgroup_v2 import find_v2_mount, probe_v2
+from duet_bench.isolation.cgroup_v2 import probe_v2
+from tests.leftovers import v2_mountpoint
 
 # Also run in the guest tier (cgroup v2 with controllers under systemd, sudo from a user).
 pytestmark = [pytest.mark.guest, pytest.mark.usefixtures("isolation_clean")]
@@ -35,10 +36,11 @@ def test_auto_picks_the_best_usable_level() -> None:
 @pytest.mark.root
 @pytest.mark.cgroup
 def test_a_controller_less_unified_hierarchy_is_not_chosen() -> None:
-    mount = find_v2_mount(ROOT)
+    # Which hierarchy is mounted, read from /proc/self/mountinfo: not duet's find_v2_mount.
+    mount = v2_mountpoint()
     if mount is None:
         pytest.skip("no cgroup2 hierarchy")
-    with open(os.path.join(mount.mountpoint, "cgroup.controllers")) as f:
+    with open(os.path.join(mount, "cgroup.controllers")) as f:
         offered = set(f.read().split())
     if {"cpuset", "cpu", "memory", "pids"} <= offered:
         pytest.skip("the unified hierarchy has the controllers here")
