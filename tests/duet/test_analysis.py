@@ -45,6 +45,17 @@ def test_improvement_band_is_reciprocal() -> None:
     assert verdict(ratio=0.980, ci_low=0.97, ci_high=0.99, threshold=0.02) == "improvement"
 
 
+def test_the_band_edges_are_exactly_reciprocal() -> None:
+    """Just inside and just outside 1/(1 + t), not 1 - t (0.98 at t = 2%, where 1/1.02 =
+    0.98039): the improvement needs the ratio below the edge and the no-change band ends at it."""
+    edge = 1.0 / 1.02
+    above, below = edge * (1 + 1e-9), edge * (1 - 1e-9)
+    assert verdict(ratio=below, ci_low=0.97, ci_high=0.99, threshold=0.02) == "improvement"
+    assert verdict(ratio=above, ci_low=0.97, ci_high=0.99, threshold=0.02) == "inconclusive"
+    assert verdict(ratio=0.99, ci_low=above, ci_high=1.0, threshold=0.02) == "no change"
+    assert verdict(ratio=0.99, ci_low=0.9802, ci_high=1.0, threshold=0.02) == "inconclusive"
+
+
 def test_fail_on() -> None:
     assert fails(["no change", "regression"], "regression")
     assert not fails(["improvement", None], "regression")
@@ -108,6 +119,30 @@ def test_inconclusive_says_how_many_runs_would_decide() -> None:
     assert noisy["verdict"] == "inconclusive"
     assert noisy["runs_needed"] > noisy["runs_used"]
     assert "would decide" in noisy["note"]
+
+
+@pytest.mark.parametrize("ratio", [1.01, 0.995, 1.03, 0.97])
+def test_runs_needed_shrinks_the_interval_to_the_deciding_edge(ratio: float) -> None:
+    """Inside the band the interval must shrink to the distance from log G to the band edge
+    (then it fits inside the band: "no change"); outside it, to the distance from log G to 0
+    (then it excludes 1). At the advised number of runs the planned half-width reaches that
+    distance, and one run fewer does not."""
+    from duet_bench.analysis.runs_needed import runs_needed
+    from duet_stats.planning import ci_half_width, variance_components
+
+    log_ratios = np.random.default_rng(7).normal(math.log(ratio), 0.3, size=(5, 20))
+    settings = AnalysisSettings(threshold=0.02)
+    needed = runs_needed(log_ratios, ratio=ratio, settings=settings)
+    assert needed is not None
+    band, distance = math.log1p(0.02), abs(math.log(ratio))
+    target = band - distance if distance < band else distance
+    comps = variance_components(log_ratios)
+
+    def half(k: int) -> float:
+        return ci_half_width(comps, runs=k, iterations=20, confidence=settings.confidence)
+
+    assert needed > 2
+    assert half(needed) <= target < half(needed - 1), (needed, target)
 
 
 def test_reanalysis_is_reproducible_and_seed_dependent() -> None:

@@ -23,7 +23,7 @@ from duet_stats import (
     iteration_ratios,
     run_geomeans,
 )
-from duet_stats._resample import uniform_indices
+from duet_stats._resample import percentile_bounds, uniform_indices
 from duet_stats._typing import IntervalMethod
 from tests.stats.synthetic import make_duet_data
 
@@ -93,6 +93,13 @@ def test_percentile_interval_of_three_runs_by_hand() -> None:
     # At 90% the upper quantile is 4 = 8^(2/3) (P(j >= 2) = 7/27 > 5%, P(j = 3) < 5%).
     ci90 = bootstrap_ci([1.0, 1.0, 8.0], confidence=0.9, rng=rng(3))
     assert ci90.high == pytest.approx(4.0, rel=1e-14)
+
+
+def test_percentile_bounds_are_the_two_tail_quantiles() -> None:
+    # 0, 1, ..., 1000 in any order: the (1 - c)/2 and (1 + c)/2 quantiles are 1000 times them.
+    replicates = np.random.default_rng(5).permutation(np.arange(1001.0))
+    for confidence, expected in ((0.9, (50.0, 950.0)), (0.99, (5.0, 995.0)), (0.5, (250, 750))):
+        assert percentile_bounds(replicates, confidence) == pytest.approx(expected, rel=1e-12)
 
 
 # --- exactness, determinism, records -----------------------------------------------------------
