@@ -127,7 +127,7 @@ metric-study-quick: $(STAMP)
 .PHONY: mutants
 mutants: $(STAMP)
 	@mkdir -p $(RESULTS)
-	$(BIN)/python scripts/mutants.py --hand --generated full --json $(RESULTS)/mutants.json $(MUTANTS_ARGS)
+	$(BIN)/python scripts/mutants.py --hand --generated full --json $(RESULTS)/mutants.jsonl $(MUTANTS_ARGS)
 
 soak: $(STAMP)
 	$(BIN)/python benchmarks/soak.py

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -35,7 +36,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--only", action="append", default=[], help="mutants whose name contains this")
     p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     p.add_argument("--list", action="store_true", help="list the mutants and stop")
-    p.add_argument("--json", type=Path, help="write every outcome to this file")
+    p.add_argument(
+        "--json", type=Path, help="write every outcome to this file as it comes (JSON lines)"
+    )
     p.add_argument(
         "--record",
         action="store_true",
@@ -105,8 +108,26 @@ def main(argv: Sequence[str]) -> int:
         for m in [*hand, *generated]:
             print(f"{m.name}  [{' '.join(m.tests)}]  {m.why}")
         return 0
+    # The generated ones in the order of their hashes: a run cut short is a random sample.
+    generated.sort(key=lambda m: m.name.rsplit(":", 1)[1])
+    stream = args.json.open("w", encoding="utf-8") if args.json is not None else None
+
+    def on_outcome(o: Outcome) -> None:
+        _print(o)
+        if stream is not None:
+            stream.write(json.dumps(_record(o)) + "\n")
+            stream.flush()
+
     begin = time.monotonic()
-    outcomes = run_all([*hand, *generated], jobs=args.jobs, on_outcome=_print)
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        outcomes = run_all([*hand, *generated], jobs=args.jobs, on_outcome=on_outcome)
+    except KeyboardInterrupt:
+        print("interrupted: the running mutants were stopped and the copies removed")
+        return 130
+    finally:
+        if stream is not None:
+            stream.close()
     wall = time.monotonic() - begin
     rc = 0
     hand_names = {m.name for m in hand}
@@ -127,24 +148,21 @@ def main(argv: Sequence[str]) -> int:
             rc = max(rc, 1)
     if gen_out:
         rc = max(rc, _report_generated(gen_out, args))
-    if args.json is not None:
-        args.json.write_text(
-            json.dumps(
-                [
-                    {
-                        "name": o.mutant.name,
-                        "status": o.status,
-                        "wall_s": round(o.wall_s, 2),
-                        "why": o.mutant.why,
-                        "detail": o.detail,
-                    }
-                    for o in outcomes
-                ],
-                indent=1,
-            )
-            + "\n"
-        )
     return rc
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _record(o: Outcome) -> dict[str, object]:
+    return {
+        "name": o.mutant.name,
+        "status": o.status,
+        "wall_s": round(o.wall_s, 2),
+        "why": o.mutant.why,
+        "detail": o.detail,
+    }
 
 
 def _report_generated(outcomes: list[Outcome], args: argparse.Namespace) -> int:

@@ -10,12 +10,14 @@ silent pass.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -152,13 +154,32 @@ def run_tests(copy: Path, tests: Sequence[str], timeout_s: float) -> tuple[int |
         text=True,
         start_new_session=True,
     )
+    with _LIVE_LOCK:
+        _LIVE.add(proc)
     try:
         out, _ = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        _kill(proc)
         out, _ = proc.communicate()
         return None, out[-2000:]
+    except BaseException:
+        _kill(proc)
+        proc.communicate()
+        raise
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.discard(proc)
     return proc.returncode, out[-2000:]
+
+
+#: The pytest runs under way, killed (with everything they started) when the tier is interrupted.
+_LIVE: set[subprocess.Popen[str]] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def _kill(proc: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def run_mutant(copy: Path, m: Mutant, timeout_s: float = TIMEOUT_S) -> Outcome:
@@ -256,18 +277,29 @@ def _run_pool(
 
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             futures = [pool.submit(worker, first if i == 0 else None) for i in range(jobs)]
-            for f in futures:
-                f.result()
+            try:
+                for f in futures:
+                    f.result()
+            except BaseException:
+                # Interrupted (or a worker failed): no new mutant, and the running ones end now,
+                # so that the copies are removed and no process is left behind.
+                queue.close()
+                with _LIVE_LOCK:
+                    for proc in list(_LIVE):
+                        _kill(proc)
+                raise
 
 
 class _Queue:
     """The mutants left to run, taken one at a time by the workers."""
 
     def __init__(self, mutants: list[Mutant]) -> None:
-        import threading
-
         self._items = mutants
         self._lock = threading.Lock()
+
+    def close(self) -> None:
+        with self._lock:
+            self._items.clear()
 
     def drop(self, m: Mutant) -> None:
         with self._lock:
