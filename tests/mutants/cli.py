@@ -40,6 +40,12 @@ def _parser() -> argparse.ArgumentParser:
         "--json", type=Path, help="write every outcome to this file as it comes (JSON lines)"
     )
     p.add_argument(
+        "--score-of",
+        type=Path,
+        metavar="JSONL",
+        help="run nothing: score the selected generated mutants from a run's --json file",
+    )
+    p.add_argument(
         "--record",
         action="store_true",
         help="write the generated run's score to tests/mutants/score.json",
@@ -110,6 +116,8 @@ def main(argv: Sequence[str]) -> int:
         return 0
     # The generated ones in the order of their hashes: a run cut short is a random sample.
     generated.sort(key=lambda m: m.name.rsplit(":", 1)[1])
+    if args.score_of is not None:
+        return _score_of(args.score_of, generated, args)
     stream = args.json.open("w", encoding="utf-8") if args.json is not None else None
 
     def on_outcome(o: Outcome) -> None:
@@ -149,6 +157,25 @@ def main(argv: Sequence[str]) -> int:
     if gen_out:
         rc = max(rc, _report_generated(gen_out, args))
     return rc
+
+
+def _score_of(path: Path, generated: list[Mutant], args: argparse.Namespace) -> int:
+    """The score of ``generated`` from the outcomes a run wrote (``--json``); the mutants it
+    did not reach are counted and left out."""
+    done = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        r = json.loads(line)
+        done[r["name"]] = r
+    outcomes = [
+        Outcome(m, done[m.name]["status"], done[m.name]["wall_s"], done[m.name]["detail"])
+        for m in generated
+        if m.name in done
+    ]
+    missing = len(generated) - len(outcomes)
+    print(f"{len(outcomes)} of the {len(generated)} selected mutants ran in {path} ({missing} not)")
+    if not outcomes:
+        return 2
+    return _report_generated(outcomes, args)
 
 
 def _interrupt(signum: int, frame: object) -> None:

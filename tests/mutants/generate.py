@@ -66,8 +66,9 @@ AREAS = {
 }
 
 SEED = "duet-mutants-1"
-#: CI runs the mutants whose hash falls below this fraction (about 1 in 25).
-SAMPLE_FRACTION = 0.04
+#: CI runs the mutants whose hash falls below this fraction (22 of the 942 today, whose
+#: runs and controls take about 2 minutes of CPU).
+SAMPLE_FRACTION = 0.015
 
 _BINOPS: dict[type[ast.operator], type[ast.operator]] = {
     ast.Add: ast.Sub,
