@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tests.mutants.catalogue import HAND
 from tests.mutants.engine import Mutant, MutantError, Outcome, check_applies, run_all, score
-from tests.mutants.equivalent import EQUIVALENT
+from tests.mutants.equivalent import is_equivalent
 from tests.mutants.generate import AREAS, all_mutants, area_of, in_sample
 
 SCORE_FILE = Path(__file__).with_name("score.json")
@@ -57,7 +57,7 @@ def _selected(args: argparse.Namespace) -> tuple[list[Mutant], list[Mutant]]:
     hand = list(HAND) if args.hand else []
     generated: list[Mutant] = []
     if args.generated:
-        generated = [m for m in all_mutants() if m.name not in EQUIVALENT]
+        generated = [m for m in all_mutants() if not is_equivalent(m.name)]
         if args.generated == "sample":
             generated = [m for m in generated if in_sample(m)]
     if args.quiet_only:

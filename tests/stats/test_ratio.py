@@ -351,6 +351,30 @@ def test_arch_cross_check_of_the_percentile_interval() -> None:
     assert abs(high - ours.ci_high) < 0.05 * ours.width
 
 
+def test_the_basic_interval_reflects_the_percentile_one_and_studentized_differs() -> None:
+    """The basic interval is the percentile interval of the same replicates reflected about the
+    estimate, ``[2m - q_hi, 2m - q_lo]`` (arch draws both from one seed); the studentized one
+    is not. Before the slower arch tests, so that a broken dispatch fails fast."""
+    arch_bootstrap = pytest.importorskip(
+        "arch.bootstrap", reason="arch is an optional extra: pip install 'duet-bench[arch]'"
+    )
+    from duet_stats.intervals import log_interval
+
+    log_g = np.log([1.01, 1.03, 0.99, 1.05, 1.02, 1.0, 1.04, 1.08])
+    m = float(log_g.mean())
+
+    def mean(x: np.ndarray) -> np.ndarray:
+        return np.atleast_1d(np.mean(x))
+
+    reference = arch_bootstrap.IIDBootstrap(log_g, seed=rng(21))
+    q_lo, q_hi = reference.conf_int(mean, reps=400, method="percentile", size=0.9)[:, 0]
+    basic = log_interval(log_g, confidence=0.9, reps=400, method="basic", rng=rng(21))
+    assert basic == pytest.approx((2 * m - q_hi, 2 * m - q_lo), rel=1e-12)
+    student = log_interval(log_g, confidence=0.9, reps=400, method="studentized", rng=rng(21))
+    assert student[0] < m < student[1]
+    assert student != pytest.approx(basic, rel=1e-6)
+
+
 @pytest.mark.parametrize("method", ["basic", "studentized"])
 def test_arch_methods_run(method: IntervalMethod) -> None:
     pytest.importorskip(
