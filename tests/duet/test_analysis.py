@@ -272,6 +272,25 @@ def test_auto_takes_cpu_time_when_another_process_preempts_cpu_bound_sides() -> 
     assert stored["disagreement"] is None  # inconclusive against a change: no contradiction
 
 
+def test_the_interference_block_sums_every_iteration_of_both_sides() -> None:
+    from duet_bench.analysis.interference import INTERFERED_RUNQ_SHARE
+
+    record = _two_metric_benchmark(work_ns=20e6, slower=1.02, preempted=0.3, runs=4, iterations=6)
+    a = analyze_benchmark(record, AnalysisSettings(reps=200))
+    assert a.interference is not None
+    wall = np.array(
+        [[r.side(s).iterations_ns for s in ("baseline", "candidate")] for r in record.runs]
+    )
+    runq = np.array(
+        [[r.side(s).iteration_runq_ns for s in ("baseline", "candidate")] for r in record.runs]
+    )
+    assert a.interference.iterations == 4 * 6
+    assert a.interference.wall_ns == int(wall.sum())
+    assert a.interference.runq_ns == int(np.minimum(runq, wall).sum())
+    hit = (runq > INTERFERED_RUNQ_SHARE * wall).any(axis=1)
+    assert a.interference.interfered == int(hit.sum()) > 0
+
+
 def test_auto_keeps_wall_time_for_code_that_sleeps() -> None:
     record = _two_metric_benchmark(work_ns=2e6, slower=1.0, busy=0.3, wall_slower=1.10)
     a = analyze_benchmark(record, AnalysisSettings(reps=2000))
