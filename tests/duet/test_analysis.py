@@ -33,6 +33,8 @@ FIXTURE = Path(__file__).parent.parent / "fixtures" / "results-basic.json"
         (1.0, 0.95, 1.05, "inconclusive"),  # a wide interval is never "no change"
         (1.02, 1.001, 1.04, "regression"),  # exactly at the threshold counts
         (1.025, 0.999, 1.05, "inconclusive"),  # contains 1
+        (1.05, 1.0, 1.07, "inconclusive"),  # touches 1: not wholly above it
+        (0.95, 0.93, 1.0, "inconclusive"),  # touches 1: not wholly below it
     ],
 )
 def test_verdict_table(ratio: float, lo: float, hi: float, expected: str) -> None:
