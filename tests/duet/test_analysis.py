@@ -56,6 +56,8 @@ def test_the_band_edges_are_exactly_reciprocal() -> None:
     assert verdict(ratio=above, ci_low=0.97, ci_high=0.99, threshold=0.02) == "inconclusive"
     assert verdict(ratio=0.99, ci_low=above, ci_high=1.0, threshold=0.02) == "no change"
     assert verdict(ratio=0.99, ci_low=0.9802, ci_high=1.0, threshold=0.02) == "inconclusive"
+    # An interval that ends exactly on the band's edges is inside the band.
+    assert verdict(ratio=1.0, ci_low=1 / 1.02, ci_high=1.02, threshold=0.02) == "no change"
 
 
 def test_fail_on() -> None:
