@@ -256,11 +256,14 @@ def _run_pool(
     queue = _Queue(list(mutants))
     failed_controls: dict[tuple[str, ...], str] = {}
     with copy_of_checkout() as first:
-        # The controls, one at a time in the first copy (they are few).
-        for tests in selections:
-            why = control(first, tests, timeout_s)
-            if why is not None:
-                failed_controls[tests] = why
+        # The controls in the first copy: every selection in one session (one start-up), and
+        # only if that fails, one at a time to find which.
+        union = list(dict.fromkeys(t for tests in selections for t in tests))
+        if len(selections) < 2 or control(first, union, timeout_s) is not None:
+            for tests in selections:
+                why = control(first, tests, timeout_s)
+                if why is not None:
+                    failed_controls[tests] = why
         for m in mutants:
             check = failed_controls.get(m.tests)
             if check is not None:
