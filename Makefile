@@ -129,6 +129,14 @@ metric-study: $(STAMP)
 metric-study-quick: $(STAMP)
 	$(BIN)/python benchmarks/metric_study.py --quick
 
+# The mutation tier by hand (tests/README.md, "Mutants"): every hand-written mutant, then all
+# the generated ones (about an hour on a busy 2-vCPU VM); MUTANTS_ARGS adds options, e.g.
+# "--record" to write the score CI enforces. CI runs tests/mutants/test_mutants.py instead.
+.PHONY: mutants
+mutants: $(STAMP)
+	@mkdir -p $(RESULTS)
+	$(BIN)/python scripts/mutants.py --hand --generated full --json $(RESULTS)/mutants.jsonl $(MUTANTS_ARGS)
+
 soak: $(STAMP)
 	$(BIN)/python benchmarks/soak.py
 

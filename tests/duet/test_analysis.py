@@ -33,6 +33,8 @@ FIXTURE = Path(__file__).parent.parent / "fixtures" / "results-basic.json"
         (1.0, 0.95, 1.05, "inconclusive"),  # a wide interval is never "no change"
         (1.02, 1.001, 1.04, "regression"),  # exactly at the threshold counts
         (1.025, 0.999, 1.05, "inconclusive"),  # contains 1
+        (1.05, 1.0, 1.07, "inconclusive"),  # touches 1: not wholly above it
+        (0.95, 0.93, 1.0, "inconclusive"),  # touches 1: not wholly below it
     ],
 )
 def test_verdict_table(ratio: float, lo: float, hi: float, expected: str) -> None:
@@ -43,6 +45,19 @@ def test_improvement_band_is_reciprocal() -> None:
     # 1/(1.02) = 0.98039...: a ratio of 0.981 is not an improvement at t = 2 %.
     assert verdict(ratio=0.981, ci_low=0.97, ci_high=0.99, threshold=0.02) == "inconclusive"
     assert verdict(ratio=0.980, ci_low=0.97, ci_high=0.99, threshold=0.02) == "improvement"
+
+
+def test_the_band_edges_are_exactly_reciprocal() -> None:
+    """Just inside and just outside 1/(1 + t), not 1 - t (0.98 at t = 2%, where 1/1.02 =
+    0.98039): the improvement needs the ratio below the edge and the no-change band ends at it."""
+    edge = 1.0 / 1.02
+    above, below = edge * (1 + 1e-9), edge * (1 - 1e-9)
+    assert verdict(ratio=below, ci_low=0.97, ci_high=0.99, threshold=0.02) == "improvement"
+    assert verdict(ratio=above, ci_low=0.97, ci_high=0.99, threshold=0.02) == "inconclusive"
+    assert verdict(ratio=0.99, ci_low=above, ci_high=1.0, threshold=0.02) == "no change"
+    assert verdict(ratio=0.99, ci_low=0.9802, ci_high=1.0, threshold=0.02) == "inconclusive"
+    # An interval that ends exactly on the band's edges is inside the band.
+    assert verdict(ratio=1.0, ci_low=1 / 1.02, ci_high=1.02, threshold=0.02) == "no change"
 
 
 def test_fail_on() -> None:
@@ -108,6 +123,30 @@ def test_inconclusive_says_how_many_runs_would_decide() -> None:
     assert noisy["verdict"] == "inconclusive"
     assert noisy["runs_needed"] > noisy["runs_used"]
     assert "would decide" in noisy["note"]
+
+
+@pytest.mark.parametrize("ratio", [1.01, 0.995, 1.03, 0.97])
+def test_runs_needed_shrinks_the_interval_to_the_deciding_edge(ratio: float) -> None:
+    """Inside the band the interval must shrink to the distance from log G to the band edge
+    (then it fits inside the band: "no change"); outside it, to the distance from log G to 0
+    (then it excludes 1). At the advised number of runs the planned half-width reaches that
+    distance, and one run fewer does not."""
+    from duet_bench.analysis.runs_needed import runs_needed
+    from duet_stats.planning import ci_half_width, variance_components
+
+    log_ratios = np.random.default_rng(7).normal(math.log(ratio), 0.3, size=(5, 20))
+    settings = AnalysisSettings(threshold=0.02)
+    needed = runs_needed(log_ratios, ratio=ratio, settings=settings)
+    assert needed is not None
+    band, distance = math.log1p(0.02), abs(math.log(ratio))
+    target = band - distance if distance < band else distance
+    comps = variance_components(log_ratios)
+
+    def half(k: int) -> float:
+        return ci_half_width(comps, runs=k, iterations=20, confidence=settings.confidence)
+
+    assert needed > 2
+    assert half(needed) <= target < half(needed - 1), (needed, target)
 
 
 def test_reanalysis_is_reproducible_and_seed_dependent() -> None:
@@ -235,6 +274,25 @@ def test_auto_takes_cpu_time_when_another_process_preempts_cpu_bound_sides() -> 
     assert stored["metrics"]["wall"]["verdict"] == "inconclusive"
     assert stored["interference"]["share"] == a.interference.share
     assert stored["disagreement"] is None  # inconclusive against a change: no contradiction
+
+
+def test_the_interference_block_sums_every_iteration_of_both_sides() -> None:
+    from duet_bench.analysis.interference import INTERFERED_RUNQ_SHARE
+
+    record = _two_metric_benchmark(work_ns=20e6, slower=1.02, preempted=0.3, runs=4, iterations=6)
+    a = analyze_benchmark(record, AnalysisSettings(reps=200))
+    assert a.interference is not None
+    wall = np.array(
+        [[r.side(s).iterations_ns for s in ("baseline", "candidate")] for r in record.runs]
+    )
+    runq = np.array(
+        [[r.side(s).iteration_runq_ns for s in ("baseline", "candidate")] for r in record.runs]
+    )
+    assert a.interference.iterations == 4 * 6
+    assert a.interference.wall_ns == int(wall.sum())
+    assert a.interference.runq_ns == int(np.minimum(runq, wall).sum())
+    hit = (runq > INTERFERED_RUNQ_SHARE * wall).any(axis=1)
+    assert a.interference.interfered == int(hit.sum()) > 0
 
 
 def test_auto_keeps_wall_time_for_code_that_sleeps() -> None:

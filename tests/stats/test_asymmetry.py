@@ -44,6 +44,19 @@ def test_an_unbalanced_assignment_leaves_a_bias_and_one_group_alone_gives_nothin
     )
 
 
+def test_the_share_of_run_variance_is_the_squared_half_difference_over_the_variance() -> None:
+    # Group means 0.2 and 0.0: delta = 0.1; the four values' variance (ddof 1) is 0.08 / 3.
+    est = side_asymmetry(
+        [0.1, 0.3, -0.1, 0.1],
+        [True, True, False, False],
+        confidence=0.9,
+        reps=100,
+        rng=np.random.default_rng(0),
+    )
+    assert est is not None
+    assert est.share_of_run_variance == pytest.approx(0.01 / (0.08 / 3), rel=1e-12)
+
+
 def test_noise_without_asymmetry_keeps_1_inside() -> None:
     rng = np.random.default_rng(7)
     log_g = rng.normal(0.0, 0.01, 20)

@@ -250,6 +250,24 @@ def test_crossover_aa_covers_one_and_is_much_narrower_than_the_per_run_swap(
     assert crossover_width * 3 < per_run_width, (crossover_width, per_run_width)
 
 
+def test_the_share_of_within_run_variance_is_the_squared_contrast_over_it() -> None:
+    log_ratios = np.array([[0.10, 0.02, 0.12, 0.00], [0.06, 0.01, 0.09, 0.03]])
+    assignment = np.array([[0, 1, 0, 1], [0, 1, 0, 1]])
+    est = core_contrast(
+        log_ratios,
+        assignment,
+        confidence=0.9,
+        reps=100,
+        winsorize="off",
+        rng=np.random.default_rng(0),
+    )
+    assert est is not None
+    delta = math.log(est.ratio)
+    within = float(log_ratios.var(axis=1, ddof=1).mean())
+    assert 0 < delta * delta / within < 1
+    assert est.share_of_within_run_variance == pytest.approx(delta * delta / within, rel=1e-12)
+
+
 def test_no_run_under_both_assignments_gives_no_contrast() -> None:
     out = core_contrast(
         [[0.1, 0.2], [0.3, 0.1]],

@@ -74,6 +74,15 @@ def test_formula_5_t_quantile_when_kn_is_small() -> None:
     )
 
 
+def test_two_iterations_per_run_have_k_degrees_of_freedom() -> None:
+    # k = 3, n = 2: k(n - 1) = 3 degrees of freedom (not the k - 1 = 2 of one iteration per run).
+    from scipy.special import stdtrit
+
+    vc = components(within=1.0, between=4.5)
+    expected = float(stdtrit(3, 0.995)) * math.sqrt((2 * 4.5 + 1.0) / 6.0)
+    assert ci_half_width(vc, runs=3, iterations=2) == pytest.approx(expected, rel=1e-9)
+
+
 def test_t_cut_is_at_thirty_samples() -> None:
     assert T_QUANTILE_BELOW == 30
     vc = components(within=1.0, between=0.0)

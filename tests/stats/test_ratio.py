@@ -23,7 +23,7 @@ from duet_stats import (
     iteration_ratios,
     run_geomeans,
 )
-from duet_stats._resample import uniform_indices
+from duet_stats._resample import percentile_bounds, uniform_indices
 from duet_stats._typing import IntervalMethod
 from tests.stats.synthetic import make_duet_data
 
@@ -93,6 +93,13 @@ def test_percentile_interval_of_three_runs_by_hand() -> None:
     # At 90% the upper quantile is 4 = 8^(2/3) (P(j >= 2) = 7/27 > 5%, P(j = 3) < 5%).
     ci90 = bootstrap_ci([1.0, 1.0, 8.0], confidence=0.9, rng=rng(3))
     assert ci90.high == pytest.approx(4.0, rel=1e-14)
+
+
+def test_percentile_bounds_are_the_two_tail_quantiles() -> None:
+    # 0, 1, ..., 1000 in any order: the (1 - c)/2 and (1 + c)/2 quantiles are 1000 times them.
+    replicates = np.random.default_rng(5).permutation(np.arange(1001.0))
+    for confidence, expected in ((0.9, (50.0, 950.0)), (0.99, (5.0, 995.0)), (0.5, (250, 750))):
+        assert percentile_bounds(replicates, confidence) == pytest.approx(expected, rel=1e-12)
 
 
 # --- exactness, determinism, records -----------------------------------------------------------
@@ -342,6 +349,30 @@ def test_arch_cross_check_of_the_percentile_interval() -> None:
     # (the 0.5% quantile of 10,000 replicates has a standard error of ~1% of the width).
     assert abs(low - ours.ci_low) < 0.05 * ours.width
     assert abs(high - ours.ci_high) < 0.05 * ours.width
+
+
+def test_the_basic_interval_reflects_the_percentile_one_and_studentized_differs() -> None:
+    """The basic interval is the percentile interval of the same replicates reflected about the
+    estimate, ``[2m - q_hi, 2m - q_lo]`` (arch draws both from one seed); the studentized one
+    is not. Before the slower arch tests, so that a broken dispatch fails fast."""
+    arch_bootstrap = pytest.importorskip(
+        "arch.bootstrap", reason="arch is an optional extra: pip install 'duet-bench[arch]'"
+    )
+    from duet_stats.intervals import log_interval
+
+    log_g = np.log([1.01, 1.03, 0.99, 1.05, 1.02, 1.0, 1.04, 1.08])
+    m = float(log_g.mean())
+
+    def mean(x: np.ndarray) -> np.ndarray:
+        return np.atleast_1d(np.mean(x))
+
+    reference = arch_bootstrap.IIDBootstrap(log_g, seed=rng(21))
+    q_lo, q_hi = reference.conf_int(mean, reps=400, method="percentile", size=0.9)[:, 0]
+    basic = log_interval(log_g, confidence=0.9, reps=400, method="basic", rng=rng(21))
+    assert basic == pytest.approx((2 * m - q_hi, 2 * m - q_lo), rel=1e-12)
+    student = log_interval(log_g, confidence=0.9, reps=400, method="studentized", rng=rng(21))
+    assert student[0] < m < student[1]
+    assert student != pytest.approx(basic, rel=1e-6)
 
 
 @pytest.mark.parametrize("method", ["basic", "studentized"])
