@@ -101,8 +101,8 @@ def test_write_stores_min_runs_and_max_runs_and_the_suite_then_measures_until_de
 ) -> None:
     from duet_bench.analysis.stopping import until_decided
     from duet_bench.commands.calibrate import _write
-    from duet_bench.report.calibration import ConfigTarget
     from duet_bench.config import load_config
+    from duet_bench.report.calibration import ConfigTarget
     from duet_bench.settings import resolve
 
     path = tmp_path / "duet.toml"
