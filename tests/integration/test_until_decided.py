@@ -101,13 +101,14 @@ def test_compare_measures_until_decided(tmp_path: Path) -> None:
 def test_continue_extends_an_undecided_measurement(tmp_path: Path) -> None:
     """An A/A of ``sleep 0.01`` at threshold 0.1% and at most 5 runs ends undecided (the
     interval cannot fit in +-0.1% with sleep's per-run noise of about 1%, and a false
-    regression or improvement is at most 1% by the rule: then the test would fail, with that
-    probability at most). ``--continue`` with ``--max-runs 7`` keeps the 5 runs, measures 1-2
-    more and recomputes every look with the bounds of 7 runs."""
+    regression or improvement is at most 1 in 10,000 by the rule at --confidence 0.9999: then the
+    test would fail, with that probability at most; tests/budget.toml). ``--continue`` with
+    ``--max-runs 7`` keeps the 5 runs, measures 1-2 more and recomputes every look with the
+    bounds of 7 runs."""
     out = tmp_path / "out"
     common = ["run", "--baseline", "sleep 0.01", "--candidate", "sleep 0.01", "--iterations",
               "5", "--warmup", "1", "--isolation", "affinity", "--quiet", "--reps", "500",
-              "--threshold", "0.001", "--fail-on", "never"]  # fmt: skip
+              "--threshold", "0.001", "--confidence", "0.9999", "--fail-on", "never"]  # fmt: skip
     done = duet(*common, "--max-runs", "5", "--out", str(out))
     assert done.returncode == 0, done.stderr
     first = json.loads((out / "results.json").read_text())["benchmarks"][0]
@@ -137,12 +138,12 @@ def test_continue_extends_an_undecided_measurement(tmp_path: Path) -> None:
 
 def test_compare_continue_extends_the_undecided_benchmarks(tmp_path: Path) -> None:
     """HEAD against itself at threshold 0.1% and at most 5 runs: undecided (as in
-    :func:`test_continue_extends_an_undecided_measurement`; a false verdict, at most 1%, would
-    fail the test). ``--continue`` with ``--max-runs 7`` measures the same benchmark further;
-    another pair of commits is refused."""
+    :func:`test_continue_extends_an_undecided_measurement`; a false verdict, at most 1 in 10,000
+    at --confidence 0.9999, would fail the test). ``--continue`` with ``--max-runs 7`` measures
+    the same benchmark further; another pair of commits is refused."""
     repo = project(tmp_path)
     out = tmp_path / "out"
-    common = ["--no-plots", "--threshold", "0.001", "--fail-on", "never"]
+    common = ["--no-plots", "--threshold", "0.001", "--confidence", "0.9999", "--fail-on", "never"]
     done = compare(repo.path, "HEAD", "HEAD", "--out", str(out), "--max-runs", "5", *common)
     assert done.returncode == 0, done.stdout + done.stderr
     first = json.loads((out / "results.json").read_text())["benchmarks"][0]
