@@ -208,20 +208,7 @@ def bisect(
             {**options.overrides, **options.analysis_overrides}, config=config, benchmark=bench
         )
         settings = AnalysisSettings.from_values(resolved.values)
-        runs = resolved["runs"]
-        design = step_design(options, resolved)
-        max_runs = options.max_runs or MAX_RUNS_FACTOR * runs
-        if design is not None:
-            max_runs = design.max_runs
-            on_note(
-                f"every step measured until decided: {design.min_runs} to {design.max_runs} runs"
-                + (f" within {units.clock(design.budget_s * 1e9)}" if design.budget_s else "")
-            )
-        elif max_runs < runs:
-            raise UsageError(
-                f"--max-runs {max_runs} is below the runs of one comparison ({runs})",
-                fix=f"give --max-runs {runs} or more, or fewer --runs",
-            )
+        design, max_runs = _step_runs(options, resolved, on_note)
         n = len(commits) - 1
         on_note(
             f"{n} commits after GOOD on BAD's first-parent line; benchmark {bench.name}; "
@@ -281,6 +268,28 @@ def bisect(
         state = replace(state, result=result, steps=result.steps)
         save(state, out)
         return state
+
+
+def _step_runs(
+    options: BisectOptions, resolved: Resolved, on_note: Callable[[str], None]
+) -> tuple[UntilDecided | None, int]:
+    """Each step's design (measured until decided, or None: a fixed design topped up) and the
+    most runs one comparison may take."""
+    runs = resolved["runs"]
+    design = step_design(options, resolved)
+    if design is not None:
+        on_note(
+            f"every step measured until decided: {design.min_runs} to {design.max_runs} runs"
+            + (f" within {units.clock(design.budget_s * 1e9)}" if design.budget_s else "")
+        )
+        return design, design.max_runs
+    max_runs = options.max_runs or MAX_RUNS_FACTOR * runs
+    if max_runs < runs:
+        raise UsageError(
+            f"--max-runs {max_runs} is below the runs of one comparison ({runs})",
+            fix=f"give --max-runs {runs} or more, or fewer --runs",
+        )
+    return None, max_runs
 
 
 def _log2(n: int) -> int:

@@ -22,6 +22,7 @@ from typing import Any, Final
 import numpy as np
 
 from duet_bench.analysis.stopping import DEFAULT_MIN_RUNS, SHAPE
+from duet_bench.units import sig
 
 __all__ = ["MAX_RUNS_CANDIDATES", "UNDECIDED_SHARE", "UntilDecidedAdvice", "until_decided_advice"]
 
@@ -70,6 +71,49 @@ class UntilDecidedAdvice:
             "sequences": self.sequences,
             "shape": SHAPE,
         }
+
+    def sentence(self) -> str:
+        """The bounds for this machine (``--min-runs``, ``--max-runs``) and what the simulation
+        of an unchanged benchmark found with them, for the calibration report."""
+        took = (
+            f"decided 'no change' after a median of {self.median_runs:g} runs "
+            f"(95% within {self.p95_runs:g}), "
+            if self.median_runs is not None and self.p95_runs is not None
+            else ""
+        )
+        head = (
+            f"Measuring until decided: min_runs = {self.min_runs}, max_runs = {self.max_runs} "
+            f"(--min-runs {self.min_runs} --max-runs {self.max_runs}). "
+        )
+        spread = (
+            f"{_pct(self.per_run_sd)} s.d. of a run's log ratio at {self.iterations} iterations, "
+            + (
+                "from the variance components"
+                if self.source == "components"
+                else "measured over this A/A's runs"
+            )
+        )
+        why = (
+            f"With this machine's per-run spread ({spread}) an unchanged benchmark is {took}"
+            f"{_pct(self.undecided)} still undecided at {self.max_runs} runs ({self.sequences} "
+            "simulated sequences)."
+        )
+        if not self.reachable:
+            why += (
+                f" More than {_pct(UNDECIDED_SHARE)} stay undecided even at {self.max_runs} "
+                "runs: the threshold is too tight for this spread (more iterations per run, a "
+                "quieter machine, or a larger threshold)."
+            )
+        else:
+            why += (
+                " With max_runs in the configuration (the lines below), duet run, compare and "
+                "bisect measure until decided; --runs N on the command line keeps a fixed design."
+            )
+        return head + why
+
+
+def _pct(x: float) -> str:
+    return f"{sig(x * 100, 3)}%"
 
 
 def _decided_at(

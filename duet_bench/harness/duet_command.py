@@ -237,6 +237,42 @@ def run_command(
     }
 
 
+def _read_output(
+    output: str, out_path: str, status: int, process_cpu_ns: int, iteration: str, command: str
+) -> tuple[int, int | None, dict[str, float], int | None]:
+    """The tool's wall and CPU time per operation, its other figures and its operation count
+    (when it reports one and no CPU time), from the invocation's stdout in ``out_path``;
+    :class:`BenchmarkFailed` for a failed invocation or an output without its result."""
+    with open(out_path, encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    if status != 0:
+        tail = text.strip()[-400:] or "(nothing on stdout; its stderr is above)"
+        raise BenchmarkFailed.of_command(
+            status, f" in {iteration}: {command}; its output ended: {tail}"
+        )
+    try:
+        real_ns, cpu_ns = duet_outputs.parse(output, text, process_cpu_ns)
+        figures = duet_outputs.figures(output, text)
+        operations = duet_outputs.operations(output, text) if cpu_ns is None else None
+    except duet_outputs.OutputError as e:
+        raise BenchmarkFailed(f"{iteration} of {command}: {e}") from None
+    return real_ns, cpu_ns, figures, operations
+
+
+def _per_operation(
+    usage: Any, operations: int, waited_ns: int | None, wall_ns: int, task_runq_ns: int | None
+) -> tuple[int, int | None]:
+    """The invocation's CPU time and run-queue delay per operation (its start-up included):
+    the delay from the side's pressure file (``waited_ns``, less what the side's own
+    processes explain) when it was read, else the task's own (``task_runq_ns``)."""
+    process_cpu_ns = duet_samples.cpu_ns_from_rusage(usage)
+    runq_ns = task_runq_ns
+    if waited_ns is not None:
+        runq_ns = duet_samples.others_delay_ns(waited_ns, wall_ns, process_cpu_ns)
+    per_op = None if runq_ns is None else round(runq_ns / operations)
+    return max(1, round(process_cpu_ns / operations)), per_op
+
+
 def run_command_output(
     spec: dict[str, Any], barrier: duet_barrier.Barrier, samples: duet_samples.Samples
 ) -> dict[str, str]:
@@ -246,19 +282,12 @@ def run_command_output(
     per operation (:mod:`duet_outputs`), so the start-up of the binary and the tool's warm-up
     and calibration are not in it.
 
-    ``start_ns`` is still the moment the barrier released both sides; ``cpu_ns`` is the
-    tool's CPU time per operation when it reports one (Google Benchmark); else the invocation's
-    CPU time (``wait4``) per operation: divided by the fixed number of calls the format names
-    (``criterion-calls/N``), or by the operation count the tool reports (go, whose adapter fixes
-    it: ``-test.benchtime Nx``): start-up and the tool's set-up included, the same work on both
-    sides; else left out. ``figures`` holds the other figures it printed by unit (go's ``B/op``,
-    ``allocs/op``, :func:`duet_outputs.figures`). ``runq_ns``, with a reported count only, the
-    same way per operation: the run-queue delay of the invocation (the side's
-    ``spec["pressure"]``, else the process's own, as :func:`run_command`) over the count, so that
-    ``metric = "auto"`` sees a CPU-bound side as one on a busy machine. Otherwise it is left out,
-    as ``nivcsw`` always is: the process's figures cover the whole invocation (start-up, warm-up,
-    calibration), not the operations the sample is the mean of. Returns the ``done`` line's
-    ``spawn``, and ``runq`` when ``runq_ns`` was written (as :func:`run_command`).
+    ``start_ns`` is the barrier's release; ``cpu_ns`` the tool's CPU time per operation, else
+    the invocation's (``wait4``) over the calls its format fixes (``criterion-calls/N``) or the
+    count it reports (go's ``-test.benchtime Nx``), start-up included, else left out;
+    ``figures`` the other figures it printed by unit; ``runq_ns`` with a reported count only
+    (:func:`_per_operation`); never ``nivcsw`` (it covers the whole invocation). Returns the
+    ``done`` line's ``spawn``, and ``runq`` when ``runq_ns`` was written.
     """
     argv = direct_argv(spec["command"]) or _shell_argv(spec)
     warmup = spec["warmup"]
@@ -296,24 +325,10 @@ def run_command_output(
             runq_ns = duet_samples.task_run_delay_ns(pid) if pressure is None else None
             cpu = barrier.ran_on((pid,))
             _, status, usage = os.wait4(pid, 0)
-            with open(out_path, encoding="utf-8", errors="replace") as f:
-                text = f.read()
-            if status != 0:
-                tail = text.strip()[-400:] or "(nothing on stdout; its stderr is above)"
-                raise BenchmarkFailed.of_command(
-                    status,
-                    f" in iteration {done} ({phase}): {spec['command']}; its output ended: {tail}",
-                )
-            try:
-                real_ns, cpu_ns = duet_outputs.parse(
-                    output, text, duet_samples.cpu_ns_from_rusage(usage)
-                )
-                figures = duet_outputs.figures(output, text)
-                operations = duet_outputs.operations(output, text) if cpu_ns is None else None
-            except duet_outputs.OutputError as e:
-                raise BenchmarkFailed(
-                    f"iteration {done} ({phase}) of {spec['command']}: {e}"
-                ) from None
+            real_ns, cpu_ns, figures, operations = _read_output(
+                output, out_path, status, duet_samples.cpu_ns_from_rusage(usage),
+                f"iteration {done} ({phase})", spec["command"],
+            )  # fmt: skip
             line: dict[str, Any] = {
                 "phase": phase,
                 "index": done if done < warmup else done - warmup,
@@ -321,15 +336,16 @@ def run_command_output(
                 "duration_ns": real_ns,
             }
             if operations is not None:
-                # The process's CPU time and run-queue delay per operation (start-up included).
-                process_cpu_ns = duet_samples.cpu_ns_from_rusage(usage)
-                cpu_ns = max(1, round(process_cpu_ns / operations))
-                if waited_ns is not None and waited_end_ns is not None:
-                    runq_ns = duet_samples.others_delay_ns(
-                        waited_end_ns - waited_ns, end_ns - start_ns, process_cpu_ns
-                    )
-                if runq_ns is not None:
-                    line["runq_ns"] = round(runq_ns / operations)
+                waited = (
+                    waited_end_ns - waited_ns
+                    if waited_ns is not None and waited_end_ns is not None
+                    else None
+                )
+                cpu_ns, runq_per_op = _per_operation(
+                    usage, operations, waited, end_ns - start_ns, runq_ns
+                )
+                if runq_per_op is not None:
+                    line["runq_ns"] = runq_per_op
                     runq_written = True
             if cpu_ns is not None:
                 line["cpu_ns"] = cpu_ns

@@ -301,47 +301,6 @@ def _machine_lines(cal: Calibration) -> list[str]:
     return out
 
 
-def _until_decided_sentence(cal: Calibration) -> str:
-    """The bounds of measuring until decided (``--min-runs``, ``--max-runs``) for this
-    machine, and what the simulation of an unchanged benchmark found with them."""
-    from duet_bench.calibrate.until_decided import UNDECIDED_SHARE
-
-    u = cal.until_decided
-    assert u is not None
-    took = (
-        f"decided 'no change' after a median of {u.median_runs:g} runs "
-        f"(95% within {u.p95_runs:g}), "
-        if u.median_runs is not None and u.p95_runs is not None
-        else ""
-    )
-    head = (
-        f"Measuring until decided: min_runs = {u.min_runs}, max_runs = {u.max_runs} "
-        f"(--min-runs {u.min_runs} --max-runs {u.max_runs}). "
-    )
-    spread = f"{pct(u.per_run_sd)} s.d. of a run's log ratio at {u.iterations} iterations, " + (
-        "from the variance components"
-        if u.source == "components"
-        else "measured over this A/A's runs"
-    )
-    why = (
-        f"With this machine's per-run spread ({spread}) an unchanged benchmark is {took}"
-        f"{pct(u.undecided)} still undecided at {u.max_runs} runs ({u.sequences} simulated "
-        "sequences)."
-    )
-    if not u.reachable:
-        why += (
-            f" More than {pct(UNDECIDED_SHARE)} stay undecided even at {u.max_runs} runs: "
-            "the threshold is too tight for this spread (more iterations per run, a quieter "
-            "machine, or a larger threshold)."
-        )
-    else:
-        why += (
-            " With max_runs in the configuration (the lines below), duet run, compare and "
-            "bisect measure until decided; --runs N on the command line keeps a fixed design."
-        )
-    return head + why
-
-
 def _recommendation_lines(
     cal: Calibration, config_target: ConfigTarget | None, written: str | None
 ) -> list[str]:
@@ -399,7 +358,7 @@ def _recommendation_lines(
         table = ", ".join(f"{k} → {pct(v, 2)}" for k, v in sorted(cal.width_by_runs.items()))
         out.append(wrap(f"Interval width by runs (at {rec.iterations} iterations): {table}", 2))
     if cal.until_decided is not None:
-        out.append(wrap(_until_decided_sentence(cal), 0))
+        out.append(wrap(cal.until_decided.sentence(), 0))
     out.append("")
     lines = config_lines(rec, config_target, cal.until_decided)
     if written:

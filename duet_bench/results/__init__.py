@@ -9,12 +9,14 @@ atomically after every run, so a crash never loses what was measured. The schema
 - :mod:`~duet_bench.results.analysis`: the analysis block of a benchmark, typed
   (:class:`~duet_bench.results.analysis.AnalysisBlock`); :mod:`~duet_bench.results.values` the
   one lenient reader of its numbers
-- :mod:`~duet_bench.results.read`: reading with validation (``from_dict``, ``load``)
+- :mod:`~duet_bench.results.read`: reading with validation (``from_dict``)
+- :mod:`~duet_bench.results.load`: opening a file and reading it (``load``, ``load_given``)
 - :mod:`~duet_bench.results.write`: writing (``to_dict``, ``dumps``, ``save``)
 """
 
 from __future__ import annotations
 
+from duet_bench.results.load import load, load_given
 from duet_bench.results.model import (
     METHODS,
     READABLE_VERSIONS,
@@ -32,7 +34,7 @@ from duet_bench.results.model import (
     SideRecord,
     replace_name,
 )
-from duet_bench.results.read import from_dict, load, load_given
+from duet_bench.results.read import from_dict
 from duet_bench.results.write import benchmark_dict, dumps, save, to_dict, write_atomic
 
 __all__ = [

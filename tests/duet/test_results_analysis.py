@@ -23,7 +23,8 @@ FIXTURES = ROOT / "tests" / "fixtures"
 
 def results_documents() -> Iterator[tuple[Path, dict[str, Any]]]:
     """Every results document in the repository's fixtures and study data, parsed."""
-    found = [*FIXTURES.rglob("*.json"), *(ROOT / "benchmarks" / "results").rglob("*.json*")]
+    studies = ROOT / "benchmarks" / "results"
+    found = [*FIXTURES.rglob("*.json"), *studies.rglob("*.json"), *studies.rglob("*.json.gz")]
     for path in sorted(found):
         data = _load(path)
         if _is_results(data):
