@@ -376,7 +376,7 @@ def until_decided_options(fn: F) -> F:
             metavar="N",
             help="Measure until decided (instead of --runs): stop as soon as the verdict is "
             "decided, at the latest after N runs [default with --budget: 40]. The verdict holds "
-            "its error rate whenever it stops (docs/statistics.md, method 2b).",
+            "its error rate whenever it stops (the manual's statistics page, method 2b).",
         ),
         click.option(
             "--budget",

@@ -14,6 +14,11 @@ EQUIVALENT: dict[str, str] = {
         "duet_stats/intervals.py, _bca_log_interval: max(1, BLOCK_ELEMENTS // n) -> max(2, ...). "
         "Differs only above 16,384 runs, and then only in scipy's batch size, not the draws"
     ),
+    "01e809f082": (
+        "duet_bench/analysis/benchmark.py, _count: abs(x) < 1e15 -> < 2e15. An integer count "
+        "between 1e15 and 2e15 prints the same either way: units.sig writes it whole too "
+        "('1500000000000000'), as str(int(x)) does"
+    ),
     "2799fe5c21": (
         "duet_bench/plan/runs.py, plan_runs: pair[(index + 1) % 2] -> pair[(index - 1) % 2]. "
         "Python's % of a positive modulus is never negative: (i + 1) % 2 == (i - 1) % 2"

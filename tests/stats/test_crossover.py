@@ -324,3 +324,22 @@ def test_arguments_are_checked() -> None:
         core_contrast([[0.1, 0.2]], [[0, 1]], confidence=0.9, reps=10, rng=0)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="shape"):
         duet_ratio([[1.0, 2.0]] * 5, [[1.0, 2.0]] * 5, assignment=[[0, 1]], rng=rng)
+
+
+def test_the_contrast_variance_is_the_two_assignments_variances_by_hand() -> None:
+    """``(s0^2 / n0 + s1^2 / n1) / 4`` per run, by hand: 5 iterations (3 on assignment 0, 2 on
+    1); NaN where an assignment has fewer than 2 iterations."""
+    x = [[0.01, 0.03, 0.02, 0.05, 0.00], [0.10, 0.14, 0.12, 0.16, 0.11]]
+    a = [[0, 1, 0, 1, 0], [0, 1, 0, 1, 0]]
+    runs = crossover_runs(np.array(x), np.array(a), winsorize="off")
+
+    def by_hand(row: list[float], on: list[int]) -> float:
+        g0 = [v for v, s in zip(row, on, strict=True) if s == 0]
+        g1 = [v for v, s in zip(row, on, strict=True) if s == 1]
+        v0, v1 = np.var(g0, ddof=1), np.var(g1, ddof=1)
+        return float((v0 / len(g0) + v1 / len(g1)) / 4)
+
+    for r in range(2):
+        assert runs.log_contrast_vars[r] == pytest.approx(by_hand(x[r], a[r]), rel=1e-12)
+    one = crossover_runs(np.array([[0.01, 0.02, 0.03]]), np.array([[0, 1, 0]]), winsorize="off")
+    assert math.isnan(one.log_contrast_vars[0])  # one iteration on assignment 1
