@@ -74,8 +74,8 @@ OUTCOMES: dict[str, Outcome] = {
     metavar="N",
     help="Measure every step until decided (instead of --runs and --max-runs): stop as soon "
     "as its verdict is decided, at the latest after N runs [default with --step-budget: 40]; "
-    "no top-up round (the manual's statistics page, method 2b). The configuration's max_runs and budget "
-    "do the same.",
+    "no top-up round (the manual's statistics page, method 2b). The configuration's max_runs "
+    "and budget do the same.",
 )
 @click.option(
     "--step-min-runs",

@@ -466,4 +466,3 @@ def test_short_runs_say_that_they_were_not_winsorized() -> None:
         _runs_with_an_outlier(MIN_ITERATIONS - 1), AnalysisSettings(winsorize=False)
     )
     assert off.note is None or "winsorized" not in off.note
-
