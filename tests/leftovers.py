@@ -171,10 +171,23 @@ def registered_worktrees(test_dirs: tuple[Path, ...]) -> set[str]:
                 registered = Path(dirpath) / ".git" / "worktrees"
                 if registered.is_dir():
                     found |= {
-                        f"{p} (a git worktree still registered)" for p in registered.iterdir()
+                        f"{p} (a git worktree still registered)"
+                        for p in registered.iterdir()
+                        if _made_by_duet(p)
                     }
             dirnames[:] = [d for d in dirnames if d not in (".git", "node_modules")]
     return found
+
+
+def _made_by_duet(registration: Path) -> bool:
+    """Whether a registered worktree is one of duet's (its path in a duet worktree cache,
+    ``.../duet/worktrees/...`` or ``/var/tmp/duet-worktrees-*``), not one a test made itself
+    to see duet leave it alone."""
+    try:
+        where = (registration / "gitdir").read_text().strip()
+    except OSError:
+        return True  # a broken registration: report it
+    return "/duet/worktrees/" in where or where.startswith("/var/tmp/duet-worktrees-")
 
 
 def temporary_dirs(tmpdir: Path | None) -> set[str]:

@@ -79,6 +79,9 @@ ALLOWED_VARIABLES = frozenset(
         "CARGO_HOME",
         "RUSTUP_HOME",
         "RUSTUP_TOOLCHAIN",
+        # The pytest test that duet_pytest:run measures (docs/adapters.md, pytest-benchmark):
+        # what a `duet run --callable duet_pytest:run` names; a node id, no secret.
+        "DUET_PYTEST_NODEID",
     }
 )
 #: ``LC_ALL``, ``LC_CTYPE``...

@@ -72,9 +72,11 @@ def namespaces_available() -> bool:
 class Sandbox:
     """The sandbox of one side of one run.
 
-    ``tmpdir`` is a fresh directory on the host. With ``mount_namespace`` it is bind-mounted onto
-    ``/tmp`` inside the side's own mount namespace (the side sees it as ``/tmp``, nobody else
-    sees its files there); without, the side only gets ``TMPDIR`` pointing at it. With
+    ``tmpdir`` is a fresh directory on the host. With ``mount_namespace`` and ``private_tmp`` it
+    is bind-mounted onto ``/tmp`` inside the side's own mount namespace (the side sees it as
+    ``/tmp``, nobody else sees its files there); otherwise the side only gets ``TMPDIR`` pointing
+    at it (``private_tmp`` is off where a private ``/tmp`` would hide the benchmark or duet's own
+    interpreter: a checkout under ``/tmp``; the namespace still hides the other side). With
     ``network_namespace`` the side gets its own network namespace whose only interface is a
     loopback that is brought up before the program starts. With ``mount_namespace``, every
     path in ``hidden`` (the other side's directory and private ``/tmp``, by their host paths) is
@@ -86,6 +88,7 @@ class Sandbox:
     mount_namespace: bool
     network_namespace: bool
     hidden: tuple[str, ...] = ()
+    private_tmp: bool = True
 
     def __post_init__(self) -> None:
         if not os.path.isabs(self.tmpdir):
@@ -99,7 +102,7 @@ class Sandbox:
     @property
     def tmp_in_child(self) -> str:
         """The path of the side's temporary directory as the side sees it."""
-        return "/tmp" if self.mount_namespace else self.tmpdir
+        return "/tmp" if self.mount_namespace and self.private_tmp else self.tmpdir
 
     def env_overrides(self) -> dict[str, str]:
         """Variables to add to the side's environment (tools that honour TMPDIR use it even
@@ -133,6 +136,7 @@ class Sandbox:
         tmpdir = os.fsencode(self.tmpdir)
         hidden = [(os.fsencode(p), f"hide {p} (an empty read-only tmpfs)") for p in self.hidden]
         want_mounts = self.mount_namespace
+        want_tmp = self.private_tmp
         want_net = self.network_namespace
 
         def check(result: int, what: str) -> None:
@@ -147,7 +151,10 @@ class Sandbox:
                 # with the host (systemd makes / shared); without this, our bind mount on /tmp
                 # would propagate back to the host and to the other side.
                 check(mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
-                check(mount(tmpdir, b"/tmp", None, MS_BIND | MS_REC, None), "bind mount on /tmp")
+                if want_tmp:
+                    check(
+                        mount(tmpdir, b"/tmp", None, MS_BIND | MS_REC, None), "bind mount on /tmp"
+                    )
                 for path, what in hidden:
                     check(mount(b"none", path, b"tmpfs", _HIDDEN_FLAGS, b"size=4k,mode=0"), what)
             if want_net:

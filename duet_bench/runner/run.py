@@ -155,9 +155,9 @@ def _new_side(
         # Last: from here on the user may change what is in it, not what root holds.
         os.chown(d, ctx.run_as.uid, ctx.run_as.gid)
     if sandbox.mount_namespace and uses_host_tmp(side_spec, ctx.worker_python):
-        # A private /tmp would hide the benchmark itself: keep the host's /tmp and
-        # give the side its own directory through TMPDIR only.
-        sandbox = replace(sandbox, mount_namespace=False)
+        # A private /tmp would hide the benchmark itself: keep the host's /tmp and give the
+        # side its own directory through TMPDIR only; the namespace still hides the other side.
+        sandbox = replace(sandbox, private_tmp=False)
     stack.callback(sandbox.remove)
     cpus = plan.cpus_of(name) if crossing else (plan.cpus[name],)
     # Crossing over, the cpuset holds both CPUs; the side's barrier wait pins each iteration

@@ -78,16 +78,19 @@ def test_a_registered_worktree_and_a_held_slot_under_the_test_are_named(
         "git = ['git', '-C', str(repo), '-c', 'user.name=t', '-c', 'user.email=t@t']\n"
         "subprocess.run(['git', 'init', '-q', str(repo)], check=True)\n"
         "subprocess.run([*git, 'commit', '-q', '--allow-empty', '-m', 'x'], check=True)\n"
-        "subprocess.run([*git, 'worktree', 'add', '-q', str(tmp_path / 'wt')], check=True)\n"
         "cache = tmp_path / 'xdg' / 'duet' / 'worktrees' / 'abc'\n"
         "cache.mkdir(parents=True)\n"
+        "subprocess.run([*git, 'worktree', 'add', '-q', str(cache / 'slot1')], check=True)\n"
+        "subprocess.run([*git, 'worktree', 'add', '-q', str(tmp_path / 'mine')], check=True)\n"
         "(cache / 'slot0.lock').write_text('')"
     )
     result = planted(session, body)
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(
-        ["*worktree */repo/.git/worktrees/wt (a git worktree still registered)*"]
+        ["*worktree */repo/.git/worktrees/slot1 (a git worktree still registered)*"]
     )
+    # A worktree the test made itself (to see duet leave it alone) is not duet's leftover.
+    assert "worktrees/mine" not in result.stdout.str()
     result.stdout.fnmatch_lines(["*worktree */xdg/duet/worktrees/abc/slot0.lock (a slot*"])
 
 

@@ -66,11 +66,17 @@ def copy_checkout(target: Path) -> Path:
     return target
 
 
+#: The temporary directory as the session started (before any test's TMPDIR).
+SYSTEM_TMP = tempfile.gettempdir()
+
+
 def wheelhouse(request: pytest.FixtureRequest) -> Wheelhouse:
     """The session's wheelhouse, built on first use (about 20 s from pip's cache)."""
     if _BUILT:
         return _BUILT[0]
-    top = Path(tempfile.mkdtemp(prefix="duet-wheelhouse-"))
+    # In the system's temporary directory, not a measuring test's own TMPDIR (tests/conftest.py
+    # gives each one, and removes it after the test): the wheelhouse serves the whole session.
+    top = Path(tempfile.mkdtemp(prefix="duet-wheelhouse-", dir=SYSTEM_TMP))
     request.session.config.add_cleanup(lambda: shutil.rmtree(top, ignore_errors=True))
     top.chmod(0o755)
     checkout = copy_checkout(top / "duet_bench")
