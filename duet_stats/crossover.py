@@ -34,7 +34,7 @@ import numpy.typing as npt
 
 from duet_stats._typing import ArrayLike, FloatArray, IntervalMethod
 from duet_stats._validate import as_runs, check_confidence, check_count, check_rng
-from duet_stats.intervals import check_method, log_interval
+from duet_stats.intervals import check_method, log_interval, t_two_sided_p
 from duet_stats.winsor import DEFAULT_FRACTION, MIN_ITERATIONS, _winsorize_rows
 
 __all__ = [
@@ -304,10 +304,8 @@ def _noise_p(runs: CrossoverRuns, on_1: BoolArray) -> float | None:
     var = float(runs.log_contrast_vars[usable].sum()) / float(usable.sum()) ** 2
     if var <= 0.0:
         return 1.0 if delta == 0.0 else 0.0
-    df = float((on_1.shape[1] - 2) * usable.sum())
-    import scipy.special  # lazy, as in duet_stats.planning
-
-    return float(2.0 * scipy.special.stdtr(df, -abs(delta) / math.sqrt(var)))
+    df = int((on_1.shape[1] - 2) * usable.sum())
+    return t_two_sided_p(abs(delta) / math.sqrt(var), df)
 
 
 def core_contrast(

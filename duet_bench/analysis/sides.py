@@ -22,6 +22,7 @@ from duet_bench.results import RunRecord
 from duet_stats import FloatArray
 from duet_stats.asymmetry import Asymmetry, side_asymmetry
 from duet_stats.crossover import CoreContrast, centre_assignments, core_contrast
+from duet_stats.intervals import f_survival
 from duet_stats.planning import VarianceComponents, variance_components
 
 if TYPE_CHECKING:  # model imports this module
@@ -251,11 +252,8 @@ def _runs_stand_out(c: VarianceComponents, confidence: float) -> bool:
     ``n S_A^2 / S_X^2`` with ``(k - 1, k (n - 1))`` degrees of freedom at ``1 - confidence``."""
     if c.within_run_var <= 0.0:
         return True
-    import scipy.special  # lazy: ~0.3 s to import, and only wide command benchmarks need it
-
     f = c.iterations * c.between_run_var / c.within_run_var
-    p = float(scipy.special.fdtrc(c.runs - 1, c.runs * (c.iterations - 1), f))
-    return p < 1.0 - confidence
+    return f_survival(f, c.runs - 1, c.runs * (c.iterations - 1)) < 1.0 - confidence
 
 
 def process_note(

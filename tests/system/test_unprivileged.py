@@ -87,12 +87,18 @@ def wheels(request: pytest.FixtureRequest) -> Wheelhouse:
     return wheelhouse(request)
 
 
+#: The temporary directory as the session started (tests/conftest.py gives each measuring test
+#: a TMPDIR of its own).
+SYSTEM_TMP = tempfile.gettempdir()
+
+
 @pytest.fixture(scope="module")
 def job_duet(wheels: Wheelhouse) -> Iterator[Path]:
     """duet installed from its wheel into a venv nobody can run (the job's image has it)."""
     if shutil.which("setpriv") is None:
         pytest.skip("setpriv (util-linux) is missing")
-    top = Path(tempfile.mkdtemp(prefix="duet-job-"))
+    # The system's temporary directory, not the first test's own TMPDIR (removed after it).
+    top = Path(tempfile.mkdtemp(prefix="duet-job-", dir=SYSTEM_TMP))
     try:
         top.chmod(0o755)
         subprocess.run([_python_for_others(), "-m", "venv", str(top / "venv")], check=True)
