@@ -130,7 +130,8 @@ def _impact_medians_of(
     runs, samples = groups[0][0].shape
     c = math.floor(0.75 * runs)
     block = max(1, min(_BLOCK_VALUES // c, _BLOCK_MASK // max(runs, samples)))
-    ratios = [[np.empty(k, dtype=np.float64) for _ in variants] for _, variants in groups]
+    # NaN, not np.empty: a draw the loop below failed to fill would show in the medians.
+    ratios = [[np.full(k, np.nan) for _ in variants] for _, variants in groups]
     flats = [np.ravel(data) for data, _ in groups]
     flat_variants = [[np.ravel(v) for v in variants] for _, variants in groups]
     for start in range(0, k, block):

@@ -208,11 +208,16 @@ def f_survival(f: float, df1: int, df2: int) -> float:
     try:
         import scipy.special  # an optional extra; lazy: about 0.3 s to import
     except ImportError:
-        a, b = 2.0 / (9.0 * df1), 2.0 / (9.0 * df2)
-        root = max(f, 0.0) ** (1.0 / 3.0)
-        z = ((1.0 - b) * root - (1.0 - a)) / math.sqrt(b * root * root + a)
-        return 0.5 * math.erfc(z / math.sqrt(2.0))
+        return _f_survival_paulson(f, df1, df2)
     return float(scipy.special.fdtrc(df1, df2, f))
+
+
+def _f_survival_paulson(f: float, df1: int, df2: int) -> float:
+    """Paulson's approximation of ``P(F >= f)``: :func:`f_survival` without scipy."""
+    a, b = 2.0 / (9.0 * df1), 2.0 / (9.0 * df2)
+    root = max(f, 0.0) ** (1.0 / 3.0)
+    z = ((1.0 - b) * root - (1.0 - a)) / math.sqrt(b * root * root + a)
+    return 0.5 * math.erfc(z / math.sqrt(2.0))
 
 
 #: Above this many degrees of freedom the t quantile comes from its expansion around the normal.

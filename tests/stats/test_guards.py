@@ -16,7 +16,13 @@ import pytest
 
 from duet_stats import MIN_ITERATIONS, duet_ratio, winsorize_run, winsorize_runs
 from duet_stats._typing import IntervalMethod
-from duet_stats.intervals import _t_quantile_two_sided, expanded_confidence
+from duet_stats.intervals import (
+    _f_survival_paulson,
+    _t_quantile_two_sided,
+    expanded_confidence,
+    f_survival,
+    t_two_sided_p,
+)
 from tests.stats.synthetic import make_duet_data, make_noisy_cpu_aa
 
 THRESHOLD = 0.02
@@ -176,6 +182,30 @@ def test_t_quantile_matches_scipy(level: float) -> None:
         theirs = float(stdtrit(df, 0.5 + level / 2.0))
         # The exact series up to 2000 degrees of freedom, the expansion above.
         assert ours == pytest.approx(theirs, rel=1e-11 if df <= 2000 else 1e-8), (df, level)
+
+
+def test_t_tail_matches_scipy() -> None:
+    from scipy.special import stdtr
+
+    for df in [1, 2, 3, 5, 10, 30, 100, 1000, 2000, 2001, 10**5]:
+        for t in [0.0, 0.1, 0.5, 1.0, 2.0, 3.0, 5.0, -2.0]:
+            theirs = 2.0 * float(stdtr(df, -abs(t)))
+            # The exact series up to 2000 degrees of freedom, the normal's tail above.
+            tolerance = 1e-10 if df <= 2000 else 2e-4
+            assert t_two_sided_p(t, df) == pytest.approx(theirs, abs=tolerance), (df, t)
+
+
+def test_f_tail_without_scipy_stays_near_scipy() -> None:
+    # Paulson's approximation (the core install's F tail): worst 0.0049 on this grid, at
+    # df1 = 3 far in the left tail; the per-process note reads it near 0.01-0.05.
+    from scipy.special import fdtrc
+
+    for df1 in [3, 4, 5, 9, 19, 49, 99]:
+        for df2 in [3, 5, 10, 50, 300, 5000]:
+            for f in [0.1, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0]:
+                theirs = float(fdtrc(df1, df2, f))
+                assert _f_survival_paulson(f, df1, df2) == pytest.approx(theirs, abs=0.006)
+                assert f_survival(f, df1, df2) == pytest.approx(theirs, rel=1e-12)
 
 
 def test_expanded_confidence_reference_values() -> None:
