@@ -57,6 +57,11 @@ class SideRecord:
     #: ``MB/s``, ``b.ReportMetric`` units), each the median of the run's measured iterations;
     #: None when the tool printed none or the file predates this field.
     figures: Mapping[str, float] | None = None
+    #: What ran the side's code, as its harness described it at the end of the run: today only
+    #: JMH's, ``{"jvm": {"jvm": path, "vm_name", "vm_version", "jdk_version", "jmh_version",
+    #: "mode", "threads", "flags": [...]}}`` (the forked JVM, the flags it really ran with).
+    #: None for every other kind and in files that predate this field.
+    runtime: Mapping[str, Any] | None = None
     cores: tuple[int, ...] | None = None
     cpu_ns: int | None = None
     cpu_user_ns: int | None = None

@@ -158,6 +158,7 @@ _SIDE_FIELDS = {
     "hit_limit",
     "runq_source",
     "figures",
+    "runtime",
     "stderr_tail",
     "missing",
     *_SIDE_INT_FIELDS,
@@ -199,6 +200,7 @@ def _side(rd: _Reader, raw: Any, where: str, *, ok: bool) -> SideRecord:
         k: rd.integer(m.get(k), f"{where}.{k}", optional=True, minimum=0) for k in _SIDE_INT_FIELDS
     }
     figures = None if m.get("figures") is None else rd.numbers(m["figures"], f"{where}.figures")
+    runtime = None if m.get("runtime") is None else rd.obj(m["runtime"], f"{where}.runtime")
     missing_raw = rd.free(m.get("missing"), f"{where}.missing")
     missing = {str(k): str(v) for k, v in missing_raw.items()}
     return SideRecord(
@@ -211,6 +213,7 @@ def _side(rd: _Reader, raw: Any, where: str, *, ok: bool) -> SideRecord:
         iteration_cpus=series["iteration_cpus"],
         runq_source=rd.string(m.get("runq_source"), f"{where}.runq_source", optional=True),
         figures=figures,
+        runtime=runtime,
         cores=cores,
         exit_code=rd.integer(m.get("exit_code"), f"{where}.exit_code", optional=True),
         status=rd.string(m.get("status", "ok"), f"{where}.status") or "ok",

@@ -33,6 +33,8 @@ def _side_dict(s: SideRecord) -> JSONObject:
             out[key] = list(values)
     if s.figures is not None:
         out["figures"] = dict(s.figures)
+    if s.runtime is not None:
+        out["runtime"] = dict(s.runtime)
     if s.cores is not None:
         out["cores"] = list(s.cores)
     for k in ("cpu_ns", "cpu_user_ns", "cpu_system_ns", "peak_memory_bytes", "wall_ns"):

@@ -71,6 +71,7 @@ def side_record(s: Side, bench: BenchmarkSpec, usage: Usage) -> SideRecord:
         iteration_nivcsw=samples.iteration_nivcsw,
         iteration_cpus=samples.iteration_cpus,
         figures=dict(samples.figures) or None,
+        runtime=runtime_of(samples.extra),
         runq_source=(
             None if samples.iteration_runq_ns is None else str(samples.extra.get("runq", "task"))
         ),
@@ -102,3 +103,10 @@ def run_status(records: Mapping[SideName, SideRecord]) -> tuple[str, str | None]
     name, rec = (causes or failed)[0]
     status = rec.status if rec.status in ("timeout", "out-of-memory", "pids-limit") else "failed"
     return status, f"{name}: {rec.reason or status}"
+
+
+def runtime_of(done_line: Mapping[str, object]) -> dict[str, object] | None:
+    """What ran the side's code, from the done line of its samples file: JMH's ``jvm`` object
+    (the forked JVM's path, versions and flags); None when the harness named none."""
+    jvm = done_line.get("jvm")
+    return {"jvm": dict(jvm)} if isinstance(jvm, Mapping) else None

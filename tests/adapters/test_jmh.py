@@ -438,6 +438,10 @@ def test_jmh_suite_finds_a_2x_regression(tmp_path: Path) -> None:
             # JMH's ns/op of a 2000-round loop (microseconds), not the iteration's 100 ms.
             assert all(0 < ns < 10_000_000 for ns in run[side]["iterations_ns"]), run
             assert len(run[side]["iterations_ns"]) == 5
+            # The forked JVM, as the profiler describes it, reaches the results file.
+            jvm = run[side]["runtime"]["jvm"]
+            assert (jvm["jmh_version"], jvm["mode"]) == ("1.37", "avgt"), jvm
+            assert any(flag.startswith("-Xm") or flag.startswith("-D") for flag in jvm["flags"])
     analysis = by_name[mix]["analysis"]
     assert analysis["verdict"] == "regression", analysis
     assert 1.6 < analysis["ratio"] < 2.5, analysis

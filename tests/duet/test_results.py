@@ -14,6 +14,7 @@ import pytest
 from duet_bench import results
 from duet_bench.errors import ResultsError
 from duet_bench.results.analysis import AnalysisBlock
+from duet_bench.runner.outcome import runtime_of
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "results-basic.json"
 
@@ -68,6 +69,30 @@ def test_where_the_run_queue_delay_came_from_survives_a_round_trip() -> None:
     again = json.loads(results.dumps(doc))
     assert again["benchmarks"][0]["runs"][0]["baseline"]["runq_source"] == "pressure"
     assert "runq_source" not in again["benchmarks"][0]["runs"][0]["candidate"]
+
+
+def test_the_runtime_a_harness_named_survives_a_round_trip_and_must_be_an_object() -> None:
+    data = minimal()
+    data["schema"] = "duet-results/3"
+    jvm = {"jvm": "/usr/bin/java", "jmh_version": "1.37", "threads": 1, "flags": ["-Xmx1g"]}
+    data["benchmarks"][0]["runs"][0]["baseline"]["runtime"] = {"jvm": jvm}
+    doc = results.from_dict(data)
+    assert doc.benchmarks[0].runs[0].baseline.runtime == {"jvm": jvm}
+    assert doc.benchmarks[0].runs[0].candidate.runtime is None
+    again = json.loads(results.dumps(doc))
+    assert again["benchmarks"][0]["runs"][0]["baseline"]["runtime"] == {"jvm": jvm}
+    assert "runtime" not in again["benchmarks"][0]["runs"][0]["candidate"]
+    data["benchmarks"][0]["runs"][0]["baseline"]["runtime"] = ["java"]
+    with pytest.raises(ResultsError, match="runtime"):
+        results.from_dict(data)
+
+
+def test_the_jvm_of_a_done_line_is_the_runtime() -> None:
+    assert runtime_of({"jvm": {"jmh_version": "1.37"}, "runq": "task"}) == {
+        "jvm": {"jmh_version": "1.37"}
+    }
+    assert runtime_of({"runq": "task"}) is None
+    assert runtime_of({"jvm": "not an object"}) is None
 
 
 @pytest.mark.parametrize("version", [1, 2])
