@@ -24,6 +24,18 @@ A function-level import of a module of the packages, or of a third-party package
 - ``startup+cycle``: both; ``none``: neither (it could move to the top at no cost);
 - ``stdlib``: a standard-library module (cheap; not counted as either).
 
+The targets of issue 31 (``--check`` exits 1 while one is above 0):
+
+- ``arrows up``: an import (of any kind, ``TYPE_CHECKING`` ones too) from a module to one of a
+  higher layer of :data:`LAYERS` (``--layers``); a module of the packages in no layer is a
+  broken target too (a new package takes its place in the list);
+- ``loops with types``: the import cycles of every kind of import, ``TYPE_CHECKING`` ones too;
+- ``cli importers``: modules that import ``duet_bench.cli`` (``__main__`` aside): the command
+  line sits on top;
+- ``settings as dicts``: a ``dict[str, Any]`` or ``Mapping[str, Any]`` annotation of a function,
+  argument, field or variable whose name speaks of settings (:data:`SETTINGS_NAMES`);
+- ``needless function-level imports``: the ``none`` class below.
+
 Sizes are physical lines. A module is *named* by a doc (``--doc``) when the doc holds its path
 (``duet_bench/report/rows.py``, with or without ``.py``; ``duet_bench/report/`` for a package)
 or its dotted name, or, inside one paragraph or table row together with the heading above it,
@@ -34,8 +46,10 @@ its short name in backticks (``rows``, ``rows.py``, ``cgroup_v2/``) beside a nam
     python scripts/import_graph.py                 # this checkout, text
     python scripts/import_graph.py --json          # the same as one JSON document
     python scripts/import_graph.py --root DIR pkg  # another tree and its packages
+    python scripts/import_graph.py --check         # exit 1 while a target is above 0
 
-Exit 0: printed; 2: wrong arguments (a package that is not a directory of the root).
+Exit 0: printed (and, with ``--check``, every target met); 1: ``--check`` and a target above 0;
+2: wrong arguments (a package that is not a directory of the root).
 """
 
 from __future__ import annotations
@@ -57,6 +71,41 @@ EXCLUDED = ("duet_bench/examples",)
 DOC = "docs/architecture.md"
 HEAVY = ("numpy", "scipy", "matplotlib", "arch", "git")
 KINDS = ("module", "function", "typing")
+#: The layers of the packages, top first: a module belongs to the layer of the longest prefix
+#: that names it (``duet_bench.report`` holds ``duet_bench.report.rows``; ``=duet_bench`` names
+#: that module alone); it may import its own layer and those below. One string per layer, its
+#: prefixes comma-separated (``--layers`` takes them joined by ``;``).
+LAYERS = (
+    "duet_bench.__main__,duet_bench.cli",
+    "duet_bench.commands",
+    "duet_bench.options,duet_bench.ci,duet_bench.demo",
+    "duet_bench.report",
+    "duet_bench.compare,duet_bench.bisect,duet_bench.calibrate,duet_bench.doctor,duet_bench.merge",
+    "duet_bench.session",
+    "duet_bench.adapters,duet_bench.versions",
+    "duet_bench.runner",
+    "duet_bench.plan",
+    "duet_bench.settings",
+    "duet_bench.config",
+    "duet_bench.analysis,duet_bench.environment",
+    "duet_bench.results,duet_bench.lock,duet_bench.topology",
+    "duet_bench.isolation,duet_bench.files,duet_bench.progress,duet_bench.harness",
+    "duet_bench.dirfd,duet_bench.interrupts,duet_bench.extras,duet_bench.limits",
+    "=duet_bench,duet_bench.errors,duet_bench.defaults,duet_bench.metrics,duet_bench.units,"
+    "duet_bench.untrusted,duet_bench.manual,duet_bench.machine",
+    "duet_stats",
+)
+#: The words that make an annotated name settings-carrying (``explicit_settings``, ``values``).
+SETTINGS_NAMES = re.compile(r"settings|values|options|explicit")
+ANY_DICT = re.compile(r"^(dict|Mapping|collections\.abc\.Mapping)\[str, ?Any\]$")
+TARGETS = (
+    "arrows_up",
+    "unlayered",
+    "loops_with_types",
+    "cli_importers",
+    "settings_as_dicts",
+    "needless_function_imports",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +331,85 @@ def classify(graph: Graph, heavy: set[str]) -> list[dict[str, object]]:
     return rows
 
 
+def layer_of(module: str, layers: Sequence[str]) -> int | None:
+    """The index of the layer ``module`` belongs to (0 is the top), None for none."""
+    best: tuple[int, int] | None = None
+    for index, layer in enumerate(layers):
+        for prefix in filter(None, layer.split(",")):
+            exact = prefix.startswith("=")
+            name = prefix.lstrip("=")
+            matches = module == name or (not exact and module.startswith(name + "."))
+            if matches and (best is None or len(name) > best[0]):
+                best = (len(name), index)
+    return None if best is None else best[1]
+
+
+def arrows_up(graph: Graph, layers: Sequence[str]) -> list[dict[str, object]]:
+    """Every import, of any kind, from a module to one of a higher layer."""
+    rows: list[dict[str, object]] = []
+    for imp in graph.imports:
+        if not imp.internal:
+            continue
+        low, high = layer_of(imp.importer, layers), layer_of(imp.target, layers)
+        if low is not None and high is not None and high < low:
+            rows.append({**asdict(imp), "from_layer": low, "to_layer": high})
+    return rows
+
+
+def annotated_names(tree: ast.Module) -> Iterator[tuple[str, ast.expr, int]]:
+    """Every annotated name of a module: functions (their return), arguments, fields, variables."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            if node.returns is not None:
+                yield node.name, node.returns, node.lineno
+            arguments = node.args
+            for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]:
+                if arg.annotation is not None:
+                    yield arg.arg, arg.annotation, arg.lineno
+        elif isinstance(node, ast.AnnAssign):
+            target = node.target
+            name = target.id if isinstance(target, ast.Name) else getattr(target, "attr", "")
+            yield name, node.annotation, node.lineno
+
+
+def settings_as_dicts(root: Path, graph: Graph) -> list[str]:
+    """``module:line name``: each settings-carrying name annotated ``dict[str, Any]`` or
+    ``Mapping[str, Any]``."""
+    found: list[str] = []
+    for module in sorted(graph.modules.values(), key=lambda m: m.name):
+        tree = ast.parse((root / module.path).read_text(encoding="utf-8"), filename=module.path)
+        for name, annotation, line in annotated_names(tree):
+            text = ast.unparse(annotation).strip("'\"")
+            if SETTINGS_NAMES.search(name.lower()) and ANY_DICT.match(text):
+                found.append(f"{module.name}:{line} {name}")
+    return sorted(found, key=lambda row: (row.split(":")[0], int(row.split(":")[1].split()[0])))
+
+
+def targets_of(
+    root: Path, graph: Graph, layers: Sequence[str], function_imports: list[dict[str, object]]
+) -> dict[str, list[object]]:
+    """Issue 31's targets, each as what breaks it (every list should be empty)."""
+    cli = sorted(
+        {
+            imp.importer
+            for imp in graph.imports
+            if imp.target == "duet_bench.cli" and imp.importer != "duet_bench.__main__"
+        }
+    )
+    return {
+        "arrows_up": list(arrows_up(graph, layers)),
+        "unlayered": [name for name in sorted(graph.modules) if layer_of(name, layers) is None],
+        "loops_with_types": list(strongly_connected(graph.edges(KINDS))),
+        "cli_importers": [*cli],
+        "settings_as_dicts": list(settings_as_dicts(root, graph)),
+        "needless_function_imports": [
+            f"{row['importer']}:{row['line']} -> {row['target']}"
+            for row in function_imports
+            if row["class"] == "none"
+        ],
+    }
+
+
 def blocks(doc: str) -> list[str]:
     """The doc's paragraphs and table rows, each with the heading above it."""
     out: list[str] = []
@@ -335,7 +463,13 @@ def undocumented(graph: Graph, doc: str, loose: bool = False) -> list[str]:
     ]
 
 
-def report(graph: Graph, heavy: set[str], doc: str | None) -> dict[str, object]:
+def report(
+    graph: Graph,
+    heavy: set[str],
+    doc: str | None,
+    root: Path = ROOT,
+    layers: Sequence[str] = LAYERS,
+) -> dict[str, object]:
     both = graph.edges(["module", "function"])
     function_imports = classify(graph, heavy)
     sizes = [module.lines for module in graph.modules.values()]
@@ -364,6 +498,7 @@ def report(graph: Graph, heavy: set[str], doc: str | None) -> dict[str, object]:
             "in_cycle": sum(1 for row in function_imports if row["in_cycle"]),
         },
         "function_imports": function_imports,
+        "targets": targets_of(root, graph, layers, function_imports),
         "undocumented": None if doc is None else undocumented(graph, doc),
         "undocumented_loose": None if doc is None else undocumented(graph, doc, loose=True),
         "sizes": {m.name: m.lines for m in sorted(graph.modules.values(), key=lambda m: m.name)},
@@ -400,6 +535,7 @@ def text(result: Mapping[str, object]) -> str:
             at = "@" if row["in_cycle"] else " "
             where = f"{row['importer']}:{row['line']} -> {row['target']}"
             out.append(f"  {at} {row['class']:<13} {where}{defers}")
+    out.extend(targets_text(result))
     missing = result["undocumented"]
     if missing is not None:
         assert isinstance(missing, list)
@@ -413,6 +549,32 @@ def text(result: Mapping[str, object]) -> str:
     return "\n".join(out)
 
 
+def targets_text(result: Mapping[str, object]) -> list[str]:
+    """The targets section of the text: each count, then what breaks it."""
+    found = result["targets"]
+    assert isinstance(found, dict)
+    out = [
+        "targets (issue 31; each should be 0): "
+        + ", ".join(f"{key.replace('_', ' ')} {len(found[key])}" for key in TARGETS)
+    ]
+    for key in TARGETS:
+        for row in found[key]:
+            if isinstance(row, dict):
+                kind = "" if row["kind"] == "module" else f" ({row['kind']})"
+                row = f"{row['importer']}:{row['line']} -> {row['target']}{kind}"
+            elif isinstance(row, list):
+                row = " ".join(row)
+            out.append(f"  {key.replace('_', ' ')}: {row}")
+    return out
+
+
+def broken(result: Mapping[str, object]) -> list[str]:
+    """The targets above 0."""
+    found = result["targets"]
+    assert isinstance(found, dict)
+    return [key for key in TARGETS if found[key]]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("packages", nargs="*", default=list(PACKAGES))
@@ -420,6 +582,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--doc", default=DOC, help="relative to the root; '' for none")
     parser.add_argument("--heavy", default=",".join(HEAVY), help="comma-separated top-level names")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--layers",
+        default=";".join(LAYERS),
+        help="top first, ';' between layers, ',' between"
+        " the prefixes of one ('=NAME': that module alone)",
+    )
+    parser.add_argument("--check", action="store_true", help="exit 1 while a target is above 0")
     args = parser.parse_args(argv)
     missing = [p for p in args.packages if not (args.root / p).is_dir()]
     if missing:
@@ -427,8 +596,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     graph = build(args.root, args.packages)
     doc_path = args.root / args.doc if args.doc else None
     doc = doc_path.read_text(encoding="utf-8") if doc_path and doc_path.is_file() else None
-    result = report(graph, {name for name in args.heavy.split(",") if name}, doc)
+    heavy = {name for name in args.heavy.split(",") if name}
+    result = report(graph, heavy, doc, args.root, args.layers.split(";"))
     print(json.dumps(result, indent=1) if args.json else text(result))
+    failed = broken(result)
+    if args.check and failed:
+        print(
+            f"import_graph: targets above 0: {', '.join(failed)}: each line under 'targets' names"
+            " an import or an annotation to change (or a module to give a layer in LAYERS)",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

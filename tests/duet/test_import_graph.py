@@ -123,6 +123,71 @@ def test_type_checking_imports_are_neither_run_nor_edges(tmp_path: Path) -> None
     assert imports["typing"] == 1
 
 
+TARGETS = {
+    "duet_bench/__init__.py": "",
+    "duet_bench/__main__.py": "from duet_bench.cli import main\n",
+    "duet_bench/cli.py": "import sys\n",
+    "duet_bench/top.py": (
+        "from typing import Any\n"
+        "from duet_bench.low import thing\n"
+        "def settings(values: dict[str, Any], plan: 'dict[str, Any]') -> dict[str, int]:\n"
+        "    return {}\n"
+        "def later():\n"
+        "    from duet_bench.low import thing\n"
+    ),
+    "duet_bench/low.py": (
+        "from typing import TYPE_CHECKING, Any, Mapping\n"
+        "from duet_bench import cli\n"
+        "if TYPE_CHECKING:\n"
+        "    from duet_bench.top import settings\n"
+        "thing: int = 1\n"
+        "explicit_options: Mapping[str, Any] = {}\n"
+    ),
+    "duet_bench/stray.py": "",
+}
+
+
+def test_the_targets_of_issue_31_are_counted_and_check_fails_while_one_is_broken(
+    tmp_path: Path,
+) -> None:
+    """Each target of issue 31 broken once or more in a small duet_bench, then mended."""
+    write(tmp_path, TARGETS)
+    layers = "=duet_bench.__main__,duet_bench.cli;duet_bench.top;duet_bench.low,=duet_bench"
+    result = run(tmp_path, "duet_bench", "--doc", "", "--layers", layers)
+    found = result["targets"]
+    assert isinstance(found, dict)
+    ups = [(r["importer"], r["line"], r["target"], r["kind"]) for r in found["arrows_up"]]
+    assert ups == [
+        ("duet_bench.low", 2, "duet_bench.cli", "module"),
+        ("duet_bench.low", 4, "duet_bench.top", "typing"),
+    ]
+    assert found["unlayered"] == ["duet_bench.stray"]
+    assert found["loops_with_types"] == [["duet_bench.low", "duet_bench.top"]]
+    assert result["cycles"] == [], "the loop closes through a TYPE_CHECKING import only"
+    assert found["cli_importers"] == ["duet_bench.low"]  # __main__ is the entry point
+    assert found["settings_as_dicts"] == [
+        "duet_bench.low:6 explicit_options",
+        "duet_bench.top:3 values",  # not `plan` (no settings word), not the dict[str, int]
+    ]
+    assert found["needless_function_imports"] == ["duet_bench.top:6 -> duet_bench.low"]
+    command = [sys.executable, str(SCRIPT), "--root", str(tmp_path), "duet_bench", "--doc", ""]
+    done = subprocess.run([*command, "--layers", layers, "--check"], capture_output=True, text=True)
+    assert done.returncode == 1
+    assert "targets (issue 31; each should be 0): arrows up 2, unlayered 1," in done.stdout
+    assert "import_graph: targets above 0: arrows_up, unlayered," in done.stderr
+    write(
+        tmp_path,
+        {
+            "duet_bench/top.py": "from duet_bench.low import thing\n",
+            "duet_bench/low.py": "thing = 1\n",
+        },
+    )
+    (tmp_path / "duet_bench/stray.py").unlink()
+    done = subprocess.run([*command, "--layers", layers, "--check"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "arrows up 0, unlayered 0, loops with types 0, cli importers 0" in done.stdout
+
+
 def test_sizes_and_the_modules_a_doc_never_names(tmp_path: Path) -> None:
     write(
         tmp_path,
