@@ -20,11 +20,13 @@ the step's outputs; ``python -m duet_bench.ci.github`` still runs that command, 
 from __future__ import annotations
 
 import json
+import os
 import re
+import sys
 import urllib.parse
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from duet_bench import __version__
 from duet_bench.ci.body import GITHUB_MAX_BODY, fit
@@ -341,8 +343,20 @@ def outputs(doc: ResultsDocument) -> list[str]:
     ]
 
 
-if __name__ == "__main__":  # pragma: no cover - tests run it as a process
-    # What action.yml ran before `duet github`; kept for workflows that copied its steps.
-    from duet_bench.cli import deprecated_entry
+def deprecated_entry() -> NoReturn:
+    """``python -m duet_bench.ci.github``, what action.yml ran before ``duet github``, kept for
+    workflows that copied its steps: a warning that names ``duet github`` (on stderr, whose
+    lines GitHub also reads as workflow commands), then ``python -m duet_bench github`` with the
+    same arguments in this process (exec: its exit code is the command's)."""
+    text = (
+        "`python -m duet_bench.ci.github` is deprecated: run `duet github` with the same arguments"
+    )
+    if os.environ.get("GITHUB_ACTIONS") == "true":  # ``text`` has nothing to escape (%, CR, LF)
+        print(f"::warning title=duet::{text}", file=sys.stderr, flush=True)
+    else:
+        print(f"duet: warning: {text}", file=sys.stderr, flush=True)
+    os.execv(sys.executable, [sys.executable, "-m", "duet_bench", "github", *sys.argv[1:]])
 
-    deprecated_entry("python -m duet_bench.ci.github", "github")
+
+if __name__ == "__main__":  # pragma: no cover - tests run it as a process
+    deprecated_entry()

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from duet_bench.cli import color_for, outcome_of, reports_errors
 from duet_bench.commands import raise_if_incomplete, reanalyze
+from duet_bench.commands.finish import color_for, outcome_of
 from duet_bench.commands.help import READS_RESULTS, Command
 from duet_bench.commands.options import (
     allow_incomplete_option,
@@ -33,7 +33,6 @@ if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not 
 @analysis_options
 @fail_on_option
 @allow_incomplete_option
-@reports_errors
 @click.pass_context
 def analyze(ctx: click.Context, /, **_given: Any) -> Outcome:
     """Recompute every benchmark's statistics and verdict from the raw samples in RESULTS (a

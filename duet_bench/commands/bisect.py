@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from duet_bench.cli import install_signal_handlers, reports_errors
+from duet_bench import interrupts
 from duet_bench.commands.help import Command
 from duet_bench.commands.options import (
     _duration,
@@ -109,7 +109,6 @@ OUTCOMES: dict[str, Outcome] = {
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar (the step lines stay).")
 @click.pass_context
-@reports_errors
 def bisect(ctx: click.Context, /, **_given: Any) -> Outcome:
     """Find the commit between GOOD and BAD that made a benchmark slower: every step is a duet
     comparison (a commit against GOOD, both built in worktrees, run at the same time), an
@@ -130,7 +129,7 @@ def search(o: BisectCommandOptions) -> Outcome:
     from duet_bench.bisect import bisect as run_bisect
     from duet_bench.report.bisect import render
 
-    install_signal_handlers()
+    interrupts.install()
     state = run_bisect(
         o.search, on_note=lambda text: click.echo(f"duet: {for_terminal(text)}", err=True)
     )

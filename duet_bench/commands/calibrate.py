@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from duet_bench import settings
-from duet_bench.cli import install_signal_handlers, reports_errors
+from duet_bench import interrupts, settings
 from duet_bench.commands.help import Command
 from duet_bench.commands.options import (
     analysis_options,
@@ -139,7 +138,6 @@ if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not 
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.pass_context
-@reports_errors
 def calibrate(ctx: click.Context, /, **_given: Any) -> None:
     """Measure an A/A duet (the same version on both sides) and tell what this machine detects.
 
@@ -297,7 +295,7 @@ def _measure(spec: BenchmarkSpec, o: CalibrateOptions, out: Path) -> ResultsDocu
         ),
         err=True,
     )
-    install_signal_handlers()
+    interrupts.install()
     if compare:
 
         def on_block(n: int, total: int) -> None:

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from duet_bench.cli import color_for, reports_errors
 from duet_bench.commands import raise_if_incomplete
+from duet_bench.commands.finish import color_for
 from duet_bench.commands.help import Command
 from duet_bench.commands.options import allow_incomplete_option
 from duet_bench.errors import UsageError
@@ -107,7 +107,6 @@ def _detect(provider: str | None) -> str | None:
     "--dry-run", is_flag=True, help="Print the comment and where it would go; send nothing."
 )
 @allow_incomplete_option
-@reports_errors
 def comment(
     results: str,
     provider: str | None,

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from duet_bench.cli import finish, install_signal_handlers, reports_errors
+from duet_bench import interrupts
+from duet_bench.commands.finish import finish
 from duet_bench.commands.help import Command
 from duet_bench.commands.options import (
     analysis_options,
@@ -62,7 +63,6 @@ if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not 
 @format_option(*RESULTS_FORMATS)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.pass_context
-@reports_errors
 def compare(ctx: click.Context, /, **_given: Any) -> Outcome:
     """Measure HEAD against BASE: check both out into worktrees, build each, run the suite of
     HEAD's configuration with both versions at the same time, and report.
@@ -79,7 +79,7 @@ def compare_versions(o: CompareCommandOptions) -> Outcome:
     """``duet compare`` with its options: compare, print the report, exit by the verdicts."""
     from duet_bench.compare import compare as run_compare
 
-    install_signal_handlers()
+    interrupts.install()
     doc = run_compare(
         o.comparison, on_note=lambda text: click.echo(f"duet: {for_terminal(text)}", err=True)
     )

@@ -8,7 +8,7 @@ from typing import cast
 
 import click
 
-from duet_bench.cli import color_for, reports_errors
+from duet_bench.commands.finish import color_for
 from duet_bench.commands.help import Command
 from duet_bench.commands.output import format_option
 from duet_bench.errors import EnvironmentNotReady
@@ -42,7 +42,6 @@ SAMPLE_S = 0.5
     help="Exit 3 unless this isolation level is available (cgroup: v1 or v2). For CI jobs that "
     "must not measure without cgroups.",
 )
-@reports_errors
 def doctor(fmt: str, require: str) -> None:
     """Report what isolation this machine allows and what will disturb measurements.
 

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from duet_bench.cli import reports_errors
 from duet_bench.commands.help import Command
 from duet_bench.errors import EXIT_INFRASTRUCTURE, EXIT_OK, EXIT_REGRESSION
 
@@ -42,7 +41,6 @@ WHATS = ("annotate", "summary", "outputs")
     help="annotate: at most N ::error commands, then one ::notice that counts the rest "
     "(default: 10, what GitHub shows for a step).",
 )
-@reports_errors
 def github(what: str, path: str, limit: int | None) -> None:
     """Print the job summary, regression annotations or outputs of duet's GitHub action, from
     the results or the report of a duet run:

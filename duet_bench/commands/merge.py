@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from duet_bench.cli import outcome_of, reports_errors
 from duet_bench.commands import raise_if_incomplete
+from duet_bench.commands.finish import outcome_of
 from duet_bench.commands.help import READS_RESULTS, Command
 from duet_bench.commands.options import (
     allow_incomplete_option,
@@ -25,7 +25,6 @@ from duet_bench.report import render
 @format_option(*RESULTS_FORMATS)
 @fail_on_option
 @allow_incomplete_option
-@reports_errors
 def merge(
     shards: tuple[str, ...], out: str, fmt: Format, fail_on: str, allow_incomplete: bool
 ) -> Outcome:

@@ -121,7 +121,7 @@ def bench_option(what: str) -> Callable[[F], F]:
 
 
 def fail_on_option(fn: F) -> F:
-    """``--fail-on``: which verdicts exit 1 (:func:`duet_bench.cli.fails_on`)."""
+    """``--fail-on``: which verdicts exit 1 (:func:`duet_bench.commands.finish.fails_on`)."""
     return click.option(
         "--fail-on", type=FAIL_ON, default="regression", show_default=True, help=FAIL_ON_HELP
     )(fn)

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from duet_bench import files
-from duet_bench.cli import color_for, reports_errors
 from duet_bench.commands import raise_if_incomplete, reanalyze
+from duet_bench.commands.finish import color_for
 from duet_bench.commands.help import READS_RESULTS, Command
 from duet_bench.commands.options import (
     allow_incomplete_option,
@@ -69,7 +69,6 @@ if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not 
 @analysis_options
 @allow_incomplete_option
 @click.pass_context
-@reports_errors
 def report(ctx: click.Context, /, **_given: Any) -> None:
     """Report on RESULTS (a results.json, or the --out DIR that holds one) in another format,
     without measuring again.

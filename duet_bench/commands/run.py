@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from duet_bench import settings
-from duet_bench.cli import finish, install_signal_handlers, reports_errors
+from duet_bench import interrupts, settings
+from duet_bench.commands.finish import finish
 from duet_bench.commands.help import Command
 from duet_bench.commands.options import (
     analysis_options,
@@ -73,7 +73,6 @@ if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not 
 @fail_on_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.pass_context
-@reports_errors
 def run(ctx: click.Context, /, **_given: Any) -> Outcome:
     """Measure two commands (or python callables) against each other, at the same time.
 
@@ -151,7 +150,7 @@ def measure_run(o: RunOptions) -> Outcome:
         + (f", crossover {bench.crossover}" if bench.method == "duet" else ""),
         err=True,
     )
-    install_signal_handlers()
+    interrupts.install()
     doc = measure([bench], options)
     if not is_file_form(o.out):
         from duet_bench.report.files import write_reports
