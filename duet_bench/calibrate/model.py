@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from duet_bench.analysis.sides import SideAsymmetry  # one record, shared with analysis
@@ -260,3 +261,17 @@ class Calibration:
             "until_decided": self.until_decided.to_dict() if self.until_decided else None,
             "warnings": list(self.warnings),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigTarget:
+    """Where ``--write`` puts the plan (and the lines say it goes): the file, its form
+    (``"duet"`` or ``"pyproject"``), and the table: a ``[[benchmark]]`` by name, a ``[[suite]]``
+    (by name, and its place among the suites for the writer) for a benchmark a suite found, or
+    the suite defaults when neither is set."""
+
+    path: Path
+    form: str
+    benchmark: str | None = None
+    suite: str | None = None
+    suite_index: int | None = None
