@@ -126,12 +126,19 @@ def bisect(ctx: click.Context, /, **_given: Any) -> Outcome:
 
 def search(o: BisectCommandOptions) -> Outcome:
     """``duet bisect`` with its options: search, print the report, exit by the result."""
+    from duet_bench.bisect import Bisection
     from duet_bench.bisect import bisect as run_bisect
     from duet_bench.report.bisect import render
+    from duet_bench.results import write_atomic
+
+    def write_report(state: Bisection) -> None:
+        write_atomic(o.search.out_dir / "report.md", render(state, "markdown"))
 
     interrupts.install()
     state = run_bisect(
-        o.search, on_note=lambda text: click.echo(f"duet: {for_terminal(text)}", err=True)
+        o.search,
+        on_note=lambda text: click.echo(f"duet: {for_terminal(text)}", err=True),
+        on_save=write_report,
     )
     click.echo(render(state, o.fmt), nl=False)
     click.echo(f"results: {o.search.out_dir / 'bisect.json'}", err=True)

@@ -78,14 +78,16 @@ def compare(ctx: click.Context, /, **_given: Any) -> Outcome:
 def compare_versions(o: CompareCommandOptions) -> Outcome:
     """``duet compare`` with its options: compare, print the report, exit by the verdicts."""
     from duet_bench.compare import compare as run_compare
+    from duet_bench.report.files import write_reports
 
     interrupts.install()
     doc = run_compare(
         o.comparison, on_note=lambda text: click.echo(f"duet: {for_terminal(text)}", err=True)
     )
+    out_dir = o.comparison.out_dir
+    write_reports(doc, out_dir, plots=o.comparison.plots)
     max_failures = doc.config.get("max_failures", o.max_failures)
     missing = [] if o.allow_missing else doc.config.get("missing_in_baseline") or []
-    out_dir = o.comparison.out_dir
     outcome = finish(
         doc,
         str(out_dir / "results.json"),
