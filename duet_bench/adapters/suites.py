@@ -21,9 +21,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from duet_bench.adapters.base import Suite
 from duet_bench.adapters.registry import ADAPTERS, get_adapter, unknown_adapter
 from duet_bench.adapters.tools import slug
+from duet_bench.config.model import Suite
 from duet_bench.defaults import BENCHMARK_FILE_KEYS
 from duet_bench.errors import ConfigError
 from duet_bench.manual import cite

@@ -10,7 +10,8 @@ import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from duet_bench.adapters.base import Checkout, Suite
+from duet_bench.adapters.base import Checkout
+from duet_bench.config.model import Suite
 from duet_bench.errors import ConfigError
 from duet_bench.isolation.jobs import run_job_captured
 from duet_bench.isolation.privileges import allowed_environment

@@ -13,7 +13,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from duet_bench.adapters.suites import parse_suites
 from duet_bench.config.model import (
     DEFAULT_PYTHON,
     BenchmarkConfig,
@@ -200,6 +199,10 @@ class Validator:
                 values[target] = parse(key, value)
             except Invalid as e:
                 raise self.error(e.problem, e.fix, key=key) from None
+
+        # Imported here: the adapters import this package's records (duet_bench.config.model),
+        # so a module-level import would make a loop through config/__init__.py.
+        from duet_bench.adapters.suites import parse_suites
 
         suites = parse_suites(
             table.get("suite"), self.path, self.form, self.text, BENCHMARK_KEY_PARSERS
