@@ -19,9 +19,11 @@ A function-level import of a module of the packages, or of a third-party package
   default), itself or among what the target imports at module level, that the importing module
   does not already load at module level: moved to the top, it would cost every importer the
   heavy package's import time;
-- ``cycle``: the target reaches the importing module back through module-level imports: moved to
-  the top, it would make a module-level cycle;
+- ``cycle``: the target reaches the importing module back through module-level imports (and the
+  ``__init__`` of the packages each one runs first): moved to the top, it would make a
+  module-level cycle;
 - ``startup+cycle``: both; ``none``: neither (it could move to the top at no cost);
+- ``optional``: inside a ``try`` that catches its ``ImportError`` (the package may be missing);
 - ``stdlib``: a standard-library module (cheap; not counted as either).
 
 The targets of issue 31 (``--check`` exits 1 while one is above 0):
@@ -117,6 +119,8 @@ class Import:
     kind: str  # one of KINDS
     target: str  # a module of the packages, else the top-level name imported
     internal: bool
+    #: Inside a ``try`` that catches its ``ImportError``: the import may fail on purpose.
+    optional: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,22 +170,39 @@ def is_type_checking(test: ast.expr) -> bool:
     return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
 
 
-def raw_imports(tree: ast.Module) -> Iterator[tuple[ast.Import | ast.ImportFrom, str]]:
-    """Every import statement with its kind, walking the tree with the context it sits in."""
-    stack: list[tuple[ast.AST, str]] = [(tree, "module")]
+def catches_import_error(node: ast.Try) -> bool:
+    """Whether a ``try`` has a handler for ``ImportError`` or ``ModuleNotFoundError``."""
+    names = {"ImportError", "ModuleNotFoundError"}
+    for handler in node.handlers:
+        caught = handler.type
+        found = [caught] if not isinstance(caught, ast.Tuple) else caught.elts
+        if any(isinstance(n, ast.Name) and n.id in names for n in found):
+            return True
+    return False
+
+
+def raw_imports(tree: ast.Module) -> Iterator[tuple[ast.Import | ast.ImportFrom, str, bool]]:
+    """Every import statement with its kind and whether a ``try`` around it catches its
+    ``ImportError`` (an optional import), walking the tree with the context it sits in."""
+    stack: list[tuple[ast.AST, str, bool]] = [(tree, "module", False)]
     while stack:
-        node, kind = stack.pop()
+        node, kind, guarded = stack.pop()
         if isinstance(node, ast.Import | ast.ImportFrom):
-            yield node, kind
+            yield node, kind, guarded
             continue
         if isinstance(node, ast.If) and is_type_checking(node.test):
             inner = "function" if kind == "function" else "typing"
-            stack.extend((child, inner) for child in node.body)
-            stack.extend((child, kind) for child in node.orelse)
+            stack.extend((child, inner, guarded) for child in node.body)
+            stack.extend((child, kind, guarded) for child in node.orelse)
+            continue
+        if isinstance(node, ast.Try) and catches_import_error(node):
+            stack.extend((child, kind, True) for child in node.body)
+            rest = [*node.handlers, *node.orelse, *node.finalbody]
+            stack.extend((child, kind, guarded) for child in rest)
             continue
         inside = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
         child_kind = "function" if inside and kind != "typing" else kind
-        stack.extend((child, child_kind) for child in ast.iter_child_nodes(node))
+        stack.extend((child, child_kind, guarded) for child in ast.iter_child_nodes(node))
 
 
 def resolve_base(importer: str, is_package: bool, node: ast.ImportFrom) -> str:
@@ -226,13 +247,14 @@ def build(root: Path, packages: Sequence[str]) -> Graph:
     known = set(graph.modules)
     for path, name, is_package in found:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for node, kind in raw_imports(tree):
+        for node, kind, guarded in raw_imports(tree):
             seen: set[str] = set()
             for target in targets(node, name, is_package, known):
                 if target in seen:
                     continue
                 seen.add(target)
-                graph.imports.append(Import(name, node.lineno, kind, target, target in known))
+                internal = target in known
+                graph.imports.append(Import(name, node.lineno, kind, target, internal, guarded))
     graph.imports.sort(key=lambda imp: (imp.importer, imp.line, imp.target))
     return graph
 
@@ -279,6 +301,21 @@ def strongly_connected(edges: Mapping[str, set[str]]) -> list[list[str]]:
     return sorted(components, key=lambda c: (-len(c), c))
 
 
+def with_packages(
+    edges: Mapping[str, set[str]], modules: Mapping[str, Module]
+) -> dict[str, set[str]]:
+    """``edges`` and what each import also runs: the ``__init__`` of every package above the
+    module it loads (``import a.b.c`` runs ``a`` and ``a.b`` first)."""
+    out: dict[str, set[str]] = {}
+    for importer, loaded in edges.items():
+        out[importer] = set(loaded)
+        for target in loaded:
+            parts = target.split(".")
+            out[importer] |= {".".join(parts[:end]) for end in range(1, len(parts))} & set(modules)
+        out[importer].discard(importer)
+    return out
+
+
 def closure(start: str, edges: Mapping[str, set[str]]) -> set[str]:
     """Every module reachable from ``start`` (``start`` included)."""
     seen = {start}
@@ -306,6 +343,7 @@ def heavy_loaded(
 def classify(graph: Graph, heavy: set[str]) -> list[dict[str, object]]:
     """Every function-level import, with why it may be inside a function."""
     top = graph.edges(["module"])
+    loads = with_packages(top, graph.modules)
     component = {
         name: i
         for i, members in enumerate(strongly_connected(graph.edges(["module", "function"])))
@@ -317,11 +355,13 @@ def classify(graph: Graph, heavy: set[str]) -> list[dict[str, object]]:
             continue
         if not imp.internal and imp.target in sys.stdlib_module_names:
             label, defers = "stdlib", set[str]()
+        elif imp.optional:
+            label, defers = "optional", set[str]()
         else:
             defers = heavy_loaded(imp.target, graph, top, heavy) - heavy_loaded(
                 imp.importer, graph, top, heavy
             )
-            cycle = imp.internal and imp.importer in closure(imp.target, top)
+            cycle = imp.internal and imp.importer in closure(imp.target, loads)
             label = "+".join(
                 name for name, on in (("startup", bool(defers)), ("cycle", cycle)) if on
             )

@@ -105,6 +105,29 @@ def test_a_deferred_heavy_import_buys_start_up_and_a_needless_one_does_not(tmp_p
     }
 
 
+def test_an_optional_import_and_a_cycle_through_a_package_face_are_not_needless(
+    tmp_path: Path,
+) -> None:
+    """An import a ``try`` guards may fail on purpose; one whose target loads the importer's
+    package's ``__init__`` (which imports the importer) would make a loop at the top."""
+    write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/conf/__init__.py": "from pkg.conf.read import load\n",
+            "pkg/conf/model.py": "X = 1\n",
+            "pkg/conf/read.py": "def load():\n    from pkg.plug import p\n    return p\n",
+            "pkg/plug.py": "from pkg.conf.model import X\np = X\n",
+            "pkg/h.py": (
+                "def f():\n    try:\n        import pytest\n    except ImportError:\n"
+                "        return None\n    return pytest\n"
+            ),
+        },
+    )
+    classes = function_imports(run(tmp_path, "pkg", "--doc", ""))
+    assert classes == {"pkg.conf.read:2 -> pkg.plug": "cycle", "pkg.h:3 -> pytest": "optional"}
+
+
 def test_type_checking_imports_are_neither_run_nor_edges(tmp_path: Path) -> None:
     write(
         tmp_path,
