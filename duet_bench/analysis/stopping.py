@@ -23,6 +23,9 @@ from duet_bench.analysis.verdict import Verdict, verdict
 from duet_bench.errors import UsageError
 from duet_bench.results import BenchmarkRecord
 from duet_bench.results import analysis as stored
+from duet_stats.crossover import crossover_runs
+from duet_stats.stopping import stopping_bounds, stopping_intervals
+from duet_stats.winsor import winsorize_runs
 
 __all__ = [
     "DEFAULT_MAX_RUNS",
@@ -255,9 +258,6 @@ class Stopping:
 def run_log_ratios_of(estimate: MetricEstimate, settings: AnalysisSettings) -> np.ndarray[Any, Any]:
     """Each run's log ratio as the fixed design's estimate weighs it: winsorized within the run
     when the settings say so, the two CPU assignments weighed equally under crossover."""
-    from duet_stats.crossover import crossover_runs
-    from duet_stats.winsor import winsorize_runs
-
     if estimate.assignment is not None:
         runs = crossover_runs(
             estimate.log_ratios,
@@ -276,8 +276,6 @@ def looks_of(
 ) -> tuple[Look, ...]:
     """The verdict at every look from ``design.min_runs`` to the runs given (at most
     ``design.max_runs``), read from the repeated intervals of :mod:`duet_stats.stopping`."""
-    from duet_stats.stopping import stopping_bounds, stopping_intervals
-
     if log_run_ratios.size < design.min_runs:
         return ()
     bounds = stopping_bounds(

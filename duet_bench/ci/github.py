@@ -34,6 +34,8 @@ from duet_bench.ci.errors import ApiError, CommentError, NotPosted
 from duet_bench.ci.http import Http
 from duet_bench.ci.provider import Comment, Identity, Provider
 from duet_bench.ci.sanitize import sanitize
+from duet_bench.isolation.privileges import open_as_invoking_user
+from duet_bench.report.rows import common_confidence, counts, ratio_cell, rows
 from duet_bench.results import ResultsDocument
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -136,7 +138,6 @@ def _event_number(path: str | None) -> int | None:
     if not path:
         return None
     # A path in the environment: under sudo the invoking user's, opened as them (issue 33).
-    from duet_bench.isolation.privileges import open_as_invoking_user
 
     try:
         with open(open_as_invoking_user(path), encoding="utf-8") as f:
@@ -288,8 +289,6 @@ def escape_property(text: str) -> str:
 def error_annotations(doc: ResultsDocument, *, limit: int = MAX_ERROR_ANNOTATIONS) -> list[str]:
     """``::error`` workflow commands for the regressions (at most ``limit``), and one
     ``::notice`` that counts the rest."""
-    from duet_bench.report.rows import common_confidence, ratio_cell, rows
-
     items = rows(sanitize(doc))
     shared = common_confidence(items)
     level = f" at {shared * 100:g}% confidence" if shared is not None else ""
@@ -325,8 +324,6 @@ def summary(report: str | None, *, limit_bytes: int = STEP_SUMMARY_LIMIT_BYTES) 
 def outputs(doc: ResultsDocument) -> list[str]:
     """``name=value`` lines for ``$GITHUB_OUTPUT``: the verdict of the whole comparison and the
     count per verdict, for the steps after the action (``steps.duet.outputs.verdict``)."""
-    from duet_bench.report.rows import counts, rows
-
     if any(b.analysis is None for b in doc.benchmarks):
         from duet_bench.analysis import AnalysisSettings, analyze_document
 

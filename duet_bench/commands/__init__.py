@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from duet_bench.errors import IncompleteResults
+from duet_bench.results.completeness import completeness
 
 if TYPE_CHECKING:
     from duet_bench.results import ResultsDocument
@@ -23,8 +24,6 @@ def raise_if_incomplete(doc: ResultsDocument, *, allow: bool) -> None:
     """Raise :class:`duet_bench.errors.IncompleteResults` (exit 3) when ``doc`` does not hold
     every planned run (:mod:`duet_bench.results.completeness`), unless ``allow``. Called after
     the command said its verdicts, which carry the same sentence."""
-    from duet_bench.results.completeness import completeness
-
     sentence = completeness(doc).sentence
     if sentence and not allow:
         raise IncompleteResults(

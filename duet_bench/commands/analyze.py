@@ -19,6 +19,7 @@ from duet_bench.commands.options import (
 from duet_bench.commands.output import format_option
 from duet_bench.defaults import RESULTS_FORMATS
 from duet_bench.errors import Outcome
+from duet_bench.options.reading import AnalyzeOptions
 from duet_bench.report import render
 from duet_bench.report.layout import terminal_width
 from duet_bench.results import load_given
@@ -41,8 +42,6 @@ def analyze(ctx: click.Context, /, **_given: Any) -> Outcome:
     Each benchmark is analysed with the settings it was measured with (duet.toml's
     `threshold`, `confidence` and `metric`, or the options of the run), except those given
     here explicitly."""
-    from duet_bench.options.reading import AnalyzeOptions
-
     return analyze_results(AnalyzeOptions.from_click(ctx))
 
 

@@ -19,6 +19,9 @@ from duet_bench.commands.options import (
 )
 from duet_bench.commands.output import format_option, out_option
 from duet_bench.errors import EXIT_INFRASTRUCTURE, EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, Outcome
+from duet_bench.options.measuring import BisectCommandOptions
+from duet_bench.report.bisect import render
+from duet_bench.results import write_atomic
 from duet_bench.untrusted import for_terminal
 
 if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not load it
@@ -119,8 +122,6 @@ def bisect(ctx: click.Context, /, **_given: Any) -> Outcome:
     where it is slow; GOOD must be on BAD's first-parent line (a merge is one step).
     A slowdown carried by several commits is reported as spread, naming them.
     """
-    from duet_bench.options.measuring import BisectCommandOptions
-
     return search(BisectCommandOptions.from_click(ctx))
 
 
@@ -128,8 +129,6 @@ def search(o: BisectCommandOptions) -> Outcome:
     """``duet bisect`` with its options: search, print the report, exit by the result."""
     from duet_bench.bisect import Bisection
     from duet_bench.bisect import bisect as run_bisect
-    from duet_bench.report.bisect import render
-    from duet_bench.results import write_atomic
 
     def write_report(state: Bisection) -> None:
         write_atomic(o.search.out_dir / "report.md", render(state, "markdown"))

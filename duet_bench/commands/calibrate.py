@@ -33,6 +33,9 @@ from duet_bench.commands.options import (
 )
 from duet_bench.commands.output import format_option, out_option, results_path
 from duet_bench.errors import EXIT_REGRESSION
+from duet_bench.isolation import RunAs
+from duet_bench.options.calibrate import CalibrateOptions
+from duet_bench.report.rows import interference_line
 from duet_bench.results import load_given
 
 if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not load it
@@ -150,8 +153,6 @@ def calibrate(ctx: click.Context, /, **_given: Any) -> None:
       duet calibrate --bench parse --compare-designs --write
       duet calibrate --python .venv/bin/python --callable mypkg.bench:parse --plot plots/
     """
-    from duet_bench.options.calibrate import CalibrateOptions
-
     run_calibration(CalibrateOptions.from_click(ctx))
 
 
@@ -161,7 +162,6 @@ def run_calibration(o: CalibrateOptions) -> None:
     from duet_bench.calibrate.aa import calibrate_aa, config_target, write_recommended
     from duet_bench.report.calibration import finite, render_text
     from duet_bench.report.calibration_plots import write_plots
-    from duet_bench.report.rows import interference_line
 
     # The benchmark --write sets: the one --bench named (a suite's benchmark resolved by
     # discovery when measured), which names a [[benchmark]] or, for a suite's, its [[suite]].
@@ -205,7 +205,6 @@ def run_calibration(o: CalibrateOptions) -> None:
 def _spec(o: CalibrateOptions) -> BenchmarkSpec:
     """The A/A spec with the settings the options give (:meth:`CalibrateOptions.settings`)."""
     from duet_bench.calibrate.aa import bench_spec, command_spec
-    from duet_bench.isolation import RunAs
 
     explicit = o.settings()
     if o.source.bench:

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from duet_bench.ci import NotPosted, Provider, build_body, github, gitlab, upsert, validate_key
+from duet_bench.ci.github import escape_data, escape_property
 from duet_bench.commands import raise_if_incomplete
 from duet_bench.commands.finish import color_for
 from duet_bench.commands.help import Command
@@ -23,8 +25,6 @@ _SHA = re.compile(r"[0-9a-fA-F]{7,64}")
 
 
 def _key(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
-    from duet_bench.ci import validate_key
-
     try:
         return validate_key(value)
     except UsageError as e:
@@ -155,8 +155,6 @@ def _post(
     dry_run: bool,
 ) -> None:
     """Post (or with ``dry_run`` print) the comment of ``doc``."""
-    from duet_bench.ci import NotPosted, Provider, build_body, upsert
-
     where = _detect(provider)
     poster: Provider
     try:
@@ -166,8 +164,6 @@ def _post(
                 fix="give --provider github or --provider gitlab with the CI variables set",
             )
         if where == "github":
-            from duet_bench.ci import github
-
             gh = github.target_from_env(os.environ, pr=pr)
             url = details_url or gh.details_url
             body = build_body(doc, key=key, max_length=github.GitHub.max_body, details_url=url)
@@ -176,8 +172,6 @@ def _post(
                 return
             poster = github.GitHub.from_target(gh, author=author)
         else:
-            from duet_bench.ci import gitlab
-
             gl = gitlab.target_from_env(os.environ, mr=pr)
             url = details_url or gl.details_url
             body = build_body(doc, key=key, max_length=gitlab.GitLab.max_body, details_url=url)
@@ -219,7 +213,5 @@ def _warn(message: str, fix: str | None) -> None:
     if fix:
         click.echo(f"  fix: {fix}", err=True)
     if os.environ.get("GITHUB_ACTIONS") == "true":
-        from duet_bench.ci.github import escape_data, escape_property
-
         text = f"nothing posted: {message}" + (f" Fix: {fix}" if fix else "")
         click.echo(f"::warning title={escape_property('duet comment')}::{escape_data(text)}")

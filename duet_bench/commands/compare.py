@@ -21,6 +21,8 @@ from duet_bench.commands.options import (
 from duet_bench.commands.output import format_option, out_option
 from duet_bench.defaults import RESULTS_FORMATS
 from duet_bench.errors import EXIT_INFRASTRUCTURE, EXIT_USAGE, Outcome
+from duet_bench.options.measuring import CompareCommandOptions
+from duet_bench.report.files import write_reports
 from duet_bench.untrusted import for_terminal
 
 if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not load it
@@ -70,15 +72,12 @@ def compare(ctx: click.Context, /, **_given: Any) -> Outcome:
     \b
     BASE and HEAD are any git refs: branches, tags, shas, HEAD~1, origin/main.
     """
-    from duet_bench.options.measuring import CompareCommandOptions
-
     return compare_versions(CompareCommandOptions.from_click(ctx))
 
 
 def compare_versions(o: CompareCommandOptions) -> Outcome:
     """``duet compare`` with its options: compare, print the report, exit by the verdicts."""
     from duet_bench.compare import compare as run_compare
-    from duet_bench.report.files import write_reports
 
     interrupts.install()
     doc = run_compare(

@@ -16,7 +16,9 @@ from duet_bench.commands.options import (
 from duet_bench.commands.output import format_option, is_file_form, out_option, results_path
 from duet_bench.defaults import RESULTS_FORMATS, Format
 from duet_bench.errors import Outcome
+from duet_bench.merge import merge_files
 from duet_bench.report import render
+from duet_bench.report.files import write_reports
 
 
 @click.command(cls=Command, exits=READS_RESULTS, interrupts=False)
@@ -38,13 +40,9 @@ def merge(
     An interrupted shard is merged: its benchmarks never started stay listed, and the merged
     document is incomplete (exit 3 after writing it, unless --allow-incomplete).
     """
-    from duet_bench.merge import merge_files
-
     path = results_path(out)
     doc = merge_files([Path(s) for s in shards], path)
     if not is_file_form(out):
-        from duet_bench.report.files import write_reports
-
         write_reports(doc, path.parent, plots=False)
     click.echo(render(doc, fmt), nl=False)
     click.echo(f"merged {len(shards)} shards into {path}", err=True)

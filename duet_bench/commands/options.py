@@ -17,6 +17,7 @@ import click
 from duet_bench import defaults
 from duet_bench.limits import LIMITS
 from duet_bench.metrics import DEFAULT_METRIC, METRIC_CHOICES
+from duet_bench.units import parse_duration, parse_size
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -237,8 +238,6 @@ def parse_cores(
 
 
 def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
-    from duet_bench.units import parse_size
-
     if value is None or value.lower() == "none":
         return None
     if value.strip() == "0":
@@ -348,8 +347,6 @@ def crossover_option(fn: F) -> F:
 
 
 def _duration(_ctx: click.Context, _param: click.Parameter, value: str | None) -> float | None:
-    from duet_bench.units import parse_duration
-
     if value is None:
         return None
     try:

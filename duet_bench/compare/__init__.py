@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from duet_bench import __version__, files, results, settings
 from duet_bench.adapters.expand import expand_config, select_names, unmeasured
 from duet_bench.analysis import AnalysisSettings, analyze_benchmark
+from duet_bench.analysis.stopping import check_continuation
 from duet_bench.compare.configuration import (
     ConfigSource,
     Suite,
@@ -44,7 +45,7 @@ from duet_bench.compare.configuration import (
 from duet_bench.config import Config
 from duet_bench.errors import ConfigError, DuetError, UsageError, VersionError
 from duet_bench.plan import BenchmarkSettings, BenchmarkSpec, for_suite, select_shard
-from duet_bench.results import BenchmarkRecord, ResultsDocument
+from duet_bench.results import BenchmarkRecord, ResultsDocument, load_given
 from duet_bench.session import MachineOptions, measure, session_options
 from duet_bench.versions import Versions
 
@@ -321,9 +322,6 @@ def _earlier(
     """The earlier records ``--continue`` extends, by name, each checked to be the same rule
     (:func:`duet_bench.analysis.stopping.check_continuation`); decided ones are kept as they
     are. The earlier file must be of the same two commits."""
-    from duet_bench.analysis.stopping import check_continuation
-    from duet_bench.results import load_given
-
     doc = load_given(source)
     recorded = doc.config.get("versions") if isinstance(doc.config, Mapping) else None
     got = (

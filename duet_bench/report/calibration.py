@@ -10,6 +10,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from duet_bench.calibrate.designs import DESIGN_NAMES
 from duet_bench.calibrate.model import ConfigTarget
 from duet_bench.metrics import METRIC_NAMES
 from duet_bench.report.layout import wrap
@@ -406,8 +407,6 @@ def contrast_text(cal: Calibration) -> str | None:
 
 
 def _row(f: DesignFigures, eq: float | None, cost: float | None) -> list[str]:
-    from duet_bench.calibrate.designs import DESIGN_NAMES
-
     core = "-"
     if f.core_ratio is not None:
         core = f"{change(f.core_ratio)}"
@@ -459,7 +458,6 @@ def design_lines(cal: Calibration) -> list[str]:
     ]
     out += ["  " + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()
             for r in rows]  # fmt: skip
-    from duet_bench.calibrate.designs import DESIGN_NAMES
 
     out.append(wrap(f"Design: {DESIGN_NAMES[c.design]}. {c.reason[0].upper()}{c.reason[1:]}.", 0))
     return out

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from duet_bench.errors import ResultsError
+from duet_bench.isolation.privileges import open_as_invoking_user
 from duet_bench.limits import MAX_RESULTS_BYTES
 from duet_bench.manual import cite
 from duet_bench.results.model import ResultsDocument
@@ -141,8 +142,6 @@ def load_given(path: str | os.PathLike[str]) -> ResultsDocument:
     (:func:`duet_bench.isolation.privileges.open_as_invoking_user`): a link in the path leads
     only where that user may read (docs/isolation.md, "What runs as root").
     """
-    from duet_bench.isolation.privileges import open_as_invoking_user
-
     given = Path(path)
     try:
         fd = open_as_invoking_user(given)
