@@ -91,6 +91,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "merge": "duet_bench.commands.merge:merge",
     "report": "duet_bench.commands.report:report",
     "run": "duet_bench.commands.run:run",
+    "schema": "duet_bench.commands.schema:schema",
 }
 
 
