@@ -50,9 +50,10 @@ def problems(data: Any) -> list[str]:
     EnvironmentNotReady
         ``jsonschema`` is not installed (the ``schema`` extra), or the schema is missing.
     """
-    extras.require("jsonschema")
-    # Deferred: jsonschema is an optional extra (duet_bench.extras).
-    import jsonschema
+    try:  # an optional extra (duet_bench.extras)
+        import jsonschema
+    except ModuleNotFoundError as e:
+        raise extras.missing_error("jsonschema") from e
 
     schema = json.loads(schema_text())
     validator = jsonschema.Draft202012Validator(schema)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -131,10 +132,9 @@ def test_duet_schema_without_jsonschema_names_the_extra(
 ) -> None:
     from click.testing import CliRunner
 
-    from duet_bench import extras
     from duet_bench.cli import main
 
-    monkeypatch.setattr(extras, "available", lambda module: module != "jsonschema")
+    monkeypatch.setitem(sys.modules, "jsonschema", None)  # the import fails as when missing
     fixture = ROOT / "tests" / "fixtures" / "results-basic.json"
     done = CliRunner().invoke(main, ["schema", str(fixture)])
     assert done.exit_code == 3
