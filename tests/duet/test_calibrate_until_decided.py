@@ -54,7 +54,11 @@ def test_the_recommended_maximum_decides_an_unchanged_benchmark_under_the_rule()
     for _ in range(400):
         x = rng.normal(0.0, advice.per_run_sd, advice.max_runs)
         decided = [
-            look.runs for look in looks_of(x, design, settings) if look.verdict != "inconclusive"
+            look.runs
+            for look in looks_of(
+                x, design, confidence=settings.confidence, threshold=settings.threshold
+            )
+            if look.verdict != "inconclusive"
         ]
         stopped.append(decided[0] if decided else 0)
     runs = np.array(stopped)
