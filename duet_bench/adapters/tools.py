@@ -4,7 +4,6 @@ error message."""
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import shutil
 from collections.abc import Mapping, Sequence
@@ -24,11 +23,6 @@ WORK_DIR = ".duet-adapters"
 #: Discovery builds (go test -c, cargo bench --no-run): generous, a cold cargo build of
 #: criterion takes minutes on a small machine.
 DISCOVERY_TIMEOUT_S = 1800.0
-
-
-def slug(text: str) -> str:
-    """``text`` as one safe file-name word."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.") or "suite"
 
 
 def find_tool(suite: Suite, option: str, program: str, fallbacks: Sequence[str]) -> str:

@@ -20,6 +20,7 @@ from duet_bench.config.model import (
     Defaults,
     Form,
 )
+from duet_bench.config.suites import parse_suites
 from duet_bench.config.values import (
     DOCS,
     EXAMPLES,
@@ -62,7 +63,7 @@ SUITE_KEY_PARSERS: dict[str, tuple[Callable[[str, Any], Any], str]] = {
     "build": (string, "build"),
     "python": (string, "python"),
     "benchmark": (lambda k, v: v, "benchmark"),  # validated table by table
-    "suite": (lambda k, v: v, "suite"),  # validated by duet_bench.adapters.suites
+    "suite": (lambda k, v: v, "suite"),  # validated by duet_bench.config.suites
 }
 
 
@@ -199,10 +200,6 @@ class Validator:
                 values[target] = parse(key, value)
             except Invalid as e:
                 raise self.error(e.problem, e.fix, key=key) from None
-
-        # Imported here: the adapters import this package's records (duet_bench.config.model),
-        # so a module-level import would make a loop through config/__init__.py.
-        from duet_bench.adapters.suites import parse_suites
 
         suites = parse_suites(
             table.get("suite"), self.path, self.form, self.text, BENCHMARK_KEY_PARSERS
