@@ -1,4 +1,4 @@
-"""The accuracy experiments of docs/accuracy.md (the duet paper's section 4, repeated here).
+"""The accuracy study of benchmarks/results/README.md (the duet paper's section 4, repeated here).
 
 For every workload (``benchmarks/workloads/``: integer, float, cache, memory, native C), quiet
 and under the reference noise (``benchmarks/noise/``), with ``R`` runs x ``I`` iterations:
@@ -1007,7 +1007,7 @@ def _head(title: str, header: str, first: bool = False) -> list[str]:
 
 
 def tables(summary: dict[str, Any]) -> str:
-    """The markdown tables of docs/accuracy.md, from the summary."""
+    """The markdown tables of benchmarks/results/README.md, from the summary."""
     out = _head(
         "### A/A: relative 99% CI width (%), median (range) over repetitions",
         "| workload | condition | reps | duet | shuffled duet | sequential | gain seq/duet "

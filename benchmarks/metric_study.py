@@ -434,7 +434,7 @@ def _frac(x: list[int]) -> str:
 
 
 def tables(summary: dict[str, Any]) -> str:
-    """The markdown tables of docs/accuracy.md's section on the metric, from the summary."""
+    """The markdown tables of benchmarks/results/metric/README.md, from the summary."""
     out = accuracy._head(
         "#### A/A: relative 99% CI width (%), median (range) over repetitions; "
         "intervals containing 1",

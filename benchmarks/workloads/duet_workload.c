@@ -1,6 +1,6 @@
 /*
  * duet_workload.c: the duet paper's four artificial workloads (section 4.4), as a native duet
- * benchmark (docs/architecture.md, "native") and as a plain program.
+ * benchmark (docs/barrier-protocol.md, "Native programs") and as a plain program.
  *
  *   integer  an integer loop that lives in L1 (a 4 KiB table, multiply/xor/shift chain)
  *   float    a floating-point loop that lives in L1 (a 4 KiB table of doubles, mul/add chains)

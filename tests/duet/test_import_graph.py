@@ -270,7 +270,7 @@ def test_relative_imports_resolve_against_the_package() -> None:
 
 
 def test_duet_bench_and_duet_stats_have_no_import_cycles() -> None:
-    """Every import arrow points one way (docs/architecture.md, "One data flow"): a cycle,
+    """Every import arrow points one way (docs/architecture.md, "The layers"): a cycle,
     through module-level or function-level imports, fails here naming its modules."""
     graph = script()
     result = graph.report(graph.build(ROOT, graph.PACKAGES), set(graph.HEAVY), None)

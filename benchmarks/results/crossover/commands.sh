@@ -1,5 +1,5 @@
 #!/bin/sh
-# The crossover study of docs/accuracy.md's "Crossover at every iteration (issue 21)",
+# The crossover study of benchmarks/results/crossover/README.md (issue 21),
 # 2026-11-27 02:57-03:57 UTC, on the shared (busy) VM: R = 10 x I = 30, 20 ms iterations unless
 # said. Run from the worktree root; it resumes (a cell on disk is not measured again). The
 # per-step logs are run-*.log. The measuring lock was held by other developers' measurements

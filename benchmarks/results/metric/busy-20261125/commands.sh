@@ -1,5 +1,5 @@
 #!/bin/sh
-# The larger run of docs/accuracy.md's "Wall time or CPU time (issue 12)", 2026-11-25 10:02-10:5x
+# The larger run of benchmarks/results/metric/README.md (issue 12), 2026-11-25 10:02-10:5x
 # UTC, on the busy VM: R = 10 x I = 30, 20 ms iterations, one repetition. Run from the worktree
 # root; it resumes (a cell on disk is not measured again). The log is run.log.
 D=benchmarks/results/metric/busy-20261125

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The idle-VM run of docs/accuracy.md's "Wall time or CPU time (issue 12)", 2026-11-26 08:19-09:25
+# The idle-VM run of benchmarks/results/metric/README.md (issue 12), 2026-11-26 08:19-09:25
 # (steps 1-3) and 10:53-11:13 (steps 4-5),
 # after the run-queue delay of a command's whole process tree came from its cgroup's
 # cpu.pressure: R = 10 x I = 30, 20 ms iterations. Nothing else ran on the VM (see each raw
