@@ -73,29 +73,22 @@ EXCLUDED = ("duet_bench/examples",)
 DOC = "docs/architecture.md"
 HEAVY = ("numpy", "scipy", "matplotlib", "arch", "git")
 KINDS = ("module", "function", "typing")
-#: The layers of the packages, top first: a module belongs to the layer of the longest prefix
-#: that names it (``duet_bench.report`` holds ``duet_bench.report.rows``; ``=duet_bench`` names
-#: that module alone); it may import its own layer and those below. One string per layer, its
-#: prefixes comma-separated (``--layers`` takes them joined by ``;``).
+#: The layers of the packages, top first (docs/architecture.md, "The layers", shows the same
+#: table; tests/duet/test_import_graph.py holds the two equal): a module belongs to the layer of
+#: the longest prefix that names it (``duet_bench.report`` holds ``duet_bench.report.rows``;
+#: ``=duet_bench`` names that module alone); it may import its own layer and those below. One
+#: string per layer, its prefixes comma-separated (``--layers`` takes them joined by ``;``).
 LAYERS = (
     "duet_bench.__main__,duet_bench.cli",
-    "duet_bench.commands",
-    "duet_bench.options,duet_bench.ci,duet_bench.demo",
-    "duet_bench.report",
-    "duet_bench.compare,duet_bench.bisect,duet_bench.calibrate,duet_bench.doctor,duet_bench.merge",
-    "duet_bench.session",
-    "duet_bench.adapters,duet_bench.versions",
-    "duet_bench.runner",
-    "duet_bench.plan",
-    "duet_bench.settings",
-    "duet_bench.config",
-    "duet_bench.analysis,duet_bench.environment",
-    "duet_bench.results,duet_bench.lock,duet_bench.topology",
-    "duet_bench.isolation,duet_bench.files,duet_bench.progress,duet_bench.harness",
-    "duet_bench.dirfd,duet_bench.interrupts,duet_bench.extras,duet_bench.limits",
-    "=duet_bench,duet_bench.errors,duet_bench.defaults,duet_bench.metrics,duet_bench.units,"
-    "duet_bench.untrusted,duet_bench.manual,duet_bench.machine",
-    "duet_stats",
+    "duet_bench.commands,duet_bench.options,duet_bench.demo",
+    "duet_bench.report,duet_bench.ci",
+    "duet_bench.bisect,duet_bench.compare,duet_bench.session,duet_bench.calibrate,duet_bench.merge",
+    "duet_bench.runner,duet_bench.adapters,duet_bench.plan,duet_bench.versions,duet_bench.settings",
+    "duet_bench.analysis,duet_bench.results,duet_bench.config,duet_bench.doctor,duet_bench.lock",
+    "duet_bench.isolation,duet_bench.environment,duet_bench.topology,duet_bench.files,"
+    "duet_bench.dirfd,duet_bench.progress,duet_bench.interrupts,duet_bench.extras,duet_bench.limits",
+    "=duet_bench,duet_bench.machine,duet_bench.defaults,duet_bench.metrics,duet_bench.errors,"
+    "duet_bench.units,duet_bench.untrusted,duet_bench.manual,duet_stats,duet_bench.harness",
 )
 #: The words that make an annotated name settings-carrying (``explicit_settings``, ``values``).
 SETTINGS_NAMES = re.compile(r"settings|values|options|explicit")

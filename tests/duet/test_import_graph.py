@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -309,3 +310,24 @@ def test_duet_bench_keeps_the_targets_of_issue_31_it_has_met() -> None:
         assert found[key] == [], (key, found[key])
     known = [["duet_bench.runner.context", "duet_bench.runner.worker_spec"]]
     assert all(loop in known for loop in found["loops_with_types"]), found["loops_with_types"]
+
+
+def _doc_layers(doc: str) -> list[set[str]]:
+    """The layers of docs/architecture.md's table, top first, as the script's prefixes."""
+    section = doc[doc.index("\n## The layers") : doc.index("\n### The leaf")]
+    layers = []
+    for row in re.findall(r"^\| \d+ [^|]+\| ([^|]+) \|", section, re.M):
+        names = set()
+        for path in re.findall(r"`([\w/.]+)`", row):
+            if path == "duet_bench/__init__.py":
+                names.add("=duet_bench")
+            elif path.startswith(("duet_bench", "duet_stats")):
+                names.add(path.removesuffix("/").removesuffix(".py").replace("/", "."))
+        layers.append(names)
+    return layers
+
+
+def test_the_layers_are_those_docs_architecture_md_shows() -> None:
+    graph = script()
+    doc = (ROOT / graph.DOC).read_text(encoding="utf-8")
+    assert _doc_layers(doc) == [set(layer.split(",")) for layer in graph.LAYERS]
