@@ -30,8 +30,8 @@ EXIT_INTERRUPTED = ("128+N", "interrupted by signal N: 130 SIGINT, 143 SIGTERM, 
 
 
 class Outcome(enum.IntEnum):
-    """What a command that ran to its end returns; its value is the exit code
-    (:func:`duet_bench.cli.reports_errors` exits with it). A failure raises a
+    """What a command that ran to its end returns; its value is the exit code (the ``duet``
+    group, :meth:`duet_bench.cli.LazyGroup.invoke`, exits with it). A failure raises a
     :class:`DuetError` instead, whose ``exit_code`` says 2 or 3."""
 
     #: No regression (per ``--fail-on``); doctor: what ``--require`` asks; bisect: not slower.

@@ -4,7 +4,8 @@ The core (numpy, click, GitPython, tomlkit) runs, analyses, reports as text, mar
 junit and openmetrics, comments and merges: what every CI job does. matplotlib (``plots``,
 about 100 MB with its dependencies) draws the plots; scipy (``stats``, about 140 MB) is needed
 only for the ``bca`` interval and the planning of very small experiments in ``duet calibrate``;
-arch for the ``basic`` and ``studentized`` intervals. A command that reaches one of them
+arch for the ``basic`` and ``studentized`` intervals; jsonschema (``schema``) for checking a
+results file against its schema (``duet schema FILE``). A command that reaches one of them
 without it says which extra to install instead of a traceback (:func:`missing_module_error`).
 """
 
@@ -19,6 +20,7 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "matplotlib": ("plots", "drawing the plots"),
     "scipy": ("stats", "the bca interval and the planning of small experiments (duet calibrate)"),
     "arch": ("arch", "the basic and studentized intervals"),
+    "jsonschema": ("schema", "checking a results file against the results schema (duet schema)"),
 }
 
 

@@ -21,6 +21,7 @@ import stat
 from pathlib import Path
 
 from duet_bench import dirfd
+from duet_bench.errors import ResultsError
 
 
 def write_atomic(path: Path, data: str | bytes, mode: int | None = None) -> None:
@@ -53,8 +54,6 @@ def make_out_directory(path: Path) -> None:
     ResultsError
         It cannot be made: a file or a refused link on the way, no permission, a full disk.
     """
-    from duet_bench.errors import ResultsError
-
     try:
         dirfd.make_directories(path)
     except OSError as e:

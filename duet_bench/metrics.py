@@ -194,3 +194,15 @@ def not_cpu_bound(busy_share: Mapping[str, float]) -> list[str]:
     """The sides (in ``busy_share``'s order) whose median iteration spent less than
     :data:`CPU_BOUND_SHARE` of its wall time on a CPU or waiting for one: the rule of ``auto``."""
     return [side for side, share in busy_share.items() if share < CPU_BOUND_SHARE]
+
+
+def auto_rival(busy_share: Mapping[str, float], usable: Callable[[MetricName], bool]) -> MetricName:
+    """The rule of ``auto``, written once: the metric weighed against wall time. CPU time when
+    it can be used (``usable``) and both sides are CPU-bound (:func:`not_cpu_bound` names none;
+    an unknown ``busy_share`` is not CPU-bound), else wall time less run-queue delay, which
+    keeps the sleeping and I/O that CPU time misses. What decides between it and wall time is
+    the caller's evidence: the run's interference for the analysis
+    (:func:`duet_bench.analysis.choose_metric`), the narrower A/A interval for a calibration
+    (:func:`duet_bench.calibrate.calibrate_metrics`)."""
+    cpu_bound = bool(busy_share) and not not_cpu_bound(busy_share)
+    return "cpu" if cpu_bound and usable("cpu") else "wall-runq"

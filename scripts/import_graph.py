@@ -19,10 +19,24 @@ A function-level import of a module of the packages, or of a third-party package
   default), itself or among what the target imports at module level, that the importing module
   does not already load at module level: moved to the top, it would cost every importer the
   heavy package's import time;
-- ``cycle``: the target reaches the importing module back through module-level imports: moved to
-  the top, it would make a module-level cycle;
+- ``cycle``: the target reaches the importing module back through module-level imports (and the
+  ``__init__`` of the packages each one runs first): moved to the top, it would make a
+  module-level cycle;
 - ``startup+cycle``: both; ``none``: neither (it could move to the top at no cost);
+- ``optional``: inside a ``try`` that catches its ``ImportError`` (the package may be missing);
 - ``stdlib``: a standard-library module (cheap; not counted as either).
+
+The targets of issue 31 (``--check`` exits 1 while one is above 0):
+
+- ``arrows up``: an import (of any kind, ``TYPE_CHECKING`` ones too) from a module to one of a
+  higher layer of :data:`LAYERS` (``--layers``); a module of the packages in no layer is a
+  broken target too (a new package takes its place in the list);
+- ``loops with types``: the import cycles of every kind of import, ``TYPE_CHECKING`` ones too;
+- ``cli importers``: modules that import ``duet_bench.cli`` (``__main__`` aside): the command
+  line sits on top;
+- ``settings as dicts``: a ``dict[str, Any]`` or ``Mapping[str, Any]`` annotation of a function,
+  argument, field or variable whose name speaks of settings (:data:`SETTINGS_NAMES`);
+- ``needless function-level imports``: the ``none`` class below.
 
 Sizes are physical lines. A module is *named* by a doc (``--doc``) when the doc holds its path
 (``duet_bench/report/rows.py``, with or without ``.py``; ``duet_bench/report/`` for a package)
@@ -34,8 +48,10 @@ its short name in backticks (``rows``, ``rows.py``, ``cgroup_v2/``) beside a nam
     python scripts/import_graph.py                 # this checkout, text
     python scripts/import_graph.py --json          # the same as one JSON document
     python scripts/import_graph.py --root DIR pkg  # another tree and its packages
+    python scripts/import_graph.py --check         # exit 1 while a target is above 0
 
-Exit 0: printed; 2: wrong arguments (a package that is not a directory of the root).
+Exit 0: printed (and, with ``--check``, every target met); 1: ``--check`` and a target above 0;
+2: wrong arguments (a package that is not a directory of the root).
 """
 
 from __future__ import annotations
@@ -57,6 +73,34 @@ EXCLUDED = ("duet_bench/examples",)
 DOC = "docs/architecture.md"
 HEAVY = ("numpy", "scipy", "matplotlib", "arch", "git")
 KINDS = ("module", "function", "typing")
+#: The layers of the packages, top first (docs/architecture.md, "The layers", shows the same
+#: table; tests/duet/test_import_graph.py holds the two equal): a module belongs to the layer of
+#: the longest prefix that names it (``duet_bench.report`` holds ``duet_bench.report.rows``;
+#: ``=duet_bench`` names that module alone); it may import its own layer and those below. One
+#: string per layer, its prefixes comma-separated (``--layers`` takes them joined by ``;``).
+LAYERS = (
+    "duet_bench.__main__,duet_bench.cli",
+    "duet_bench.commands,duet_bench.options,duet_bench.demo",
+    "duet_bench.report,duet_bench.ci",
+    "duet_bench.bisect,duet_bench.compare,duet_bench.session,duet_bench.calibrate,duet_bench.merge",
+    "duet_bench.runner,duet_bench.adapters,duet_bench.plan,duet_bench.versions,duet_bench.settings",
+    "duet_bench.analysis,duet_bench.results,duet_bench.config,duet_bench.doctor,duet_bench.lock",
+    "duet_bench.isolation,duet_bench.environment,duet_bench.topology,duet_bench.files,"
+    "duet_bench.dirfd,duet_bench.progress,duet_bench.interrupts,duet_bench.extras,duet_bench.limits",
+    "=duet_bench,duet_bench.machine,duet_bench.defaults,duet_bench.metrics,duet_bench.errors,"
+    "duet_bench.units,duet_bench.untrusted,duet_bench.manual,duet_stats,duet_bench.harness",
+)
+#: The words that make an annotated name settings-carrying (``explicit_settings``, ``values``).
+SETTINGS_NAMES = re.compile(r"settings|values|options|explicit")
+ANY_DICT = re.compile(r"^(dict|Mapping|collections\.abc\.Mapping)\[str, ?Any\]$")
+TARGETS = (
+    "arrows_up",
+    "unlayered",
+    "loops_with_types",
+    "cli_importers",
+    "settings_as_dicts",
+    "needless_function_imports",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +112,8 @@ class Import:
     kind: str  # one of KINDS
     target: str  # a module of the packages, else the top-level name imported
     internal: bool
+    #: Inside a ``try`` that catches its ``ImportError``: the import may fail on purpose.
+    optional: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,22 +163,39 @@ def is_type_checking(test: ast.expr) -> bool:
     return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
 
 
-def raw_imports(tree: ast.Module) -> Iterator[tuple[ast.Import | ast.ImportFrom, str]]:
-    """Every import statement with its kind, walking the tree with the context it sits in."""
-    stack: list[tuple[ast.AST, str]] = [(tree, "module")]
+def catches_import_error(node: ast.Try) -> bool:
+    """Whether a ``try`` has a handler for ``ImportError`` or ``ModuleNotFoundError``."""
+    names = {"ImportError", "ModuleNotFoundError"}
+    for handler in node.handlers:
+        caught = handler.type
+        found = [caught] if not isinstance(caught, ast.Tuple) else caught.elts
+        if any(isinstance(n, ast.Name) and n.id in names for n in found):
+            return True
+    return False
+
+
+def raw_imports(tree: ast.Module) -> Iterator[tuple[ast.Import | ast.ImportFrom, str, bool]]:
+    """Every import statement with its kind and whether a ``try`` around it catches its
+    ``ImportError`` (an optional import), walking the tree with the context it sits in."""
+    stack: list[tuple[ast.AST, str, bool]] = [(tree, "module", False)]
     while stack:
-        node, kind = stack.pop()
+        node, kind, guarded = stack.pop()
         if isinstance(node, ast.Import | ast.ImportFrom):
-            yield node, kind
+            yield node, kind, guarded
             continue
         if isinstance(node, ast.If) and is_type_checking(node.test):
             inner = "function" if kind == "function" else "typing"
-            stack.extend((child, inner) for child in node.body)
-            stack.extend((child, kind) for child in node.orelse)
+            stack.extend((child, inner, guarded) for child in node.body)
+            stack.extend((child, kind, guarded) for child in node.orelse)
+            continue
+        if isinstance(node, ast.Try) and catches_import_error(node):
+            stack.extend((child, kind, True) for child in node.body)
+            rest = [*node.handlers, *node.orelse, *node.finalbody]
+            stack.extend((child, kind, guarded) for child in rest)
             continue
         inside = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
         child_kind = "function" if inside and kind != "typing" else kind
-        stack.extend((child, child_kind) for child in ast.iter_child_nodes(node))
+        stack.extend((child, child_kind, guarded) for child in ast.iter_child_nodes(node))
 
 
 def resolve_base(importer: str, is_package: bool, node: ast.ImportFrom) -> str:
@@ -177,13 +240,14 @@ def build(root: Path, packages: Sequence[str]) -> Graph:
     known = set(graph.modules)
     for path, name, is_package in found:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for node, kind in raw_imports(tree):
+        for node, kind, guarded in raw_imports(tree):
             seen: set[str] = set()
             for target in targets(node, name, is_package, known):
                 if target in seen:
                     continue
                 seen.add(target)
-                graph.imports.append(Import(name, node.lineno, kind, target, target in known))
+                internal = target in known
+                graph.imports.append(Import(name, node.lineno, kind, target, internal, guarded))
     graph.imports.sort(key=lambda imp: (imp.importer, imp.line, imp.target))
     return graph
 
@@ -230,6 +294,21 @@ def strongly_connected(edges: Mapping[str, set[str]]) -> list[list[str]]:
     return sorted(components, key=lambda c: (-len(c), c))
 
 
+def with_packages(
+    edges: Mapping[str, set[str]], modules: Mapping[str, Module]
+) -> dict[str, set[str]]:
+    """``edges`` and what each import also runs: the ``__init__`` of every package above the
+    module it loads (``import a.b.c`` runs ``a`` and ``a.b`` first)."""
+    out: dict[str, set[str]] = {}
+    for importer, loaded in edges.items():
+        out[importer] = set(loaded)
+        for target in loaded:
+            parts = target.split(".")
+            out[importer] |= {".".join(parts[:end]) for end in range(1, len(parts))} & set(modules)
+        out[importer].discard(importer)
+    return out
+
+
 def closure(start: str, edges: Mapping[str, set[str]]) -> set[str]:
     """Every module reachable from ``start`` (``start`` included)."""
     seen = {start}
@@ -257,6 +336,7 @@ def heavy_loaded(
 def classify(graph: Graph, heavy: set[str]) -> list[dict[str, object]]:
     """Every function-level import, with why it may be inside a function."""
     top = graph.edges(["module"])
+    loads = with_packages(top, graph.modules)
     component = {
         name: i
         for i, members in enumerate(strongly_connected(graph.edges(["module", "function"])))
@@ -268,11 +348,13 @@ def classify(graph: Graph, heavy: set[str]) -> list[dict[str, object]]:
             continue
         if not imp.internal and imp.target in sys.stdlib_module_names:
             label, defers = "stdlib", set[str]()
+        elif imp.optional:
+            label, defers = "optional", set[str]()
         else:
             defers = heavy_loaded(imp.target, graph, top, heavy) - heavy_loaded(
                 imp.importer, graph, top, heavy
             )
-            cycle = imp.internal and imp.importer in closure(imp.target, top)
+            cycle = imp.internal and imp.importer in closure(imp.target, loads)
             label = "+".join(
                 name for name, on in (("startup", bool(defers)), ("cycle", cycle)) if on
             )
@@ -280,6 +362,85 @@ def classify(graph: Graph, heavy: set[str]) -> list[dict[str, object]]:
         inside = imp.importer in component and component[imp.importer] == component.get(imp.target)
         rows.append({**asdict(imp), "class": label, "defers": sorted(defers), "in_cycle": inside})
     return rows
+
+
+def layer_of(module: str, layers: Sequence[str]) -> int | None:
+    """The index of the layer ``module`` belongs to (0 is the top), None for none."""
+    best: tuple[int, int] | None = None
+    for index, layer in enumerate(layers):
+        for prefix in filter(None, layer.split(",")):
+            exact = prefix.startswith("=")
+            name = prefix.lstrip("=")
+            matches = module == name or (not exact and module.startswith(name + "."))
+            if matches and (best is None or len(name) > best[0]):
+                best = (len(name), index)
+    return None if best is None else best[1]
+
+
+def arrows_up(graph: Graph, layers: Sequence[str]) -> list[dict[str, object]]:
+    """Every import, of any kind, from a module to one of a higher layer."""
+    rows: list[dict[str, object]] = []
+    for imp in graph.imports:
+        if not imp.internal:
+            continue
+        low, high = layer_of(imp.importer, layers), layer_of(imp.target, layers)
+        if low is not None and high is not None and high < low:
+            rows.append({**asdict(imp), "from_layer": low, "to_layer": high})
+    return rows
+
+
+def annotated_names(tree: ast.Module) -> Iterator[tuple[str, ast.expr, int]]:
+    """Every annotated name of a module: functions (their return), arguments, fields, variables."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            if node.returns is not None:
+                yield node.name, node.returns, node.lineno
+            arguments = node.args
+            for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]:
+                if arg.annotation is not None:
+                    yield arg.arg, arg.annotation, arg.lineno
+        elif isinstance(node, ast.AnnAssign):
+            target = node.target
+            name = target.id if isinstance(target, ast.Name) else getattr(target, "attr", "")
+            yield name, node.annotation, node.lineno
+
+
+def settings_as_dicts(root: Path, graph: Graph) -> list[str]:
+    """``module:line name``: each settings-carrying name annotated ``dict[str, Any]`` or
+    ``Mapping[str, Any]``."""
+    found: list[str] = []
+    for module in sorted(graph.modules.values(), key=lambda m: m.name):
+        tree = ast.parse((root / module.path).read_text(encoding="utf-8"), filename=module.path)
+        for name, annotation, line in annotated_names(tree):
+            text = ast.unparse(annotation).strip("'\"")
+            if SETTINGS_NAMES.search(name.lower()) and ANY_DICT.match(text):
+                found.append(f"{module.name}:{line} {name}")
+    return sorted(found, key=lambda row: (row.split(":")[0], int(row.split(":")[1].split()[0])))
+
+
+def targets_of(
+    root: Path, graph: Graph, layers: Sequence[str], function_imports: list[dict[str, object]]
+) -> dict[str, list[object]]:
+    """Issue 31's targets, each as what breaks it (every list should be empty)."""
+    cli = sorted(
+        {
+            imp.importer
+            for imp in graph.imports
+            if imp.target == "duet_bench.cli" and imp.importer != "duet_bench.__main__"
+        }
+    )
+    return {
+        "arrows_up": list(arrows_up(graph, layers)),
+        "unlayered": [name for name in sorted(graph.modules) if layer_of(name, layers) is None],
+        "loops_with_types": list(strongly_connected(graph.edges(KINDS))),
+        "cli_importers": [*cli],
+        "settings_as_dicts": list(settings_as_dicts(root, graph)),
+        "needless_function_imports": [
+            f"{row['importer']}:{row['line']} -> {row['target']}"
+            for row in function_imports
+            if row["class"] == "none"
+        ],
+    }
 
 
 def blocks(doc: str) -> list[str]:
@@ -335,7 +496,13 @@ def undocumented(graph: Graph, doc: str, loose: bool = False) -> list[str]:
     ]
 
 
-def report(graph: Graph, heavy: set[str], doc: str | None) -> dict[str, object]:
+def report(
+    graph: Graph,
+    heavy: set[str],
+    doc: str | None,
+    root: Path = ROOT,
+    layers: Sequence[str] = LAYERS,
+) -> dict[str, object]:
     both = graph.edges(["module", "function"])
     function_imports = classify(graph, heavy)
     sizes = [module.lines for module in graph.modules.values()]
@@ -364,6 +531,7 @@ def report(graph: Graph, heavy: set[str], doc: str | None) -> dict[str, object]:
             "in_cycle": sum(1 for row in function_imports if row["in_cycle"]),
         },
         "function_imports": function_imports,
+        "targets": targets_of(root, graph, layers, function_imports),
         "undocumented": None if doc is None else undocumented(graph, doc),
         "undocumented_loose": None if doc is None else undocumented(graph, doc, loose=True),
         "sizes": {m.name: m.lines for m in sorted(graph.modules.values(), key=lambda m: m.name)},
@@ -400,6 +568,7 @@ def text(result: Mapping[str, object]) -> str:
             at = "@" if row["in_cycle"] else " "
             where = f"{row['importer']}:{row['line']} -> {row['target']}"
             out.append(f"  {at} {row['class']:<13} {where}{defers}")
+    out.extend(targets_text(result))
     missing = result["undocumented"]
     if missing is not None:
         assert isinstance(missing, list)
@@ -413,6 +582,32 @@ def text(result: Mapping[str, object]) -> str:
     return "\n".join(out)
 
 
+def targets_text(result: Mapping[str, object]) -> list[str]:
+    """The targets section of the text: each count, then what breaks it."""
+    found = result["targets"]
+    assert isinstance(found, dict)
+    out = [
+        "targets (issue 31; each should be 0): "
+        + ", ".join(f"{key.replace('_', ' ')} {len(found[key])}" for key in TARGETS)
+    ]
+    for key in TARGETS:
+        for row in found[key]:
+            if isinstance(row, dict):
+                kind = "" if row["kind"] == "module" else f" ({row['kind']})"
+                row = f"{row['importer']}:{row['line']} -> {row['target']}{kind}"
+            elif isinstance(row, list):
+                row = " ".join(row)
+            out.append(f"  {key.replace('_', ' ')}: {row}")
+    return out
+
+
+def broken(result: Mapping[str, object]) -> list[str]:
+    """The targets above 0."""
+    found = result["targets"]
+    assert isinstance(found, dict)
+    return [key for key in TARGETS if found[key]]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("packages", nargs="*", default=list(PACKAGES))
@@ -420,6 +615,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--doc", default=DOC, help="relative to the root; '' for none")
     parser.add_argument("--heavy", default=",".join(HEAVY), help="comma-separated top-level names")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--layers",
+        default=";".join(LAYERS),
+        help="top first, ';' between layers, ',' between"
+        " the prefixes of one ('=NAME': that module alone)",
+    )
+    parser.add_argument("--check", action="store_true", help="exit 1 while a target is above 0")
     args = parser.parse_args(argv)
     missing = [p for p in args.packages if not (args.root / p).is_dir()]
     if missing:
@@ -427,8 +629,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     graph = build(args.root, args.packages)
     doc_path = args.root / args.doc if args.doc else None
     doc = doc_path.read_text(encoding="utf-8") if doc_path and doc_path.is_file() else None
-    result = report(graph, {name for name in args.heavy.split(",") if name}, doc)
+    heavy = {name for name in args.heavy.split(",") if name}
+    result = report(graph, heavy, doc, args.root, args.layers.split(";"))
     print(json.dumps(result, indent=1) if args.json else text(result))
+    failed = broken(result)
+    if args.check and failed:
+        print(
+            f"import_graph: targets above 0: {', '.join(failed)}: each line under 'targets' names"
+            " an import or an annotation to change (or a module to give a layer in LAYERS)",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

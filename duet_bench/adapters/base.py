@@ -1,8 +1,10 @@
-"""What every adapter provides, and the suite entry of the configuration it reads.
+"""What every adapter provides (:class:`Adapter`), and the version a suite is discovered in
+(:class:`Checkout`).
 
-A suite entry (``[[suite]]`` in ``duet.toml``, ``[[tool.duet.suite]]`` in ``pyproject.toml``)
-names the adapter, where the suite is and an optional filter; every benchmark discovered in it
-becomes the duet benchmark ``<suite name>/<benchmark name>`` with the suite's settings.
+A suite entry (``[[suite]]`` in ``duet.toml``, ``[[tool.duet.suite]]`` in ``pyproject.toml``,
+the record :class:`duet_bench.config.model.Suite`) names the adapter, where the suite is and an
+optional filter; every benchmark discovered in it becomes the duet benchmark
+``<suite name>/<benchmark name>`` with the suite's settings.
 """
 
 from __future__ import annotations
@@ -10,32 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from duet_bench.config import BenchmarkConfig
+    from duet_bench.config.model import BenchmarkConfig, Suite
     from duet_bench.isolation.model import RunAs
-
-
-@dataclass(frozen=True, slots=True)
-class Suite:
-    """One suite entry, validated.
-
-    ``path`` is relative to the version's directory: a test path (pytest-benchmark), a binary
-    built by the ``build`` command (Google Benchmark), a package (``./pkg``, go), a bench target
-    (cargo). ``filter`` is the benchmark tool's own selection syntax, applied at discovery.
-    ``options`` holds the adapter's own keys; ``settings`` the benchmark settings (``runs``,
-    ``iterations``, ``threshold``, ...) every discovered benchmark gets, as field names of
-    :class:`duet_bench.config.BenchmarkConfig`.
-    """
-
-    adapter: str
-    name: str
-    path: str
-    filter: str | None = None
-    options: Mapping[str, Any] = field(default_factory=dict)
-    settings: Mapping[str, Any] = field(default_factory=dict)
-    env: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

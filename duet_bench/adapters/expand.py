@@ -19,9 +19,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
-from duet_bench.adapters.base import Checkout, Suite
+from duet_bench.adapters.base import Checkout
 from duet_bench.adapters.registry import get_adapter
 from duet_bench.config import DEFAULT_PYTHON, BenchmarkConfig, Config
+from duet_bench.config.model import Suite
 from duet_bench.errors import ConfigError
 from duet_bench.plan import select_shard
 from duet_bench.results import BenchmarkRecord

@@ -37,10 +37,11 @@ import shlex
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from duet_bench.adapters.base import Checkout, Suite
-from duet_bench.adapters.suites import positive_seconds
+from duet_bench.adapters.base import Checkout
 from duet_bench.adapters.tools import program_path, run_tool
 from duet_bench.config import BenchmarkConfig
+from duet_bench.config.model import Suite
+from duet_bench.config.suites import positive_seconds
 from duet_bench.errors import ConfigError
 
 #: Seconds the library runs one benchmark for in one invocation (its own iteration count is

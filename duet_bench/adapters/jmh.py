@@ -34,10 +34,11 @@ from collections.abc import Callable, Mapping
 from importlib import resources
 from typing import Any
 
-from duet_bench.adapters.base import Checkout, Suite
-from duet_bench.adapters.suites import positive_seconds, word
+from duet_bench.adapters.base import Checkout
 from duet_bench.adapters.tools import WORK_DIR, command_in, find_tool, run_tool
 from duet_bench.config import BenchmarkConfig
+from duet_bench.config.model import Suite
+from duet_bench.config.suites import positive_seconds, word
 from duet_bench.errors import ConfigError
 from duet_bench.isolation.privileges import call_as
 

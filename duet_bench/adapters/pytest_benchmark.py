@@ -25,8 +25,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from duet_bench.adapters.base import Checkout, Suite
+from duet_bench.adapters.base import Checkout
 from duet_bench.config import BenchmarkConfig
+from duet_bench.config.model import Suite
 from duet_bench.errors import ConfigError
 from duet_bench.harness import duet_pytest
 from duet_bench.isolation.jobs import run_job_captured

@@ -4,13 +4,13 @@ error message."""
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from duet_bench.adapters.base import Checkout, Suite
+from duet_bench.adapters.base import Checkout
+from duet_bench.config.model import Suite
 from duet_bench.errors import ConfigError
 from duet_bench.isolation.jobs import run_job_captured
 from duet_bench.isolation.privileges import allowed_environment
@@ -23,11 +23,6 @@ WORK_DIR = ".duet-adapters"
 #: Discovery builds (go test -c, cargo bench --no-run): generous, a cold cargo build of
 #: criterion takes minutes on a small machine.
 DISCOVERY_TIMEOUT_S = 1800.0
-
-
-def slug(text: str) -> str:
-    """``text`` as one safe file-name word."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.") or "suite"
 
 
 def find_tool(suite: Suite, option: str, program: str, fallbacks: Sequence[str]) -> str:

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import replace
+from typing import Any
+
+import numpy as np
 
 from duet_bench.analysis.choice import choose_metric, disagreement
 from duet_bench.analysis.estimate import (
@@ -31,12 +34,13 @@ from duet_bench.analysis.stopping import (
     Stopping,
     UntilDecided,
     looks_of,
-    run_log_ratios_of,
     stopping_of,
 )
 from duet_bench.metrics import names
 from duet_bench.results import BenchmarkRecord, RunRecord
 from duet_bench.units import sig
+from duet_stats.crossover import crossover_runs
+from duet_stats.winsor import winsorize_runs
 
 #: The benchmark tool's figures whose change between the versions is a note of its own: exact
 #: counts, not timings (go's -benchmem).
@@ -144,7 +148,12 @@ def _stopping(
     design = UntilDecided.from_settings(record.settings)
     if design is None:
         return None
-    looks = looks_of(run_log_ratios_of(chosen, settings), design, settings)
+    looks = looks_of(
+        run_log_ratios_of(chosen, settings),
+        design,
+        confidence=settings.confidence,
+        threshold=settings.threshold,
+    )
     elapsed = [_run_machine_ns(r, record.method) for r in record.runs]
     stopped = None
     if looks and looks[-1].verdict == "inconclusive" and looks[-1].runs < design.max_runs:
@@ -159,6 +168,22 @@ def _stopping(
         elapsed_ns=None if any(e is None for e in elapsed) else sum(e or 0 for e in elapsed),
         stopped=stopped,
     )
+
+
+def run_log_ratios_of(estimate: MetricEstimate, settings: AnalysisSettings) -> np.ndarray[Any, Any]:
+    """Each run's log ratio as the fixed design's estimate weighs it: winsorized within the run
+    when the settings say so, the two CPU assignments weighed equally under crossover."""
+    if estimate.assignment is not None:
+        runs = crossover_runs(
+            estimate.log_ratios,
+            estimate.assignment,
+            winsorize="centred" if settings.winsorize else "off",
+        )
+        return np.asarray(runs.log_run_ratios)
+    ratios = np.exp(estimate.log_ratios)
+    if settings.winsorize:
+        ratios, _ = winsorize_runs(ratios)
+    return np.asarray(np.mean(np.log(ratios), axis=1))
 
 
 def _run_machine_ns(run: RunRecord, method: str) -> int | None:

@@ -14,6 +14,7 @@ from duet_bench.metrics import (
     METRIC_NAMES,
     MetricChoice,
     MetricName,
+    auto_rival,
     instead_of,
     names,
     not_cpu_bound,
@@ -31,9 +32,10 @@ def choose_metric(
     """The metric that decides, and why, in words for the report.
 
     ``available`` maps every metric to None when it was analysed, else to why it was not. The
-    policy of ``auto`` is CPU time for CPU-bound sides, else wall time less run-queue delay when
-    another process delayed a side, else wall time; the registry says which metric takes the
-    place of one that cannot be used (:func:`duet_bench.metrics.instead_of`).
+    policy of ``auto`` is CPU time for CPU-bound sides (the rule, shared with a calibration:
+    :func:`duet_bench.metrics.auto_rival`), else wall time less run-queue delay when another
+    process delayed a side, else wall time; the registry says which metric takes the place of
+    one that cannot be used (:func:`duet_bench.metrics.instead_of`).
     """
 
     def analysed(name: MetricName) -> bool:
@@ -51,8 +53,9 @@ def choose_metric(
         instead = instead_of("cpu", analysed)
         return instead, f"{METRIC_NAMES[instead]}: {available['cpu']}"
     shares = ", ".join(f"{name} {units.share(busy_share[name])}" for name in SIDES)
-    idle = not_cpu_bound({name: busy_share[name] for name in SIDES})
-    if not idle:
+    sides: dict[str, float] = {name: busy_share[name] for name in SIDES}
+    idle = not_cpu_bound(sides)
+    if auto_rival(sides, analysed) == "cpu":
         return "cpu", (
             f"CPU time: both sides CPU-bound ({shares} of the wall time on a CPU or in its queue)"
         )

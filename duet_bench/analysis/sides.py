@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -24,9 +24,6 @@ from duet_stats.asymmetry import Asymmetry, side_asymmetry
 from duet_stats.crossover import CoreContrast, centre_assignments, core_contrast
 from duet_stats.intervals import f_survival
 from duet_stats.planning import VarianceComponents, variance_components
-
-if TYPE_CHECKING:  # model imports this module
-    from duet_bench.analysis.model import MetricEstimate
 
 #: The share of the run ratios' variance that the variation between iterations (processes)
 #: must make up for :func:`process_note` to say that it dominates.
@@ -256,10 +253,28 @@ def _runs_stand_out(c: VarianceComponents, confidence: float) -> bool:
     return f_survival(f, c.runs - 1, c.runs * (c.iterations - 1)) < 1.0 - confidence
 
 
+class Estimate(Protocol):
+    """What :func:`process_note` reads of the deciding metric's estimate: a
+    :class:`duet_bench.analysis.model.MetricEstimate` (the model imports this module for its
+    records, so this one names the fields it reads instead of importing it)."""
+
+    @property
+    def ci_low(self) -> float | None: ...
+
+    @property
+    def ci_high(self) -> float | None: ...
+
+    @property
+    def log_ratios(self) -> FloatArray: ...
+
+    @property
+    def assignment(self) -> FloatArray | None: ...
+
+
 def process_note(
     kind: str | None,
     times: tuple[FloatArray, FloatArray],
-    chosen: MetricEstimate,
+    chosen: Estimate,
     *,
     threshold: float,
     confidence: float,

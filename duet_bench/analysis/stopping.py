@@ -18,11 +18,11 @@ from typing import Any, Final
 import numpy as np
 
 from duet_bench import units
-from duet_bench.analysis.model import AnalysisSettings, MetricEstimate
 from duet_bench.analysis.verdict import Verdict, verdict
 from duet_bench.errors import UsageError
 from duet_bench.results import BenchmarkRecord
 from duet_bench.results import analysis as stored
+from duet_stats.stopping import stopping_bounds, stopping_intervals
 
 __all__ = [
     "DEFAULT_MAX_RUNS",
@@ -31,7 +31,6 @@ __all__ = [
     "Stopping",
     "UntilDecided",
     "looks_of",
-    "run_log_ratios_of",
     "stopping_of",
     "until_decided",
 ]
@@ -252,43 +251,27 @@ class Stopping:
         )
 
 
-def run_log_ratios_of(estimate: MetricEstimate, settings: AnalysisSettings) -> np.ndarray[Any, Any]:
-    """Each run's log ratio as the fixed design's estimate weighs it: winsorized within the run
-    when the settings say so, the two CPU assignments weighed equally under crossover."""
-    from duet_stats.crossover import crossover_runs
-    from duet_stats.winsor import winsorize_runs
-
-    if estimate.assignment is not None:
-        runs = crossover_runs(
-            estimate.log_ratios,
-            estimate.assignment,
-            winsorize="centred" if settings.winsorize else "off",
-        )
-        return np.asarray(runs.log_run_ratios)
-    ratios = np.exp(estimate.log_ratios)
-    if settings.winsorize:
-        ratios, _ = winsorize_runs(ratios)
-    return np.asarray(np.mean(np.log(ratios), axis=1))
-
-
 def looks_of(
-    log_run_ratios: np.ndarray[Any, Any], design: UntilDecided, settings: AnalysisSettings
+    log_run_ratios: np.ndarray[Any, Any],
+    design: UntilDecided,
+    *,
+    confidence: float,
+    threshold: float,
 ) -> tuple[Look, ...]:
     """The verdict at every look from ``design.min_runs`` to the runs given (at most
-    ``design.max_runs``), read from the repeated intervals of :mod:`duet_stats.stopping`."""
-    from duet_stats.stopping import stopping_bounds, stopping_intervals
-
+    ``design.max_runs``), read from the repeated intervals of :mod:`duet_stats.stopping` at
+    ``confidence``, each verdict by ``threshold``."""
     if log_run_ratios.size < design.min_runs:
         return ()
     bounds = stopping_bounds(
         min_runs=design.min_runs,
         max_runs=design.max_runs,
-        confidence=settings.confidence,
+        confidence=confidence,
         shape=SHAPE,
     )
     out = []
     for i in stopping_intervals(log_run_ratios, bounds):
-        v = verdict(ratio=i.ratio, ci_low=i.ci_low, ci_high=i.ci_high, threshold=settings.threshold)
+        v = verdict(ratio=i.ratio, ci_low=i.ci_low, ci_high=i.ci_high, threshold=threshold)
         out.append(Look(runs=i.runs, ratio=i.ratio, ci_low=i.ci_low, ci_high=i.ci_high, verdict=v))
     return tuple(out)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,7 +29,6 @@ from duet_bench.bisect.search import (
 from duet_bench.compare import config_source, read_configuration, repo_root
 from duet_bench.config import CONFIG_FILES, BenchmarkConfig, Config, load_config
 from duet_bench.errors import ConfigError, UsageError
-from duet_bench.report.bisect import render
 from duet_bench.session import MachineOptions
 from duet_bench.settings import Resolved, resolve
 from duet_bench.versions import Versions
@@ -181,9 +181,14 @@ def step_design(options: BisectOptions, resolved: Resolved) -> UntilDecided | No
 
 
 def bisect(
-    options: BisectOptions, *, on_note: Callable[[str], None] = lambda text: None
+    options: BisectOptions,
+    *,
+    on_note: Callable[[str], None] = lambda text: None,
+    on_save: Callable[[Bisection], None] = lambda state: None,
 ) -> Bisection:
-    """Search GOOD..BAD and write ``bisect.json`` and ``report.md``; return the bisection.
+    """Search GOOD..BAD and write ``bisect.json``, then call ``on_save`` with the bisection
+    (the command writes ``report.md`` there), before the first step, after every step and at
+    the end; return the bisection.
 
     Raises what ``duet compare`` raises (UnknownRef, ConfigError, VersionError, BenchmarkFailed)
     and UsageError for a GOOD that is not an ancestor of BAD or a suite of several benchmarks
@@ -246,10 +251,10 @@ def bisect(
         def on_step(step: Step, commits: Sequence[Commit]) -> None:
             steps.append(step)
             on_note(describe_step(step, commits))
-            save(replace(state, steps=tuple(steps)), out)
+            save(replace(state, steps=tuple(steps)), out, on_save)
 
         files.make_out_directory(out / "logs")
-        save(state, out)
+        save(state, out, on_save)
         try:
             result = search(
                 commits,
@@ -263,10 +268,10 @@ def bisect(
         except BaseException as e:
             reason = getattr(e, "message", None) or type(e).__name__
             with contextlib.suppress(OSError):
-                save(replace(state, steps=tuple(steps), stopped=reason), out)
+                save(replace(state, steps=tuple(steps), stopped=reason), out, on_save)
             raise
         state = replace(state, result=result, steps=result.steps)
-        save(state, out)
+        save(state, out, on_save)
         return state
 
 
@@ -296,8 +301,7 @@ def _log2(n: int) -> int:
     return max(0, (n - 1).bit_length())
 
 
-def save(state: Bisection, out: Path) -> None:
-    import json
-
+def save(state: Bisection, out: Path, on_save: Callable[[Bisection], None]) -> None:
+    """Write ``bisect.json`` into ``out``, then hand ``state`` to ``on_save``."""
     results.write_atomic(out / "bisect.json", json.dumps(state.to_dict(), indent=2) + "\n")
-    results.write_atomic(out / "report.md", render(state, "markdown"))
+    on_save(state)

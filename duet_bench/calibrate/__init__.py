@@ -2,7 +2,8 @@
 spend a CI budget on it.
 
 An A/A duet runs the *same* version on both sides, swapping the sides' cores across runs. From
-it this package computes, without measuring anything itself:
+it this package computes (the figures without measuring anything themselves; the measuring of
+``duet calibrate`` is :mod:`~duet_bench.calibrate.aa` and :mod:`~duet_bench.calibrate.interleave`):
 
 - the A/A ratio and its interval (which must contain 1), and its width: the accuracy figure;
 - the sync gain: the width when runs are paired with *other* runs' data (no shared noise)
@@ -35,6 +36,10 @@ The package, one job per module, in the order a calibration runs:
 - :mod:`~duet_bench.calibrate.model`: the records of the result, :class:`Calibration`;
 - :mod:`~duet_bench.calibrate.calibration`: :func:`calibrate`, the steps in sequence, and
   :func:`calibrate_metrics`.
+- :mod:`~duet_bench.calibrate.interleave`: the designs of ``--compare-designs`` measured
+  interleaved, and the calibration of the one the comparison recommends;
+- :mod:`~duet_bench.calibrate.aa`: ``duet calibrate``'s A/A: its spec, measuring it, its
+  calibration, and writing the recommendation into the configuration.
 
 The numerics live in ``duet_stats``: warm-up detection in :mod:`duet_stats.warmup`, the side
 asymmetry and its two-group bootstrap in :mod:`duet_stats.asymmetry`, the rest in

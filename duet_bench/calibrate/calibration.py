@@ -19,7 +19,14 @@ from duet_bench.calibrate.until_decided import (
     per_run_sd,
     until_decided_advice,
 )
-from duet_bench.metrics import METRIC_NAMES, MetricName, instead_of, names, not_cpu_bound
+from duet_bench.metrics import (
+    METRIC_NAMES,
+    MetricName,
+    auto_rival,
+    instead_of,
+    names,
+    not_cpu_bound,
+)
 from duet_bench.results import BenchmarkRecord
 
 __all__ = ["calibrate", "calibrate_metrics"]
@@ -168,9 +175,10 @@ def _choose_metric(
     """The metric whose recommended method gives the narrowest A/A interval among those that
     fit the code, or the one asked for; and why.
 
-    The rule of ``metric = "auto"``: for CPU-bound sides, CPU time against wall time (CPU time
-    wins a tie); otherwise wall time less run-queue delay against wall time (it keeps sleeping
-    and I/O, and replaces wall time only when strictly narrower). The registry says which
+    The rule of ``metric = "auto"`` (:func:`duet_bench.metrics.auto_rival`, shared with the
+    analysis): for CPU-bound sides, CPU time against wall time (CPU time wins a tie); otherwise
+    wall time less run-queue delay against wall time (it keeps sleeping and I/O, and replaces
+    wall time only when strictly narrower). The registry says which
     metric stands in for one that was not recorded, and which the rival is measured against
     (:func:`duet_bench.metrics.instead_of`).
     """
@@ -186,8 +194,8 @@ def _choose_metric(
             f"{METRIC_NAMES[instead]}: {METRIC_NAMES[forced]} was asked for but not recorded"
         )
     idle = not_cpu_bound(busy_share)
-    cpu_fits = "cpu" in calibrations and bool(busy_share) and not idle
-    rival = "cpu" if cpu_fits else "wall-runq"
+    rival = auto_rival(busy_share, calibrated)
+    cpu_fits = rival == "cpu"
     base = instead_of(rival, calibrated)
     candidates = [m for m in (base, rival) if m in calibrations]
     widths = {m: _deciding_width(calibrations[m]) for m in candidates}

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
 
 import numpy as np
 
@@ -40,8 +38,8 @@ from duet_bench.calibrate.experiment import (
     recommend,
     summed,
 )
+from duet_bench.calibrate.model import Design, DesignChoice, DesignComparison, DesignFigures
 from duet_bench.calibrate.steps import pct
-from duet_bench.metrics import MetricName
 from duet_stats.ratio import MIN_BOOTSTRAP_RUNS, duet_ratio
 from duet_stats.sequential import sequential_ci
 
@@ -59,8 +57,6 @@ __all__ = [
     "equal_time_widths",
 ]
 
-Design: TypeAlias = Literal["iteration", "run", "sequential"]
-
 #: The designs, in the order that breaks a tie (the default first).
 DESIGNS: tuple[Design, ...] = ("iteration", "run", "sequential")
 
@@ -77,103 +73,6 @@ NOMINAL_COST: Mapping[Design, float] = {"iteration": 1.0, "run": 1.0, "sequentia
 #: runs such a difference is within the noise of the widths (the prototype of docs/accuracy.md saw
 #: widths at 10 runs move by a factor of 3 between replicates).
 CLOSE = 1.25
-
-
-@dataclass(frozen=True, slots=True)
-class DesignFigures:
-    """One design's A/A, as a calibration reports it.
-
-    Attributes
-    ----------
-    design : {"iteration", "run", "sequential"}
-    runs, iterations : int
-        The runs and the iterations per run analysed (after the detected warm-up).
-    ratio : float
-        The A/A ratio (must be near 1).
-    width : float or None
-        Relative width of the percentile interval at the confidence; None with too few runs.
-    run_ns : float or None
-        Median wall time of one run (duet: the longer side; sequential: both sides in turn).
-    impact_factor : float or None
-        Kalibera's impact factor (plain) of the log ratios (duet designs, with crossover the
-        swing between the CPUs taken out) or of the baseline's times (sequential).
-    runs_needed, iterations_needed : int or None
-        The plan that decides at the threshold with this design (formulas 5 and 8).
-    core_ratio, core_ci_low, core_ci_high : float or None
-        How much slower the second CPU runs the same code: from inside the runs (crossover:
-        the within-run contrast) or between runs (per-run swap: the side asymmetry); None for
-        the sequential method.
-    """
-
-    design: Design
-    runs: int
-    iterations: int
-    ratio: float
-    width: float | None
-    run_ns: float | None = None
-    impact_factor: float | None = None
-    runs_needed: int | None = None
-    iterations_needed: int | None = None
-    core_ratio: float | None = None
-    core_ci_low: float | None = None
-    core_ci_high: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "design": self.design,
-            "runs": self.runs,
-            "iterations": self.iterations,
-            "ratio": self.ratio,
-            "width": self.width,
-            "run_ns": self.run_ns,
-            "impact_factor": self.impact_factor,
-            "runs_needed": self.runs_needed,
-            "iterations_needed": self.iterations_needed,
-            "core_ratio": self.core_ratio,
-            "core_ci_low": self.core_ci_low,
-            "core_ci_high": self.core_ci_high,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class DesignChoice:
-    """The design recommended, every design's width at equal machine time, and why."""
-
-    design: Design
-    equal_time_widths: Mapping[Design, float]
-    costs: Mapping[Design, float]
-    reason: str
-
-    @property
-    def method(self) -> Method:
-        return "sequential" if self.design == "sequential" else "duet"
-
-    @property
-    def crossover(self) -> Literal["iteration", "run"] | None:
-        """The ``crossover`` setting to write, None when the sequential method wins."""
-        return None if self.design == "sequential" else self.design
-
-
-@dataclass(frozen=True, slots=True)
-class DesignComparison:
-    """The designs compared on one metric, and the choice."""
-
-    metric: MetricName
-    figures: tuple[DesignFigures, ...]
-    choice: DesignChoice
-
-    def to_dict(self) -> dict[str, Any]:
-        c = self.choice
-        return {
-            "metric": self.metric,
-            "figures": {f.design: f.to_dict() for f in self.figures},
-            "cost": dict(c.costs),
-            "equal_time_width": dict(c.equal_time_widths),
-            "chosen": c.design,
-            "method": c.method,
-            "crossover": c.crossover,
-            "reason": c.reason,
-        }
 
 
 def _median_run_ns(data: AAData) -> float | None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Literal, TypeAlias
 
 from duet_bench.analysis.sides import SideAsymmetry  # one record, shared with analysis
 from duet_bench.calibrate.experiment import Components, Method, Recommendation
@@ -19,11 +20,13 @@ from duet_bench.metrics import MetricName
 from duet_stats.crossover import CoreContrast
 from duet_stats.warmup import Warmup
 
-if TYPE_CHECKING:
-    from duet_bench.calibrate.designs import DesignComparison
-
 __all__ = [
     "Calibration",
+    "ConfigTarget",
+    "Design",
+    "DesignChoice",
+    "DesignComparison",
+    "DesignFigures",
     "ImpactEntry",
     "SequentialComparison",
     "SideAsymmetry",
@@ -119,6 +122,107 @@ class SequentialComparison:
             "accuracy_gain": self.accuracy_gain,
             "runs": self.runs,
             "iterations": self.iterations,
+        }
+
+
+#: A design of the A/A (``duet calibrate --compare-designs``, :mod:`duet_bench.calibrate.designs`).
+Design: TypeAlias = Literal["iteration", "run", "sequential"]
+
+
+@dataclass(frozen=True, slots=True)
+class DesignFigures:
+    """One design's A/A, as a calibration reports it.
+
+    Attributes
+    ----------
+    design : {"iteration", "run", "sequential"}
+    runs, iterations : int
+        The runs and the iterations per run analysed (after the detected warm-up).
+    ratio : float
+        The A/A ratio (must be near 1).
+    width : float or None
+        Relative width of the percentile interval at the confidence; None with too few runs.
+    run_ns : float or None
+        Median wall time of one run (duet: the longer side; sequential: both sides in turn).
+    impact_factor : float or None
+        Kalibera's impact factor (plain) of the log ratios (duet designs, with crossover the
+        swing between the CPUs taken out) or of the baseline's times (sequential).
+    runs_needed, iterations_needed : int or None
+        The plan that decides at the threshold with this design (formulas 5 and 8).
+    core_ratio, core_ci_low, core_ci_high : float or None
+        How much slower the second CPU runs the same code: from inside the runs (crossover:
+        the within-run contrast) or between runs (per-run swap: the side asymmetry); None for
+        the sequential method.
+    """
+
+    design: Design
+    runs: int
+    iterations: int
+    ratio: float
+    width: float | None
+    run_ns: float | None = None
+    impact_factor: float | None = None
+    runs_needed: int | None = None
+    iterations_needed: int | None = None
+    core_ratio: float | None = None
+    core_ci_low: float | None = None
+    core_ci_high: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "design": self.design,
+            "runs": self.runs,
+            "iterations": self.iterations,
+            "ratio": self.ratio,
+            "width": self.width,
+            "run_ns": self.run_ns,
+            "impact_factor": self.impact_factor,
+            "runs_needed": self.runs_needed,
+            "iterations_needed": self.iterations_needed,
+            "core_ratio": self.core_ratio,
+            "core_ci_low": self.core_ci_low,
+            "core_ci_high": self.core_ci_high,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DesignChoice:
+    """The design recommended, every design's width at equal machine time, and why."""
+
+    design: Design
+    equal_time_widths: Mapping[Design, float]
+    costs: Mapping[Design, float]
+    reason: str
+
+    @property
+    def method(self) -> Method:
+        return "sequential" if self.design == "sequential" else "duet"
+
+    @property
+    def crossover(self) -> Literal["iteration", "run"] | None:
+        """The ``crossover`` setting to write, None when the sequential method wins."""
+        return None if self.design == "sequential" else self.design
+
+
+@dataclass(frozen=True, slots=True)
+class DesignComparison:
+    """The designs compared on one metric, and the choice."""
+
+    metric: MetricName
+    figures: tuple[DesignFigures, ...]
+    choice: DesignChoice
+
+    def to_dict(self) -> dict[str, Any]:
+        c = self.choice
+        return {
+            "metric": self.metric,
+            "figures": {f.design: f.to_dict() for f in self.figures},
+            "cost": dict(c.costs),
+            "equal_time_width": dict(c.equal_time_widths),
+            "chosen": c.design,
+            "method": c.method,
+            "crossover": c.crossover,
+            "reason": c.reason,
         }
 
 
@@ -260,3 +364,17 @@ class Calibration:
             "until_decided": self.until_decided.to_dict() if self.until_decided else None,
             "warnings": list(self.warnings),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigTarget:
+    """Where ``--write`` puts the plan (and the lines say it goes): the file, its form
+    (``"duet"`` or ``"pyproject"``), and the table: a ``[[benchmark]]`` by name, a ``[[suite]]``
+    (by name, and its place among the suites for the writer) for a benchmark a suite found, or
+    the suite defaults when neither is set."""
+
+    path: Path
+    form: str
+    benchmark: str | None = None
+    suite: str | None = None
+    suite_index: int | None = None

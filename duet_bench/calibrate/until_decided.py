@@ -23,6 +23,7 @@ import numpy as np
 
 from duet_bench.analysis.stopping import DEFAULT_MIN_RUNS, SHAPE
 from duet_bench.units import sig
+from duet_stats.stopping import stopping_bounds
 
 __all__ = ["MAX_RUNS_CANDIDATES", "UNDECIDED_SHARE", "UntilDecidedAdvice", "until_decided_advice"]
 
@@ -173,8 +174,6 @@ def until_decided_advice(
 ) -> UntilDecidedAdvice | None:
     """The bounds for this machine from the per-run spread ``sd`` (a standard deviation of
     per-run log ratios at ``iterations`` iterations); None without a usable spread."""
-    from duet_stats.stopping import stopping_bounds
-
     if not math.isfinite(sd) or not sd >= 0 or not threshold > 0:
         return None
     rng = np.random.default_rng(seed)

@@ -20,11 +20,13 @@ the step's outputs; ``python -m duet_bench.ci.github`` still runs that command, 
 from __future__ import annotations
 
 import json
+import os
 import re
+import sys
 import urllib.parse
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from duet_bench import __version__
 from duet_bench.ci.body import GITHUB_MAX_BODY, fit
@@ -32,6 +34,8 @@ from duet_bench.ci.errors import ApiError, CommentError, NotPosted
 from duet_bench.ci.http import Http
 from duet_bench.ci.provider import Comment, Identity, Provider
 from duet_bench.ci.sanitize import sanitize
+from duet_bench.isolation.privileges import open_as_invoking_user
+from duet_bench.report.rows import common_confidence, counts, ratio_cell, rows
 from duet_bench.results import ResultsDocument
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -134,7 +138,6 @@ def _event_number(path: str | None) -> int | None:
     if not path:
         return None
     # A path in the environment: under sudo the invoking user's, opened as them (issue 33).
-    from duet_bench.isolation.privileges import open_as_invoking_user
 
     try:
         with open(open_as_invoking_user(path), encoding="utf-8") as f:
@@ -286,8 +289,6 @@ def escape_property(text: str) -> str:
 def error_annotations(doc: ResultsDocument, *, limit: int = MAX_ERROR_ANNOTATIONS) -> list[str]:
     """``::error`` workflow commands for the regressions (at most ``limit``), and one
     ``::notice`` that counts the rest."""
-    from duet_bench.report.rows import common_confidence, ratio_cell, rows
-
     items = rows(sanitize(doc))
     shared = common_confidence(items)
     level = f" at {shared * 100:g}% confidence" if shared is not None else ""
@@ -323,8 +324,6 @@ def summary(report: str | None, *, limit_bytes: int = STEP_SUMMARY_LIMIT_BYTES) 
 def outputs(doc: ResultsDocument) -> list[str]:
     """``name=value`` lines for ``$GITHUB_OUTPUT``: the verdict of the whole comparison and the
     count per verdict, for the steps after the action (``steps.duet.outputs.verdict``)."""
-    from duet_bench.report.rows import counts, rows
-
     if any(b.analysis is None for b in doc.benchmarks):
         from duet_bench.analysis import AnalysisSettings, analyze_document
 
@@ -341,8 +340,20 @@ def outputs(doc: ResultsDocument) -> list[str]:
     ]
 
 
-if __name__ == "__main__":  # pragma: no cover - tests run it as a process
-    # What action.yml ran before `duet github`; kept for workflows that copied its steps.
-    from duet_bench.cli import deprecated_entry
+def deprecated_entry() -> NoReturn:
+    """``python -m duet_bench.ci.github``, what action.yml ran before ``duet github``, kept for
+    workflows that copied its steps: a warning that names ``duet github`` (on stderr, whose
+    lines GitHub also reads as workflow commands), then ``python -m duet_bench github`` with the
+    same arguments in this process (exec: its exit code is the command's)."""
+    text = (
+        "`python -m duet_bench.ci.github` is deprecated: run `duet github` with the same arguments"
+    )
+    if os.environ.get("GITHUB_ACTIONS") == "true":  # ``text`` has nothing to escape (%, CR, LF)
+        print(f"::warning title=duet::{text}", file=sys.stderr, flush=True)
+    else:
+        print(f"duet: warning: {text}", file=sys.stderr, flush=True)
+    os.execv(sys.executable, [sys.executable, "-m", "duet_bench", "github", *sys.argv[1:]])
 
-    deprecated_entry("python -m duet_bench.ci.github", "github")
+
+if __name__ == "__main__":  # pragma: no cover - tests run it as a process
+    deprecated_entry()

@@ -1,8 +1,10 @@
 """The commands of the ``duet`` CLI, one module each (registered lazily in
 ``duet_bench.cli.LAZY_COMMANDS``). Each module defines one click command and imports heavy modules
-inside the command's body. The shared options come from :mod:`duet_bench.commands.options`, error
-handling and exit codes from :mod:`duet_bench.cli`; here, what the commands that read a results
-file share (:func:`raise_if_incomplete`, :func:`reanalyze`); they read it with
+inside the command's body. The shared options come from :mod:`duet_bench.commands.options`, the
+end of a command (the report printed, the outcome by ``--fail-on``) from
+:mod:`duet_bench.commands.finish`; a command returns an ``Outcome`` or raises, and the group in
+:mod:`duet_bench.cli`, on top, exits. Here, what the commands that read a results file share
+(:func:`raise_if_incomplete`, :func:`reanalyze`); they read it with
 :func:`duet_bench.results.load_given`.
 """
 
@@ -12,6 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from duet_bench.errors import IncompleteResults
+from duet_bench.results.completeness import completeness
 
 if TYPE_CHECKING:
     from duet_bench.results import ResultsDocument
@@ -21,8 +24,6 @@ def raise_if_incomplete(doc: ResultsDocument, *, allow: bool) -> None:
     """Raise :class:`duet_bench.errors.IncompleteResults` (exit 3) when ``doc`` does not hold
     every planned run (:mod:`duet_bench.results.completeness`), unless ``allow``. Called after
     the command said its verdicts, which carry the same sentence."""
-    from duet_bench.results.completeness import completeness
-
     sentence = completeness(doc).sentence
     if sentence and not allow:
         raise IncompleteResults(

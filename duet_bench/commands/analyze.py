@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from duet_bench.cli import color_for, outcome_of, reports_errors
 from duet_bench.commands import raise_if_incomplete, reanalyze
+from duet_bench.commands.finish import color_for, outcome_of
 from duet_bench.commands.help import READS_RESULTS, Command
 from duet_bench.commands.options import (
     allow_incomplete_option,
@@ -19,6 +19,7 @@ from duet_bench.commands.options import (
 from duet_bench.commands.output import format_option
 from duet_bench.defaults import RESULTS_FORMATS
 from duet_bench.errors import Outcome
+from duet_bench.options.reading import AnalyzeOptions
 from duet_bench.report import render
 from duet_bench.report.layout import terminal_width
 from duet_bench.results import load_given
@@ -33,7 +34,6 @@ if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not 
 @analysis_options
 @fail_on_option
 @allow_incomplete_option
-@reports_errors
 @click.pass_context
 def analyze(ctx: click.Context, /, **_given: Any) -> Outcome:
     """Recompute every benchmark's statistics and verdict from the raw samples in RESULTS (a
@@ -42,8 +42,6 @@ def analyze(ctx: click.Context, /, **_given: Any) -> Outcome:
     Each benchmark is analysed with the settings it was measured with (duet.toml's
     `threshold`, `confidence` and `metric`, or the options of the run), except those given
     here explicitly."""
-    from duet_bench.options.reading import AnalyzeOptions
-
     return analyze_results(AnalyzeOptions.from_click(ctx))
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from duet_bench.cli import install_signal_handlers, reports_errors
+from duet_bench import interrupts
 from duet_bench.commands.help import Command
 from duet_bench.commands.options import (
     _duration,
@@ -19,6 +19,9 @@ from duet_bench.commands.options import (
 )
 from duet_bench.commands.output import format_option, out_option
 from duet_bench.errors import EXIT_INFRASTRUCTURE, EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, Outcome
+from duet_bench.options.measuring import BisectCommandOptions
+from duet_bench.report.bisect import render
+from duet_bench.results import write_atomic
 from duet_bench.untrusted import for_terminal
 
 if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not load it
@@ -109,7 +112,6 @@ OUTCOMES: dict[str, Outcome] = {
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar (the step lines stay).")
 @click.pass_context
-@reports_errors
 def bisect(ctx: click.Context, /, **_given: Any) -> Outcome:
     """Find the commit between GOOD and BAD that made a benchmark slower: every step is a duet
     comparison (a commit against GOOD, both built in worktrees, run at the same time), an
@@ -120,19 +122,22 @@ def bisect(ctx: click.Context, /, **_given: Any) -> Outcome:
     where it is slow; GOOD must be on BAD's first-parent line (a merge is one step).
     A slowdown carried by several commits is reported as spread, naming them.
     """
-    from duet_bench.options.measuring import BisectCommandOptions
-
     return search(BisectCommandOptions.from_click(ctx))
 
 
 def search(o: BisectCommandOptions) -> Outcome:
     """``duet bisect`` with its options: search, print the report, exit by the result."""
+    from duet_bench.bisect import Bisection
     from duet_bench.bisect import bisect as run_bisect
-    from duet_bench.report.bisect import render
 
-    install_signal_handlers()
+    def write_report(state: Bisection) -> None:
+        write_atomic(o.search.out_dir / "report.md", render(state, "markdown"))
+
+    interrupts.install()
     state = run_bisect(
-        o.search, on_note=lambda text: click.echo(f"duet: {for_terminal(text)}", err=True)
+        o.search,
+        on_note=lambda text: click.echo(f"duet: {for_terminal(text)}", err=True),
+        on_save=write_report,
     )
     click.echo(render(state, o.fmt), nl=False)
     click.echo(f"results: {o.search.out_dir / 'bisect.json'}", err=True)

@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from duet_bench.cli import color_for, reports_errors
+from duet_bench.ci import NotPosted, Provider, build_body, github, gitlab, upsert, validate_key
+from duet_bench.ci.github import escape_data, escape_property
 from duet_bench.commands import raise_if_incomplete
+from duet_bench.commands.finish import color_for
 from duet_bench.commands.help import Command
 from duet_bench.commands.options import allow_incomplete_option
 from duet_bench.errors import UsageError
@@ -23,8 +25,6 @@ _SHA = re.compile(r"[0-9a-fA-F]{7,64}")
 
 
 def _key(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
-    from duet_bench.ci import validate_key
-
     try:
         return validate_key(value)
     except UsageError as e:
@@ -107,7 +107,6 @@ def _detect(provider: str | None) -> str | None:
     "--dry-run", is_flag=True, help="Print the comment and where it would go; send nothing."
 )
 @allow_incomplete_option
-@reports_errors
 def comment(
     results: str,
     provider: str | None,
@@ -156,8 +155,6 @@ def _post(
     dry_run: bool,
 ) -> None:
     """Post (or with ``dry_run`` print) the comment of ``doc``."""
-    from duet_bench.ci import NotPosted, Provider, build_body, upsert
-
     where = _detect(provider)
     poster: Provider
     try:
@@ -167,8 +164,6 @@ def _post(
                 fix="give --provider github or --provider gitlab with the CI variables set",
             )
         if where == "github":
-            from duet_bench.ci import github
-
             gh = github.target_from_env(os.environ, pr=pr)
             url = details_url or gh.details_url
             body = build_body(doc, key=key, max_length=github.GitHub.max_body, details_url=url)
@@ -177,8 +172,6 @@ def _post(
                 return
             poster = github.GitHub.from_target(gh, author=author)
         else:
-            from duet_bench.ci import gitlab
-
             gl = gitlab.target_from_env(os.environ, mr=pr)
             url = details_url or gl.details_url
             body = build_body(doc, key=key, max_length=gitlab.GitLab.max_body, details_url=url)
@@ -220,7 +213,5 @@ def _warn(message: str, fix: str | None) -> None:
     if fix:
         click.echo(f"  fix: {fix}", err=True)
     if os.environ.get("GITHUB_ACTIONS") == "true":
-        from duet_bench.ci.github import escape_data, escape_property
-
         text = f"nothing posted: {message}" + (f" Fix: {fix}" if fix else "")
         click.echo(f"::warning title={escape_property('duet comment')}::{escape_data(text)}")

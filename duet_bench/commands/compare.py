@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from duet_bench.cli import finish, install_signal_handlers, reports_errors
+from duet_bench import interrupts
+from duet_bench.commands.finish import finish
 from duet_bench.commands.help import Command
 from duet_bench.commands.options import (
     analysis_options,
@@ -20,6 +21,8 @@ from duet_bench.commands.options import (
 from duet_bench.commands.output import format_option, out_option
 from duet_bench.defaults import RESULTS_FORMATS
 from duet_bench.errors import EXIT_INFRASTRUCTURE, EXIT_USAGE, Outcome
+from duet_bench.options.measuring import CompareCommandOptions
+from duet_bench.report.files import write_reports
 from duet_bench.untrusted import for_terminal
 
 if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not load it
@@ -62,7 +65,6 @@ if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not 
 @format_option(*RESULTS_FORMATS)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.pass_context
-@reports_errors
 def compare(ctx: click.Context, /, **_given: Any) -> Outcome:
     """Measure HEAD against BASE: check both out into worktrees, build each, run the suite of
     HEAD's configuration with both versions at the same time, and report.
@@ -70,8 +72,6 @@ def compare(ctx: click.Context, /, **_given: Any) -> Outcome:
     \b
     BASE and HEAD are any git refs: branches, tags, shas, HEAD~1, origin/main.
     """
-    from duet_bench.options.measuring import CompareCommandOptions
-
     return compare_versions(CompareCommandOptions.from_click(ctx))
 
 
@@ -79,13 +79,14 @@ def compare_versions(o: CompareCommandOptions) -> Outcome:
     """``duet compare`` with its options: compare, print the report, exit by the verdicts."""
     from duet_bench.compare import compare as run_compare
 
-    install_signal_handlers()
+    interrupts.install()
     doc = run_compare(
         o.comparison, on_note=lambda text: click.echo(f"duet: {for_terminal(text)}", err=True)
     )
+    out_dir = o.comparison.out_dir
+    write_reports(doc, out_dir, plots=o.comparison.plots)
     max_failures = doc.config.get("max_failures", o.max_failures)
     missing = [] if o.allow_missing else doc.config.get("missing_in_baseline") or []
-    out_dir = o.comparison.out_dir
     outcome = finish(
         doc,
         str(out_dir / "results.json"),

@@ -7,8 +7,8 @@ import sys
 
 import click
 
-from duet_bench import defaults
-from duet_bench.cli import color_for, install_signal_handlers, reports_errors
+from duet_bench import defaults, interrupts
+from duet_bench.commands.finish import color_for
 from duet_bench.commands.help import Command
 from duet_bench.commands.options import bounded, crossover_option
 from duet_bench.commands.output import out_option
@@ -52,7 +52,6 @@ from duet_bench.report import render
     help="When another duet is measuring on this machine, queue behind it instead of "
     "refusing (exit 3). The lock is $DUET_LOCK, else /run/lock/duet.lock.",
 )
-@reports_errors
 def demo(
     out: str,
     runs: int,
@@ -68,7 +67,7 @@ def demo(
     from duet_bench.demo import CONDITIONS, expected_against_measured, run_demo
     from duet_bench.session import raise_if_broken
 
-    install_signal_handlers()
+    interrupts.install()
     conditions = CONDITIONS if busy else CONDITIONS[:1]
     measured, out_dir = run_demo(
         out,

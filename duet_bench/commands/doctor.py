@@ -8,9 +8,10 @@ from typing import cast
 
 import click
 
-from duet_bench.cli import color_for, reports_errors
+from duet_bench.commands.finish import color_for
 from duet_bench.commands.help import Command
 from duet_bench.commands.output import format_option
+from duet_bench.doctor import Requirement, diagnose
 from duet_bench.errors import EnvironmentNotReady
 from duet_bench.report.doctor import render_text
 
@@ -42,7 +43,6 @@ SAMPLE_S = 0.5
     help="Exit 3 unless this isolation level is available (cgroup: v1 or v2). For CI jobs that "
     "must not measure without cgroups.",
 )
-@reports_errors
 def doctor(fmt: str, require: str) -> None:
     """Report what isolation this machine allows and what will disturb measurements.
 
@@ -51,8 +51,6 @@ def doctor(fmt: str, require: str) -> None:
     load, steal time, temperatures and other duets running, and prints for each problem what
     it does to a measurement and the exact command that fixes it.
     """
-    from duet_bench.doctor import Requirement, diagnose
-
     requirement = cast("Requirement", require)  # click.Choice has checked it
     diagnosis = diagnose(sample_s=SAMPLE_S)
     satisfied = diagnosis.satisfies(requirement)

@@ -9,9 +9,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from duet_bench.cli import reports_errors
+from duet_bench.ci import github as gh
+from duet_bench.ci.github import escape_data
 from duet_bench.commands.help import Command
-from duet_bench.errors import EXIT_INFRASTRUCTURE, EXIT_OK, EXIT_REGRESSION
+from duet_bench.errors import EXIT_INFRASTRUCTURE, EXIT_OK, EXIT_REGRESSION, DuetError
+from duet_bench.isolation.privileges import open_as_invoking_user
+from duet_bench.results import load_given
 
 if TYPE_CHECKING:
     from duet_bench.results import ResultsDocument
@@ -42,7 +45,6 @@ WHATS = ("annotate", "summary", "outputs")
     help="annotate: at most N ::error commands, then one ::notice that counts the rest "
     "(default: 10, what GitHub shows for a step).",
 )
-@reports_errors
 def github(what: str, path: str, limit: int | None) -> None:
     """Print the job summary, regression annotations or outputs of duet's GitHub action, from
     the results or the report of a duet run:
@@ -60,8 +62,6 @@ def github(what: str, path: str, limit: int | None) -> None:
       duet github summary duet-results/report.md >> "$GITHUB_STEP_SUMMARY"
       duet github outputs duet-results >> "$GITHUB_OUTPUT"
     """
-    from duet_bench.ci import github as gh
-
     # print, not click.echo: the lines go to GitHub as written (click would strip escapes).
     if what == "summary":
         sys.stdout.write(gh.summary(_read_report(path)))
@@ -80,10 +80,6 @@ def github(what: str, path: str, limit: int | None) -> None:
 def _results(path: str, *, warn_on_stderr: bool) -> ResultsDocument | None:
     """The results at ``path``, read as the user who ran sudo; unreadable ones are a
     ``::warning`` workflow command and None (stderr where stdout goes to ``$GITHUB_OUTPUT``)."""
-    from duet_bench.ci.github import escape_data
-    from duet_bench.errors import DuetError
-    from duet_bench.results import load_given
-
     try:
         return load_given(path)
     except DuetError as e:
@@ -98,8 +94,6 @@ def _read_report(path: str) -> str | None:
     """The report at ``path`` (opened as the user who ran sudo, as every file a user names),
     or None when it cannot be read."""
     import os
-
-    from duet_bench.isolation.privileges import open_as_invoking_user
 
     try:
         with os.fdopen(open_as_invoking_user(path), encoding="utf-8", errors="replace") as f:

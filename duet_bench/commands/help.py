@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
+import cloup
 
 from duet_bench.errors import EXIT_CODES, EXIT_INFRASTRUCTURE, EXIT_INTERRUPTED
 
@@ -138,8 +139,6 @@ def exit_codes_epilog(exits: Mapping[int, str], *, interrupts: bool = True) -> s
 def _group(params: Sequence[click.Parameter]) -> None:
     """Put every option of ``params`` in its group of :data:`GROUPS` (new groups for each
     command: a cloup group holds the options of one command)."""
-    import cloup
-
     groups: dict[str, cloup.OptionGroup] = {}
     for param in params:
         title = _GROUP_OF.get(param.name or "")
@@ -165,8 +164,6 @@ class Command(click.Command):
     def get_help(self, ctx: click.Context) -> str:
         """The help page, formatted by cloup: the same command as a :class:`cloup.Command`
         with its options grouped, in a cloup context beside ``ctx``."""
-        import cloup
-
         grouped = self._grouped()
         sub = cloup.Context(
             grouped,
@@ -179,8 +176,6 @@ class Command(click.Command):
         return grouped.get_help(sub)
 
     def _grouped(self) -> cloup.Command:
-        import cloup
-
         _group(self.params)
         grouped = cloup.Command(
             name=self.name,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from duet_bench.cli import outcome_of, reports_errors
 from duet_bench.commands import raise_if_incomplete
+from duet_bench.commands.finish import outcome_of
 from duet_bench.commands.help import READS_RESULTS, Command
 from duet_bench.commands.options import (
     allow_incomplete_option,
@@ -16,7 +16,9 @@ from duet_bench.commands.options import (
 from duet_bench.commands.output import format_option, is_file_form, out_option, results_path
 from duet_bench.defaults import RESULTS_FORMATS, Format
 from duet_bench.errors import Outcome
+from duet_bench.merge import merge_files
 from duet_bench.report import render
+from duet_bench.report.files import write_reports
 
 
 @click.command(cls=Command, exits=READS_RESULTS, interrupts=False)
@@ -25,7 +27,6 @@ from duet_bench.report import render
 @format_option(*RESULTS_FORMATS)
 @fail_on_option
 @allow_incomplete_option
-@reports_errors
 def merge(
     shards: tuple[str, ...], out: str, fmt: Format, fail_on: str, allow_incomplete: bool
 ) -> Outcome:
@@ -39,13 +40,9 @@ def merge(
     An interrupted shard is merged: its benchmarks never started stay listed, and the merged
     document is incomplete (exit 3 after writing it, unless --allow-incomplete).
     """
-    from duet_bench.merge import merge_files
-
     path = results_path(out)
     doc = merge_files([Path(s) for s in shards], path)
     if not is_file_form(out):
-        from duet_bench.report.files import write_reports
-
         write_reports(doc, path.parent, plots=False)
     click.echo(render(doc, fmt), nl=False)
     click.echo(f"merged {len(shards)} shards into {path}", err=True)

@@ -17,6 +17,7 @@ import click
 from duet_bench import defaults
 from duet_bench.limits import LIMITS
 from duet_bench.metrics import DEFAULT_METRIC, METRIC_CHOICES
+from duet_bench.units import parse_duration, parse_size
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -121,7 +122,7 @@ def bench_option(what: str) -> Callable[[F], F]:
 
 
 def fail_on_option(fn: F) -> F:
-    """``--fail-on``: which verdicts exit 1 (:func:`duet_bench.cli.fails_on`)."""
+    """``--fail-on``: which verdicts exit 1 (:func:`duet_bench.commands.finish.fails_on`)."""
     return click.option(
         "--fail-on", type=FAIL_ON, default="regression", show_default=True, help=FAIL_ON_HELP
     )(fn)
@@ -237,8 +238,6 @@ def parse_cores(
 
 
 def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
-    from duet_bench.units import parse_size
-
     if value is None or value.lower() == "none":
         return None
     if value.strip() == "0":
@@ -348,8 +347,6 @@ def crossover_option(fn: F) -> F:
 
 
 def _duration(_ctx: click.Context, _param: click.Parameter, value: str | None) -> float | None:
-    from duet_bench.units import parse_duration
-
     if value is None:
         return None
     try:

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from duet_bench import files
-from duet_bench.cli import color_for, reports_errors
+from duet_bench import extras, files
 from duet_bench.commands import raise_if_incomplete, reanalyze
+from duet_bench.commands.finish import color_for
 from duet_bench.commands.help import READS_RESULTS, Command
 from duet_bench.commands.options import (
     allow_incomplete_option,
@@ -20,6 +20,7 @@ from duet_bench.commands.options import (
 from duet_bench.commands.output import REPORT_FILES, format_option
 from duet_bench.defaults import FORMATS
 from duet_bench.errors import EnvironmentNotReady, UsageError
+from duet_bench.options.reading import ReportOptions
 from duet_bench.report import render
 from duet_bench.report.layout import terminal_width
 from duet_bench.results import load_given
@@ -69,7 +70,6 @@ if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not 
 @analysis_options
 @allow_incomplete_option
 @click.pass_context
-@reports_errors
 def report(ctx: click.Context, /, **_given: Any) -> None:
     """Report on RESULTS (a results.json, or the --out DIR that holds one) in another format,
     without measuring again.
@@ -80,8 +80,6 @@ def report(ctx: click.Context, /, **_given: Any) -> None:
     benchmark with it, and with the other settings it was measured with. The html format
     inlines the plots.
     """
-    from duet_bench.options.reading import ReportOptions
-
     write_report(ReportOptions.from_click(ctx))
 
 
@@ -138,7 +136,6 @@ def _plots(doc: Any, plot_dir: str | None, *, required: bool) -> dict[str, str] 
     """Write the plots (into ``plot_dir``, or a temporary directory just for the html page)
     and return them as caption -> SVG text. Without matplotlib: an error when the plots were
     asked for, a warning when only the html page would have shown them."""
-    from duet_bench import extras, files
     from duet_bench.report.plots import svg_plots, write_plots
 
     if not extras.available("matplotlib"):

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from duet_bench import settings
-from duet_bench.cli import finish, install_signal_handlers, reports_errors
+from duet_bench import interrupts, settings
+from duet_bench.commands.finish import finish
 from duet_bench.commands.help import Command
 from duet_bench.commands.options import (
     analysis_options,
@@ -19,6 +19,10 @@ from duet_bench.commands.options import (
 from duet_bench.commands.output import format_option, is_file_form, out_option, results_path
 from duet_bench.defaults import RESULTS_FORMATS
 from duet_bench.errors import Outcome, UsageError
+from duet_bench.options.measuring import RunOptions
+from duet_bench.plan import build
+from duet_bench.report.files import write_reports
+from duet_bench.results import load_given
 from duet_bench.untrusted import for_terminal
 
 if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not load it
@@ -73,7 +77,6 @@ if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not 
 @fail_on_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.pass_context
-@reports_errors
 def run(ctx: click.Context, /, **_given: Any) -> Outcome:
     """Measure two commands (or python callables) against each other, at the same time.
 
@@ -83,8 +86,6 @@ def run(ctx: click.Context, /, **_given: Any) -> Outcome:
       duet run --python-baseline old/.venv/bin/python --python-candidate new/.venv/bin/python \\
                --callable mypkg.bench:parse
     """
-    from duet_bench.options.measuring import RunOptions
-
     return measure_run(RunOptions.from_click(ctx))
 
 
@@ -96,7 +97,6 @@ def _continuing(
     from dataclasses import replace
 
     from duet_bench.analysis.stopping import check_continuation
-    from duet_bench.results import load_given
 
     doc = load_given(source)
     earlier = next((b for b in doc.benchmarks if b.name == bench.name), None)
@@ -123,7 +123,6 @@ def _continuing(
 def measure_run(o: RunOptions) -> Outcome:
     """``duet run`` with its options: plan the one benchmark, measure it, write and print the
     reports."""
-    from duet_bench.plan import build
     from duet_bench.session import measure
 
     resolved = settings.resolve(o.settings())
@@ -151,10 +150,8 @@ def measure_run(o: RunOptions) -> Outcome:
         + (f", crossover {bench.crossover}" if bench.method == "duet" else ""),
         err=True,
     )
-    install_signal_handlers()
+    interrupts.install()
     doc = measure([bench], options)
     if not is_file_form(o.out):
-        from duet_bench.report.files import write_reports
-
         write_reports(doc, out.parent, plots=False)
     return finish(doc, str(out), o.fmt, o.fail_on, o.machine.max_failures)

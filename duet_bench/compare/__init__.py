@@ -14,9 +14,9 @@ duet), HEAD's suite is used for both versions.
 One job per module: :mod:`duet_bench.compare.configuration` (where the suite is read); here,
 the sequence of :func:`compare`, one named step after another, and the results file that says
 why nothing was measured (:func:`write_stopped`). The reports beside ``results.json`` are
-written by :mod:`duet_bench.report.files`, as for ``run`` and ``merge``. How the sides run (the
-session's options, shared with ``duet bisect``, ``run`` and ``calibrate``) is
-:mod:`duet_bench.session.options`'s.
+written by the command with :mod:`duet_bench.report.files`, as for ``run`` and ``merge``. How
+the sides run (the session's options, shared with ``duet bisect``, ``run`` and ``calibrate``)
+is :mod:`duet_bench.session.options`'s.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from duet_bench import __version__, files, results, settings
 from duet_bench.adapters.expand import expand_config, select_names, unmeasured
 from duet_bench.analysis import AnalysisSettings, analyze_benchmark
+from duet_bench.analysis.stopping import check_continuation
 from duet_bench.compare.configuration import (
     ConfigSource,
     Suite,
@@ -44,8 +45,7 @@ from duet_bench.compare.configuration import (
 from duet_bench.config import Config
 from duet_bench.errors import ConfigError, DuetError, UsageError, VersionError
 from duet_bench.plan import BenchmarkSettings, BenchmarkSpec, for_suite, select_shard
-from duet_bench.report.files import write_reports
-from duet_bench.results import BenchmarkRecord, ResultsDocument
+from duet_bench.results import BenchmarkRecord, ResultsDocument, load_given
 from duet_bench.session import MachineOptions, measure, session_options
 from duet_bench.versions import Versions
 
@@ -111,7 +111,8 @@ class Chosen:
 def compare(
     options: CompareOptions, *, on_note: Callable[[str], None] | None = None
 ) -> ResultsDocument:
-    """Measure HEAD against BASE and write every output; returns the analysed document.
+    """Measure HEAD against BASE and write ``results.json``; returns the analysed document
+    (the command writes the reports beside it: :func:`duet_bench.report.files.write_reports`).
 
     Raises
     ------
@@ -153,7 +154,6 @@ def compare(
             chosen = _discovered(suite, options, commits, base, head)
         doc = _measure(options, suite, chosen, commits, base, head)
         results.save(doc, out_dir / "results.json")
-        write_reports(doc, out_dir, plots=options.plots)
         return doc
 
 
@@ -322,9 +322,6 @@ def _earlier(
     """The earlier records ``--continue`` extends, by name, each checked to be the same rule
     (:func:`duet_bench.analysis.stopping.check_continuation`); decided ones are kept as they
     are. The earlier file must be of the same two commits."""
-    from duet_bench.analysis.stopping import check_continuation
-    from duet_bench.results import load_given
-
     doc = load_given(source)
     recorded = doc.config.get("versions") if isinstance(doc.config, Mapping) else None
     got = (

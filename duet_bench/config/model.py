@@ -1,5 +1,5 @@
-"""The configuration as data: the suite's :class:`Defaults`, each :class:`BenchmarkConfig` and
-the validated :class:`Config`.
+"""The configuration as data: the suite's :class:`Defaults`, each :class:`BenchmarkConfig`, each
+``[[suite]]`` entry (:class:`Suite`, read by an adapter) and the validated :class:`Config`.
 
 Each record checks its values on construction with the same range rules the file validation
 uses (:func:`range_problem`), so a configuration built in code is held to the file's rules.
@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from duet_bench import limits
-from duet_bench.adapters.base import Suite
 from duet_bench.defaults import (
     BENCHMARK_KEYS,
     CROSSOVERS,
@@ -172,6 +171,27 @@ class BenchmarkConfig:
         if self.kind == "python" and not self.callable:
             raise ValueError(f"benchmark {self.name!r}: a python benchmark needs a callable")
         _check_fields(self, BENCHMARK_KEYS)
+
+
+@dataclass(frozen=True, slots=True)
+class Suite:
+    """One suite entry, validated.
+
+    ``path`` is relative to the version's directory: a test path (pytest-benchmark), a binary
+    built by the ``build`` command (Google Benchmark), a package (``./pkg``, go), a bench target
+    (cargo). ``filter`` is the benchmark tool's own selection syntax, applied at discovery.
+    ``options`` holds the adapter's own keys; ``settings`` the benchmark settings (``runs``,
+    ``iterations``, ``threshold``, ...) every discovered benchmark gets, as field names of
+    :class:`duet_bench.config.BenchmarkConfig`.
+    """
+
+    adapter: str
+    name: str
+    path: str
+    filter: str | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from duet_bench.adapters.suites import parse_suites
 from duet_bench.config.model import (
     DEFAULT_PYTHON,
     BenchmarkConfig,
@@ -21,6 +20,7 @@ from duet_bench.config.model import (
     Defaults,
     Form,
 )
+from duet_bench.config.suites import parse_suites
 from duet_bench.config.values import (
     DOCS,
     EXAMPLES,
@@ -63,7 +63,7 @@ SUITE_KEY_PARSERS: dict[str, tuple[Callable[[str, Any], Any], str]] = {
     "build": (string, "build"),
     "python": (string, "python"),
     "benchmark": (lambda k, v: v, "benchmark"),  # validated table by table
-    "suite": (lambda k, v: v, "suite"),  # validated by duet_bench.adapters.suites
+    "suite": (lambda k, v: v, "suite"),  # validated by duet_bench.config.suites
 }
 
 

@@ -10,6 +10,7 @@ from click.core import ParameterSource
 
 from duet_bench.errors import UsageError
 from duet_bench.options.common import AnalysisGiven, MachineGiven
+from duet_bench.plan import SideSpec
 
 if TYPE_CHECKING:
     import click
@@ -72,8 +73,6 @@ class AASource:
         """The side both sides run, for ``--command`` or ``--python`` (a ``--bench`` side comes
         from the configuration)."""
         from pathlib import Path
-
-        from duet_bench.plan import SideSpec
 
         cwd = self.directory
         if self.python:

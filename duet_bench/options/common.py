@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from click.core import ParameterSource
 
 from duet_bench import defaults, settings
+from duet_bench.isolation import RunAs
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -106,7 +107,6 @@ class MachineGiven:
     def machine(self) -> MachineOptions:
         """The :class:`duet_bench.session.MachineOptions` these give (``--user``, or the user
         who ran sudo, read from the environment here)."""
-        from duet_bench.isolation import RunAs
         from duet_bench.session import MachineOptions
 
         return MachineOptions(

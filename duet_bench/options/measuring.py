@@ -7,9 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from click.core import ParameterSource
+
 from duet_bench import defaults
 from duet_bench.errors import UsageError
 from duet_bench.options.common import AnalysisGiven, MachineGiven, PlanGiven, explicit_settings
+from duet_bench.plan import SideSpec, parse_shard
 from duet_bench.untrusted import name_too_long
 
 if TYPE_CHECKING:
@@ -74,8 +77,6 @@ class Sides:
         """The ``baseline`` or ``candidate`` side."""
         from pathlib import Path
 
-        from duet_bench.plan import SideSpec
-
         cwd = self.baseline_dir if which == "baseline" else self.candidate_dir
         if self.python:
             return SideSpec(
@@ -113,8 +114,6 @@ class RunOptions:
 
     @classmethod
     def from_click(cls, ctx: click.Context) -> RunOptions:
-        from click.core import ParameterSource
-
         p = ctx.params
         sides = Sides(
             baseline=p["baseline"],
@@ -187,10 +186,7 @@ class CompareCommandOptions:
     def from_click(cls, ctx: click.Context) -> CompareCommandOptions:
         from pathlib import Path
 
-        from click.core import ParameterSource
-
         from duet_bench.compare import CompareOptions
-        from duet_bench.plan import parse_shard
 
         p = ctx.params
         given_out = ctx.get_parameter_source("out") == ParameterSource.COMMANDLINE

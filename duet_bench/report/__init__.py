@@ -8,8 +8,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from duet_bench.defaults import FORMATS, Format
+from duet_bench.report.html import render_html
+from duet_bench.report.junit import render_junit
 from duet_bench.report.layout import WIDTH
+from duet_bench.report.markdown import render_markdown
+from duet_bench.report.openmetrics import render_openmetrics
+from duet_bench.report.text import render_text
 from duet_bench.results import ResultsDocument, dumps
+from duet_bench.results.completeness import completeness
 
 
 def render(
@@ -27,30 +33,18 @@ def render(
     document) for ``html``, which inlines them.
     """
     if fmt == "text":
-        from duet_bench.report.text import render_text
-
         return render_text(doc, color=color, width=width or WIDTH)
     if fmt == "markdown":
-        from duet_bench.report.markdown import render_markdown
-
         return render_markdown(doc)
     if fmt == "junit":
-        from duet_bench.report.junit import render_junit
-
         return render_junit(doc)
     if fmt == "openmetrics":
-        from duet_bench.report.openmetrics import render_openmetrics
-
         return render_openmetrics(doc)
     if fmt == "html":
-        from duet_bench.report.html import render_html
-
         return render_html(doc, plots=plots)
     if fmt != "json":
         raise ValueError(f"unknown report format {fmt!r}; one of {', '.join(FORMATS)}")
     from dataclasses import replace
-
-    from duet_bench.results.completeness import completeness
 
     incomplete = completeness(doc).sentence
     if incomplete:  # said in the state, next to complete: false

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from duet_bench.calibrate.designs import DESIGN_NAMES
+from duet_bench.calibrate.model import ConfigTarget
 from duet_bench.metrics import METRIC_NAMES
 from duet_bench.report.layout import wrap
 from duet_bench.units import change, duration, interval, percent, sig
@@ -21,20 +22,6 @@ if TYPE_CHECKING:
     from duet_bench.calibrate.until_decided import UntilDecidedAdvice
 
 _LABEL = 17
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigTarget:
-    """Where ``--write`` puts the plan (and the lines say it goes): the file, its form
-    (``"duet"`` or ``"pyproject"``), and the table: a ``[[benchmark]]`` by name, a ``[[suite]]``
-    (by name, and its place among the suites for the writer) for a benchmark a suite found, or
-    the suite defaults when neither is set."""
-
-    path: Path
-    form: str
-    benchmark: str | None = None
-    suite: str | None = None
-    suite_index: int | None = None
 
 
 def config_lines(
@@ -420,8 +407,6 @@ def contrast_text(cal: Calibration) -> str | None:
 
 
 def _row(f: DesignFigures, eq: float | None, cost: float | None) -> list[str]:
-    from duet_bench.calibrate.designs import DESIGN_NAMES
-
     core = "-"
     if f.core_ratio is not None:
         core = f"{change(f.core_ratio)}"
@@ -473,7 +458,6 @@ def design_lines(cal: Calibration) -> list[str]:
     ]
     out += ["  " + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()
             for r in rows]  # fmt: skip
-    from duet_bench.calibrate.designs import DESIGN_NAMES
 
     out.append(wrap(f"Design: {DESIGN_NAMES[c.design]}. {c.reason[0].upper()}{c.reason[1:]}.", 0))
     return out

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from duet_bench import units
+from duet_bench.analysis.estimate import run_log_ratios
 from duet_bench.analysis.series import series_of
 from duet_bench.metrics import METRIC_NAMES, known, names, usable
 from duet_bench.report.plot_style import (
@@ -274,8 +275,6 @@ def _run_ratios(pair: tuple[Matrix, Matrix], assignment: Matrix | None) -> list[
     """The ratio of every run (row) as the analysis weighs it: with crossover, the two CPU
     assignments of the run weighed equally (:func:`duet_bench.analysis.estimate.run_log_ratios`),
     so the points do not carry the core difference the grand ratio does not."""
-    from duet_bench.analysis.estimate import run_log_ratios
-
     return [math.exp(x) for x in run_log_ratios(*pair, assignment)]
 
 

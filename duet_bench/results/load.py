@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from duet_bench.errors import ResultsError
+from duet_bench.isolation.privileges import open_as_invoking_user
 from duet_bench.limits import MAX_RESULTS_BYTES
 from duet_bench.manual import cite
 from duet_bench.results.model import ResultsDocument
@@ -66,6 +67,19 @@ def load(
         wrong field; the message names the field and the fix.
     """
     p = Path(path)
+    return from_dict(read_json(p, opener=opener), source=str(p))
+
+
+def read_json(path: Path, *, opener: Callable[[Path], int] | None = None) -> Any:
+    """The JSON value of a results file (gzip or not), not yet read as a document: what
+    :func:`load` reads, and what ``duet schema FILE`` checks against the schema.
+
+    Raises
+    ------
+    ResultsError
+        The file is missing, unreadable, over the size limit, truncated or not JSON.
+    """
+    p = path
     try:
         fd = (opener or _open_read_only)(p)
         with os.fdopen(fd, "rb") as f:
@@ -122,7 +136,7 @@ def load(
             fix="the file was cut short or edited by hand; restore it from the CI artifact or "
             "re-run the benchmark",
         ) from None
-    return from_dict(data, source=str(p))
+    return data
 
 
 def _open_read_only(p: Path) -> int:
@@ -130,7 +144,15 @@ def _open_read_only(p: Path) -> int:
 
 
 def load_given(path: str | os.PathLike[str]) -> ResultsDocument:
-    """The results document at ``path``, a path the user gave on the command line.
+    """The results document at ``path``, a path the user gave on the command line
+    (:func:`read_given`)."""
+    read, data = read_given(path)
+    return from_dict(data, source=str(read))
+
+
+def read_given(path: str | os.PathLike[str]) -> tuple[Path, Any]:
+    """The results file at ``path``, a path the user gave on the command line, and its JSON
+    value (:func:`read_json`).
 
     A directory is the ``--out DIR`` of the command that wrote it: its results.json is read.
     A path that names no results file, a directory without one as much as a missing file, is
@@ -141,15 +163,13 @@ def load_given(path: str | os.PathLike[str]) -> ResultsDocument:
     (:func:`duet_bench.isolation.privileges.open_as_invoking_user`): a link in the path leads
     only where that user may read (docs/isolation.md, "What runs as root").
     """
-    from duet_bench.isolation.privileges import open_as_invoking_user
-
     given = Path(path)
     try:
         fd = open_as_invoking_user(given)
-    except OSError:  # missing or unreadable: load opens it again and says which, in its words
-        return load(given, opener=open_as_invoking_user)
+    except OSError:  # missing or unreadable: read_json opens it again and says which
+        return given, read_json(given, opener=open_as_invoking_user)
     if not stat.S_ISDIR(os.fstat(fd).st_mode):
-        return load(given, opener=lambda _p: fd)
+        return given, read_json(given, opener=lambda _p: fd)
     os.close(fd)
 
     def in_directory(p: Path) -> int:
@@ -161,5 +181,6 @@ def load_given(path: str | os.PathLike[str]) -> ResultsDocument:
                 fix="give the --out DIR that duet run, compare or merge wrote, or its results.json",
             ) from None
 
-    # load names the file, not the directory, in every error it raises.
-    return load(given / "results.json", opener=in_directory)
+    # read_json names the file, not the directory, in every error it raises.
+    inside = given / "results.json"
+    return inside, read_json(inside, opener=in_directory)

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from duet_bench.adapters.base import Suite
 from duet_bench.adapters.tools import find_tool
+from duet_bench.config.model import Suite
 from duet_bench.errors import ConfigError
 from tests.aa import assert_not_slowed
 from tests.conftest import is_root

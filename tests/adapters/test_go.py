@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from duet_bench.adapters.base import Checkout, Suite
+from duet_bench.adapters.base import Checkout
 from duet_bench.adapters.go import ADAPTER, GO_FALLBACKS, bench_pattern, result_names
 from duet_bench.analysis.benchmark import allocation_note
 from duet_bench.analysis.document import analyze_document
 from duet_bench.analysis.model import AnalysisSettings
+from duet_bench.config.model import Suite
 from duet_bench.report import render
 from duet_bench.results import (
     BenchmarkRecord,

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from duet_bench.adapters.base import Suite
 from duet_bench.adapters.jmh import ADAPTER, MVN_FALLBACKS, parse_listing
+from duet_bench.config.model import Suite
 from duet_bench.harness import duet_barrier as db
 from tests.adapters.suites import ISOLATION, compare, tool
 from tests.duet import test_barrier as shared

@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 
-from duet_bench.adapters.base import Checkout, Suite
+from duet_bench.adapters.base import Checkout
 from duet_bench.adapters.pytest_benchmark import ADAPTER, HARNESS
 from duet_bench.analysis import AnalysisSettings
 from duet_bench.config import load_config
+from duet_bench.config.model import Suite
 from duet_bench.errors import ConfigError
 from duet_bench.harness import duet_barrier as db
 from duet_bench.plan import for_suite

@@ -22,7 +22,7 @@ from duet_bench.calibrate.designs import (
     equal_time_widths,
 )
 from duet_bench.calibrate.experiment import Components, recommend
-from duet_bench.commands.calibrate_designs import blocks, design_of, design_specs
+from duet_bench.calibrate.interleave import blocks, design_of, design_specs
 from duet_bench.config import load_config
 from duet_bench.config.writer import write_recommendation
 from duet_bench.plan import BenchmarkSpec, SideSpec

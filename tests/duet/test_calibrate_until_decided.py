@@ -54,7 +54,11 @@ def test_the_recommended_maximum_decides_an_unchanged_benchmark_under_the_rule()
     for _ in range(400):
         x = rng.normal(0.0, advice.per_run_sd, advice.max_runs)
         decided = [
-            look.runs for look in looks_of(x, design, settings) if look.verdict != "inconclusive"
+            look.runs
+            for look in looks_of(
+                x, design, confidence=settings.confidence, threshold=settings.threshold
+            )
+            if look.verdict != "inconclusive"
         ]
         stopped.append(decided[0] if decided else 0)
     runs = np.array(stopped)
@@ -100,9 +104,9 @@ def test_write_stores_min_runs_and_max_runs_and_the_suite_then_measures_until_de
     tmp_path: Path,
 ) -> None:
     from duet_bench.analysis.stopping import until_decided
-    from duet_bench.commands.calibrate import _write
+    from duet_bench.calibrate.aa import write_recommended
+    from duet_bench.calibrate.model import ConfigTarget
     from duet_bench.config import load_config
-    from duet_bench.report.calibration import ConfigTarget
     from duet_bench.settings import resolve
 
     path = tmp_path / "duet.toml"
@@ -111,7 +115,7 @@ def test_write_stores_min_runs_and_max_runs_and_the_suite_then_measures_until_de
     u = c.until_decided
     assert u is not None
     assert u.reachable
-    _write(c, ConfigTarget(path, "duet"))
+    write_recommended(c, ConfigTarget(path, "duet"))
     config = load_config(path)
     resolved = resolve({}, config=config, benchmark=config.benchmarks[0])
     assert until_decided(resolved.values, resolved.origins) == UntilDecided(

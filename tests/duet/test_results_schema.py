@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -81,3 +82,61 @@ def test_the_schema_refuses_what_the_reader_refuses(
     assert validator.is_valid(doc)
     side["iterations_ns"] = [0]
     assert not validator.is_valid(doc)
+
+
+def test_the_package_ships_the_one_schema_and_the_wheel_carries_it() -> None:
+    """The schema the package reads is docs/results-schema.json itself (through the _docs
+    link), and the package data names it: a wheel carries it (tests/install/test_core_install.py
+    runs ``duet schema`` in an installed wheel)."""
+    from duet_bench.results.schema import SCHEMA_PATH
+
+    assert SCHEMA_PATH.resolve() == SHIPPED.resolve()
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert '"_docs/results-schema.json"' in pyproject
+
+
+def test_duet_schema_prints_the_schema_and_checks_a_file(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from duet_bench.cli import main
+
+    done = CliRunner().invoke(main, ["schema"])
+    assert done.exit_code == 0, done.output
+    assert done.output == SHIPPED.read_text()
+
+    fixture = ROOT / "tests" / "fixtures" / "results-basic.json"
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "results.json").write_bytes(gzip.compress(fixture.read_bytes()))
+    done = CliRunner().invoke(main, ["schema", str(tmp_path / "out")])
+    assert done.exit_code == 0, done.output
+    assert done.output == f"{tmp_path / 'out' / 'results.json'}: matches the results schema " + (
+        f"({_load(fixture)['schema']})\n"
+    )
+
+    bad = json.loads(fixture.read_text())
+    bad["benchmarks"][0]["name"] = 7
+    del bad["benchmarks"][1]["runs"]
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(bad))
+    done = CliRunner().invoke(main, ["schema", str(path)])
+    assert done.exit_code == 3
+    assert done.stdout.splitlines() == [
+        "$.benchmarks[0].name: 7 is not of type 'string'",
+        "$.benchmarks[1]: 'runs' is a required property",
+    ]
+    assert f"duet: error: {path} does not match the results schema: 2 problems" in done.stderr
+
+
+def test_duet_schema_without_jsonschema_names_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from duet_bench.cli import main
+
+    monkeypatch.setitem(sys.modules, "jsonschema", None)  # the import fails as when missing
+    fixture = ROOT / "tests" / "fixtures" / "results-basic.json"
+    done = CliRunner().invoke(main, ["schema", str(fixture)])
+    assert done.exit_code == 3
+    assert "jsonschema is not installed" in done.stderr
+    assert "pip install 'duet-bench[schema]'" in done.stderr

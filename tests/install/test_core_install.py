@@ -107,6 +107,19 @@ def test_the_core_install_merges_and_comments_without_scipy_or_matplotlib(
     assert "duet-bench[plots]" in done.stderr
     assert (tmp_path / "r" / "report.html").is_file()
 
+    # The results schema travels in the wheel: printed with the core, checking names the extra.
+    done = subprocess.run(
+        [duet, "schema"], env=run_env, capture_output=True, text=True, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    shipped = Path(__file__).parents[2] / "docs" / "results-schema.json"
+    assert done.stdout == shipped.read_text()
+    done = subprocess.run(
+        [duet, "schema", str(merged)], env=run_env, capture_output=True, text=True, cwd=tmp_path
+    )
+    assert done.returncode == 3, (done.stdout, done.stderr)
+    assert "pip install 'duet-bench[schema]'" in done.stderr
+
     # Plots asked for: the error names the extra, no traceback.
     done = subprocess.run(
         [duet, "report", str(merged), "--plot", str(tmp_path / "plots")],

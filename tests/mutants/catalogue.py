@@ -133,7 +133,7 @@ HAND: tuple[Mutant, ...] = (
     ),
     Mutant(
         name="exit-code-ignores-verdicts",
-        path="duet_bench/cli.py",
+        path="duet_bench/commands/finish.py",
         old="return Outcome.FAILS if fails_on(doc, fail_on) else Outcome.OK",
         new="return Outcome.OK",
         tests=("tests/duet/test_exit_codes.py::test_analyze_exits_by_the_table",),

@@ -5,7 +5,7 @@ parsers of the benchmark settings, so a suite's ``runs``, ``threshold``, ... are
 a benchmark's are, and every message names the file, the line, the suite and the key::
 
     [[suite]]
-    adapter = "google-benchmark"   # which benchmark tool (adapters/registry.py)
+    adapter = "google-benchmark"   # which benchmark tool (ADAPTERS below)
     path = "build/bench_parse"     # where the suite is, relative to the version's directory
     name = "parse"                 # optional: benchmarks are called parse/<name>
     filter = "BM_Parse"            # optional: the tool's own selection syntax
@@ -16,14 +16,13 @@ a benchmark's are, and every message names the file, the line, the suite and the
 from __future__ import annotations
 
 import difflib
+import importlib
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from duet_bench.adapters.base import Suite
-from duet_bench.adapters.registry import ADAPTERS, get_adapter, unknown_adapter
-from duet_bench.adapters.tools import slug
+from duet_bench.config.model import Suite
 from duet_bench.defaults import BENCHMARK_FILE_KEYS
 from duet_bench.errors import ConfigError
 from duet_bench.manual import cite
@@ -37,6 +36,53 @@ COMMON_KEYS = ("adapter", "path", "name", "filter", "env")
 
 _DOCS = f"see {cite('adapters.md')}"
 _TEXT_EXAMPLES = {"path": "build/bench", "name": "parse", "filter": "BM_Parse"}
+
+#: The adapters a suite entry may name (``adapter = "..."``) -> ``module:attribute`` of its
+#: :class:`~duet_bench.adapters.base.Adapter`. Each lives in its own module exposing
+#: ``ADAPTER``, imported by name only when a configuration names it (:func:`load_adapter`), so a
+#: missing toolchain or an adapter that is not in this build costs nothing to the
+#: configurations that do not use it, and the configuration depends on no adapter's code.
+ADAPTERS: dict[str, str] = {
+    "google-benchmark": "duet_bench.adapters.google_benchmark:ADAPTER",
+    "go": "duet_bench.adapters.go:ADAPTER",
+    "cargo": "duet_bench.adapters.cargo:ADAPTER",
+    "pytest-benchmark": "duet_bench.adapters.pytest_benchmark:ADAPTER",
+    "jmh": "duet_bench.adapters.jmh:ADAPTER",
+}
+
+
+def unknown_adapter(name: str) -> ConfigError:
+    close = difflib.get_close_matches(name, list(ADAPTERS), n=1, cutoff=0.5)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return ConfigError(
+        f"adapter {name!r} is not known; the adapters are: {', '.join(ADAPTERS)}",
+        fix=f'{hint}write e.g. adapter = "google-benchmark" (see {cite("adapters.md")})',
+    )
+
+
+def load_adapter(name: str) -> Any:
+    """The adapter called ``name``, loaded from its module (typed as an
+    :class:`~duet_bench.adapters.base.Adapter` by :func:`duet_bench.adapters.registry.get_adapter`);
+    a :class:`ConfigError` when there is none or its module is not part of this duet."""
+    target = ADAPTERS.get(name)
+    if target is None:
+        raise unknown_adapter(name)
+    module_name, _, attribute = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        if e.name != module_name:
+            raise
+        raise ConfigError(
+            f"adapter {name!r} is not part of this duet build ({module_name} is missing)",
+            fix="upgrade duet-bench to a release that has it, or use another adapter",
+        ) from None
+    return getattr(module, attribute)
+
+
+def slug(text: str) -> str:
+    """``text`` as one safe file-name word."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.") or "suite"
 
 
 def _header(form: str) -> str:
@@ -132,7 +178,7 @@ class _Suites:
                 key="adapter",
             )
         try:
-            adapter = get_adapter(adapter_name)
+            adapter = load_adapter(adapter_name)
         except ConfigError as e:
             fix = e.fix or ""
             raise self.error(e.message, fix, index=index, table=item, key="adapter") from None

@@ -1,6 +1,7 @@
-"""``duet calibrate --compare-designs``: the same A/A measured with crossover at every iteration,
-with the sides swapped between runs and with the sequential method, interleaved; and the
-calibration that follows from comparing them (:mod:`duet_bench.calibrate.designs`).
+"""The measuring of ``duet calibrate --compare-designs``: the same A/A measured with crossover
+at every iteration, with the sides swapped between runs and with the sequential method,
+interleaved; and the calibration that follows from comparing them
+(:mod:`duet_bench.calibrate.designs`).
 
 Interleaving: the runs are measured in blocks of :data:`BLOCK_RUNS` runs per design, the three
 designs one block after the other in an order that rotates from block to block, so that a
