@@ -16,7 +16,9 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import shutil
 import sys
+import textwrap
 from typing import NoReturn
 
 import click
@@ -111,9 +113,40 @@ def main(verbose: int) -> None:
     --help says what its exit codes mean for it.
     """
     level = logging.WARNING - 10 * verbose
-    logging.basicConfig(level=max(level, logging.DEBUG), format="duet: %(levelname)s: %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(FitFormatter("duet: %(levelname)s: %(message)s"))
+    logging.basicConfig(level=max(level, logging.DEBUG), handlers=[handler])
     _check_working_directory()
     _ignore_invoker_paths()
+
+
+class FitFormatter(logging.Formatter):
+    """Log lines folded to the terminal's width (``COLUMNS``, else the terminal's) on a
+    terminal or where ``COLUMNS`` is set; a CI log without ``COLUMNS`` keeps one line per
+    message, which is what a search of the log wants. Words are never broken: a path stays
+    whole on a line of its own."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        # "duet: warning: ...", as the messages duet prints itself.
+        return self._style.format(record).replace(
+            f"duet: {record.levelname}: ", f"duet: {record.levelname.lower()}: ", 1
+        )
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        if "COLUMNS" not in os.environ and not sys.stderr.isatty():
+            return text
+        width = max(shutil.get_terminal_size().columns - 1, 40)
+        return "\n".join(
+            textwrap.fill(
+                line,
+                width,
+                subsequent_indent="  ",
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+            for line in text.splitlines()
+        )
 
 
 def _check_working_directory() -> None:
@@ -142,11 +175,10 @@ def _ignore_invoker_paths() -> None:
     """Under sudo, root makes no file where the invoking user's ``TMPDIR`` points (issue 33);
     say so, since a user who set it expects it to be used."""
     for text in ignore_invoker_paths(os.environ):
-        click.echo(
-            f"duet: warning: ignoring {for_terminal(text)} from the environment of the user who "
-            "ran sudo: root makes no file in a directory another user names, so its temporary "
-            "files go to /tmp",
-            err=True,
+        logging.getLogger(__name__).warning(
+            "ignoring %s from the environment of the user who ran sudo: root makes no file in a "
+            "directory another user names, so its temporary files go to /tmp",
+            for_terminal(text),
         )
 
 

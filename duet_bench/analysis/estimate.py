@@ -168,7 +168,8 @@ def winsor_note(settings: AnalysisSettings, *, runs: int, iterations: int) -> st
     finding about outliers). A single run is never winsorized (no interval either)."""
     if not settings.winsorize or runs < 2 or iterations >= MIN_ITERATIONS:
         return None
+    # In the reader's words (issue 31): what was done with outliers, and why.
     return (
-        f"not winsorized: runs of {iterations} iterations are fewer than {MIN_ITERATIONS}, too "
-        "few for the 20% rule"
+        f"outliers left in: runs of {iterations} iterations are too short to tell an outlier "
+        f"from the spread (that takes {MIN_ITERATIONS} or more)"
     )

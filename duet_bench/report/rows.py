@@ -262,7 +262,7 @@ def interference_line(a: AnalysisBlock) -> str | None:
 
 #: Beginnings of analysis notes that say how the numbers were made, which no reader acts on:
 #: they go to the folded details.
-_DETAIL_NOTES = ("not winsorized", "runs had different iteration counts")
+_DETAIL_NOTES = ("outliers left in", "runs had different iteration counts")
 #: The runs-needed note of the analysis: :meth:`Row.decide_hint` says it in plain words.
 _RUNS_NEEDED_NOTE = re.compile(r"^about \d+ runs in all .*would decide")
 

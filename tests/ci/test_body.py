@@ -257,5 +257,5 @@ def test_the_comment_names_failed_runs_and_what_would_decide_above_the_fold(
         r"about \d+ runs in all \(\d+ more than the 6 measured, `--runs \d+`\) would decide", above
     )
     assert "`--fail-on inconclusive`" in above
-    assert "not winsorized" not in above
+    assert "outliers left in" not in above
     assert "## duet: 1 no change" not in body

@@ -457,12 +457,12 @@ def test_short_runs_say_that_they_were_not_winsorized() -> None:
     short = analyze_benchmark(_runs_with_an_outlier(MIN_ITERATIONS - 1), AnalysisSettings())
     assert short.winsorized == 0
     assert short.note is not None
-    assert f"not winsorized: runs of {MIN_ITERATIONS - 1} iterations are fewer than " in short.note
+    assert f"outliers left in: runs of {MIN_ITERATIONS - 1} iterations are too short" in short.note
     long = analyze_benchmark(_runs_with_an_outlier(MIN_ITERATIONS), AnalysisSettings())
     assert long.winsorized == 10
-    assert long.note is None or "winsorized" not in long.note
+    assert long.note is None or "outliers" not in long.note
     # Asked not to winsorize: nothing was skipped, nothing to say.
     off = analyze_benchmark(
         _runs_with_an_outlier(MIN_ITERATIONS - 1), AnalysisSettings(winsorize=False)
     )
-    assert off.note is None or "winsorized" not in off.note
+    assert off.note is None or "outliers" not in off.note

@@ -205,8 +205,8 @@ def test_the_comment_opens_with_the_sentence_then_base_and_head(doc: ResultsDocu
     assert "| benchmark | BASE | HEAD | change | 99% interval | verdict |" in above
     # A failed run is above the fold, a winsorization note only in the fold.
     assert "run 4: timeout" in above
-    assert "not winsorized" not in above
-    assert "not winsorized" in folded
+    assert "outliers left in" not in above
+    assert "outliers left in" in folded
     # Inconclusive says what would decide it.
     hint = next(line for line in above.splitlines() if "**noisy-io** is inconclusive" in line)
     assert re.search(r"about \d+ runs in all \(\d+ more than the 6 measured, `--runs \d+`\)", hint)
