@@ -1,123 +1,95 @@
-"""Measuring until decided in a session (docs/statistics.md, method 2b): the plans that stop
-when the verdict is decided (:class:`UntilDecidedPlans`, :func:`stop_rule`) and the machine time
-the benchmarks share (:class:`Budget`). The runner goes through the plans as through any."""
+"""Measuring a suite until decided, round by round (docs/statistics.md, method 2b, "A suite"):
+every round gives each benchmark still in the rotation one more run; a benchmark leaves it when
+its rule has decided, at its ``max_runs``, when its runs fail beyond ``--max-failures``, or when
+its next run would not end within the machine time the suite shares (:class:`Budget`): then it
+is undecided, and its note says so with the runs it got."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import replace
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable, Sequence
 
 from duet_bench import units
-from duet_bench.analysis import analyze_benchmark
-from duet_bench.plan import BenchmarkSpec, RunPlan
-from duet_bench.results import BenchmarkRecord
+from duet_bench.plan import BenchmarkSpec
+from duet_bench.session.benchmark import Measuring
 
-if TYPE_CHECKING:
-    from duet_bench.analysis import AnalysisSettings
-
-__all__ = ["Budget", "Recording", "UntilDecidedPlans", "stop_rule"]
-
-
-class Recording(Protocol):
-    """What :func:`stop_rule` needs of the session's recorder: the record so far, and saving
-    it after a change."""
-
-    record: BenchmarkRecord
-
-    def save(self) -> None: ...
+__all__ = ["Budget", "measure_in_rounds"]
 
 
 class Budget:
-    """The machine time the benchmarks measured until decided share (``--budget``): each gets
-    what is left divided by the benchmarks still to measure, so that what a decided benchmark
-    did not use goes to the others."""
+    """The machine time (``--budget``) the benchmarks measured until decided share: the
+    session's clock from the first round on. A benchmark's next run starts only when, at the
+    mean time its runs have taken so far (run and look), it would end within the budget; its
+    first run starts while any of the budget is left."""
 
-    def __init__(self, total_s: float, names: Sequence[str]) -> None:
+    def __init__(self, total_s: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.total_s = total_s
-        self.left = list(names)
-        self.spent_s = 0.0
-        self.started: float | None = None
+        self.clock = clock
+        self.started = clock()
 
     @staticmethod
     def of(benchmarks: Sequence[BenchmarkSpec]) -> Budget | None:
         """The budget of the suite (the largest any of its benchmarks has), or None."""
-        with_budget = [
-            b for b in benchmarks if b.until_decided is not None and b.until_decided.budget_s
+        budgets = [
+            b.until_decided.budget_s
+            for b in benchmarks
+            if b.until_decided is not None and b.until_decided.budget_s
         ]
-        if not with_budget:
-            return None
-        total = max(float(b.until_decided.budget_s or 0) for b in with_budget if b.until_decided)
-        return Budget(total, [b.name for b in with_budget])
+        return Budget(max(budgets)) if budgets else None
 
-    def allowance_s(self, bench: BenchmarkSpec) -> float | None:
-        """This benchmark's share of what is left, or None when it has no budget."""
-        if bench.name not in self.left:
-            return None
-        if self.started is None:
-            self.started = time.monotonic()
-        return max(0.0, self.total_s - self.spent_s) / len(self.left)
+    def spent_s(self) -> float:
+        return self.clock() - self.started
 
-    def done(self, bench: BenchmarkSpec) -> None:
-        if bench.name in self.left and self.started is not None:
-            self.spent_s += time.monotonic() - self.started
-            self.started = None
-            self.left.remove(bench.name)
+    def fits(self, per_run_s: float | None) -> bool:
+        """Whether a run that takes ``per_run_s`` (None: not known yet) ends within it."""
+        spent = self.spent_s()
+        if per_run_s is None:
+            return spent < self.total_s
+        return spent + per_run_s <= self.total_s
 
 
-class UntilDecidedPlans(tuple[RunPlan, ...]):
-    """The planned runs of a benchmark measured until decided: iterating asks ``go_on`` before
-    every run after the first, and ends when it says no. The runner goes through them as
-    through any plan; ``len`` stays the most runs planned."""
-
-    go_on: Callable[[], bool]
-
-    def __new__(cls, plans: tuple[RunPlan, ...], go_on: Callable[[], bool]) -> UntilDecidedPlans:
-        self = super().__new__(cls, plans)
-        self.go_on = go_on
-        return self
-
-    def __iter__(self) -> Iterator[RunPlan]:
-        for i, plan in enumerate(tuple.__iter__(self)):
-            if i and not self.go_on():
-                return
-            yield plan
-
-
-def stop_rule(
-    bench: BenchmarkSpec,
-    recorder: Recording,
-    settings: AnalysisSettings,
+def measure_in_rounds(
+    measurings: Sequence[Measuring],
     budget: Budget | None,
-    say: Callable[[str], None],
-) -> Callable[[], bool]:
-    """Whether to start another run: not once the verdict is decided (docs/statistics.md,
-    method 2b), nor when the run would not end within the benchmark's share of the budget."""
-    started = time.monotonic()
-    # Continued: the earlier runs are in the record but not in this session's time.
-    first = len(recorder.record.runs)
-    allowance = None if budget is None else budget.allowance_s(bench)
+    at: Callable[[str], None],
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
+    """Round by round until every benchmark has left the rotation (the module's docstring);
+    ``at`` is told which benchmark is being measured (where an interruption stopped it).
 
-    def go_on() -> bool:
-        record = recorder.record
-        analysis = analyze_benchmark(record, settings)
-        stopping = analysis.stopping
-        if stopping is not None and stopping.decided_after is not None:
-            say(f"{analysis.verdict}, {stopping.sentence()}")
-            return False
-        if allowance is not None:
-            elapsed = time.monotonic() - started
-            per_run = elapsed / max(1, len(record.runs) - first)
-            if elapsed + per_run > allowance:
-                why = (
-                    f"budget spent: the next run would end after its share of the budget "
-                    f"({units.clock(allowance * 1e9)}, {len(record.runs)} runs measured)"
+    Each benchmark's looks are its rule's own: one after each of its runs from its
+    ``min_runs`` on, whatever the others did, so its error rate is the rule's."""
+    rotation = [m for m in measurings if not m.done]
+    took: dict[str, list[float]] = {m.bench.name: [] for m in rotation}
+    while rotation:
+        for m in list(rotation):
+            name = m.bench.name
+            design = m.bench.until_decided
+            own = took[name]
+            per_run = sum(own) / len(own) if own else None
+            if (
+                budget is not None
+                and design is not None
+                and design.budget_s
+                and not budget.fits(per_run)
+            ):
+                done = len(m.recorder.record.runs)
+                total = units.clock(budget.total_s * 1e9)
+                m.stop(
+                    f"budget spent: its next run would end after the {total} "
+                    f"the suite's undecided benchmarks share ({done} "
+                    f"{'run' if done == 1 else 'runs'} measured)",
+                    warn_user=False,
                 )
-                recorder.record = replace(record, note=why)
-                recorder.save()
-                say(why)
-                return False
-        return True
-
-    return go_on
+                rotation.remove(m)
+                continue
+            at(name)
+            started = clock()
+            m.run_one()
+            decided = None if m.stopped is not None else m.look()
+            own.append(clock() - started)
+            if decided is not None:
+                verdict, sentence = decided
+                m.say(f"{verdict}, {sentence}")
+            if decided is not None or m.done:
+                rotation.remove(m)
