@@ -171,10 +171,11 @@ def _first_document(
     versions: Mapping[str, Any] | None,
     benchmarks: Sequence[BenchmarkSpec],
 ) -> ResultsDocument:
-    """The document before the first run: no benchmark yet, not complete, and every benchmark
-    planned (``state.planned``: those never started count in its completeness)."""
+    """The document before the first run: no benchmark yet (but those continued, as they
+    were), not complete, and every benchmark planned (``state.planned``: those never started
+    count in its completeness)."""
     planned = planned_state([(b.name, b.runs) for b in benchmarks])
-    return ResultsDocument(
+    doc = ResultsDocument(
         benchmarks=(),
         tool={"name": "duet-bench", "version": __version__},
         created=_now(),
@@ -182,6 +183,12 @@ def _first_document(
         config={**options.config, **({"versions": dict(versions)} if versions else {})},
         state={**_state(None), "planned": planned},
     )
+    # Continued (--continue): the earlier runs are in the file from the start, so that an
+    # interruption before the first new run loses none of them.
+    for bench in benchmarks:
+        if bench.name in options.earlier:
+            doc = doc.with_benchmark(options.earlier[bench.name])
+    return doc
 
 
 @contextlib.contextmanager
