@@ -8,7 +8,9 @@ session, so nothing measured is lost). A round file that is complete and was mea
 same suite, benchmark and run options is read back instead of measured again: a stopped bisect
 run again with the same ``--out`` continues where it stopped, and one run again with another
 ``--threshold``, ``--confidence`` or ``--max-runs`` re-analyses what it has and measures only what
-is missing.
+is missing. An undecided round measured until decided, run again with a larger
+``--step-max-runs`` or ``--step-budget``, is continued under the same rule (its runs kept, the
+next runs of its plan measured: :meth:`Comparer._continuable`).
 """
 
 from __future__ import annotations
@@ -23,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 from duet_bench import files, results, units
 from duet_bench.analysis import AnalysisSettings, analyze_benchmark
-from duet_bench.analysis.stopping import UntilDecided
+from duet_bench.analysis.stopping import UntilDecided, check_continuation
 from duet_bench.bisect.history import Commit
 from duet_bench.config import BenchmarkConfig, Config
-from duet_bench.errors import ResultsError, VersionError
+from duet_bench.errors import ResultsError, UsageError, VersionError
 from duet_bench.plan import for_suite
 from duet_bench.results import BenchmarkRecord, RunRecord, SideName
 from duet_bench.session import MachineOptions, measure, raise_if_broken, session_options
@@ -183,9 +185,12 @@ class Comparer:
         add = self.first_runs
         while True:
             path = self._round_path(baseline, candidate, len(files) + 1)
-            doc = self._read_round(path)
+            earlier = self._continuable(path)
+            doc = None if earlier is not None else self._read_round(path)
             if doc is None:
-                doc = self._measure_round(baseline, candidate, path, add, len(files) + 1)
+                doc = self._measure_round(
+                    baseline, candidate, path, add, len(files) + 1, earlier=earlier
+                )
             else:
                 reused += 1
             files.append(str(path.relative_to(self.out_dir)))
@@ -262,6 +267,42 @@ class Comparer:
         self.on_note(f"  {path.name} was stopped or measured otherwise: kept as {kept.name}")
         return None
 
+    def _continuable(self, path: Path) -> BenchmarkRecord | None:
+        """The undecided record of a complete round file measured until decided with the same
+        suite, benchmark and run options as this search but a smaller ``--step-max-runs`` or
+        ``--step-budget``: continued under the same rule (docs/bisect.md, "Resuming"), not
+        measured anew. None when there is no such file or the rule is not the same."""
+        if self.design is None or not path.exists():
+            return None
+        try:
+            doc = results.load(path)
+        except ResultsError:
+            return None
+        key = (doc.config.get("bisect") or {}).get("key")
+        if not doc.state.get("complete") or not isinstance(key, Mapping) or key == self.key:
+            return None
+        if "until_decided" not in key or _without_design(key) != _without_design(self.key):
+            return None
+        record = next((b for b in doc.benchmarks if b.name == self.benchmark.name), None)
+        if record is None:
+            return None
+        seed = self.machine.plan_seed  # the first round's: a step measured until decided has one
+        try:
+            check_continuation(
+                record,
+                settings={**record.settings, "seed": seed, "analysis": self.settings.to_record()},
+                versions=record.versions,
+                design=self.design,
+                source=str(path),
+            )
+        except UsageError:
+            return None
+        self.on_note(
+            f"  continuing {path.name}: undecided after {len(record.runs)} runs, measured "
+            f"further under the same rule, up to {self.design.max_runs} runs"
+        )
+        return record
+
     def release(self, commit: Commit) -> None:
         """Give back the worktree of ``commit``, which the search left
         (:func:`duet_bench.bisect.search.search`'s ``on_leave``), so that a long history does
@@ -297,7 +338,14 @@ class Comparer:
         return version.directory
 
     def _measure_round(
-        self, baseline: Commit, candidate: Commit, path: Path, runs: int, round_: int
+        self,
+        baseline: Commit,
+        candidate: Commit,
+        path: Path,
+        runs: int,
+        round_: int,
+        *,
+        earlier: BenchmarkRecord | None = None,
     ) -> results.ResultsDocument:
         base_dir = self._directory("baseline", baseline)
         head_dir = self._directory("candidate", candidate)
@@ -337,6 +385,8 @@ class Comparer:
                 "bisect": {"key": self.key, "round": round_},
             },
         )
+        if earlier is not None:
+            session = replace(session, earlier={self.benchmark.name: earlier})
         versions = {
             "baseline": {
                 "ref": baseline.short,
@@ -352,6 +402,11 @@ class Comparer:
         doc = measure(specs, session, versions=versions)
         raise_if_broken(doc, self.max_failures)
         return doc
+
+
+def _without_design(key: Mapping[str, Any]) -> dict[str, Any]:
+    """A round file's key without its design until decided."""
+    return {k: v for k, v in key.items() if k != "until_decided"}
 
 
 def _joined(first: BenchmarkRecord, more: BenchmarkRecord) -> BenchmarkRecord:

@@ -10,7 +10,6 @@ cgroup, barrier file or work directory.
 from __future__ import annotations
 
 import contextlib
-import datetime
 import logging
 import os
 import shutil
@@ -21,30 +20,31 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from duet_bench import __version__
-from duet_bench.analysis import analyze_benchmark, running_estimate
 from duet_bench.environment import capture_environment, load_average
 from duet_bench.errors import BenchmarkFailed, ResultsError, UsageError
 from duet_bench.isolation import Backend, select_backend
 from duet_bench.isolation.leftovers import remove_stale_files as remove_stale_files
 from duet_bench.isolation.sandbox import side_isolation
 from duet_bench.lock import acquire as acquire_lock
-from duet_bench.plan import BenchmarkSpec, plan_runs
+from duet_bench.plan import BenchmarkSpec
 from duet_bench.progress import Progress
-from duet_bench.results import BenchmarkRecord, ResultsDocument, RunRecord
+from duet_bench.results import ResultsDocument
 from duet_bench.results.completeness import planned_state
 from duet_bench.results.reserve import save_reserving, write_state_in_place
 from duet_bench.runner import (
     RunnerContext,
-    calibrate_inner_loops,
     install_harness,
-    measure_benchmark,
     worker_python_for,
 )
+from duet_bench.session.benchmark import STDERR_LINES_SHOWN as STDERR_LINES_SHOWN
+from duet_bench.session.benchmark import Measuring
+from duet_bench.session.benchmark import failure_details as failure_details
+from duet_bench.session.benchmark import now as _now
+from duet_bench.session.benchmark import state_of as _state
+from duet_bench.session.benchmark import warn as _warn
 from duet_bench.session.options import SessionOptions
-from duet_bench.session.until_decided import Budget, UntilDecidedPlans, stop_rule
+from duet_bench.session.until_decided import Budget, measure_in_rounds
 from duet_bench.topology import choose_pair, read_topology
-from duet_bench.units import differing_name
-from duet_bench.untrusted import for_terminal
 
 if TYPE_CHECKING:  # at run time imported by the steps that use them, as they were
     from duet_bench.topology import CorePair, Topology
@@ -54,14 +54,6 @@ log = logging.getLogger(__name__)
 #: Work directories live here, not under /tmp: a side's sandbox replaces /tmp.
 WORK_ROOT = "/var/tmp"
 BARRIER_DIR = "/dev/shm"
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def _warn(message: str) -> None:
-    log.warning("%s", for_terminal(message))  # may hold a side's stderr
 
 
 def _load_average_now() -> list[float] | None:
@@ -179,10 +171,11 @@ def _first_document(
     versions: Mapping[str, Any] | None,
     benchmarks: Sequence[BenchmarkSpec],
 ) -> ResultsDocument:
-    """The document before the first run: no benchmark yet, not complete, and every benchmark
-    planned (``state.planned``: those never started count in its completeness)."""
+    """The document before the first run: no benchmark yet (but those continued, as they
+    were), not complete, and every benchmark planned (``state.planned``: those never started
+    count in its completeness)."""
     planned = planned_state([(b.name, b.runs) for b in benchmarks])
-    return ResultsDocument(
+    doc = ResultsDocument(
         benchmarks=(),
         tool={"name": "duet-bench", "version": __version__},
         created=_now(),
@@ -190,6 +183,12 @@ def _first_document(
         config={**options.config, **({"versions": dict(versions)} if versions else {})},
         state={**_state(None), "planned": planned},
     )
+    # Continued (--continue): the earlier runs are in the file from the start, so that an
+    # interruption before the first new run loses none of them.
+    for bench in benchmarks:
+        if bench.name in options.earlier:
+            doc = doc.with_benchmark(options.earlier[bench.name])
+    return doc
 
 
 @contextlib.contextmanager
@@ -227,34 +226,37 @@ def _measure_all(
     options: SessionOptions,
     progress: Progress,
 ) -> ResultsDocument:
-    """Every benchmark in turn. Whatever stops it (a failure, SIGINT, SIGTERM), the document as
-    last written is saved with where it stopped, and the error goes on."""
-    where = "before the first run"
-    # The document as last written, runs of the benchmark in progress included: what a
+    """The benchmarks of a fixed design one after the other, then those measured until decided
+    together, round by round (:mod:`duet_bench.session.until_decided`). Whatever stops it (a
+    failure, SIGINT, SIGTERM), the document as last written is saved with where it stopped, and
+    the error goes on."""
+    where = ["before the first run"]
+
+    def at(name: str) -> None:
+        where[0] = f"while measuring {name!r}"
+
+    # The document as last written, the runs of every benchmark in progress included: what a
     # failure or an interruption keeps.
     latest = [doc]
-    budget = Budget.of(benchmarks)
     try:
+        rounds = []
         for bench in benchmarks:
-            where = f"while measuring {bench.name!r}"
-            doc = _measure_one(bench, doc, ctx, pair, options, progress, latest, budget)
+            at(bench.name)
+            measuring = Measuring(bench, ctx, pair, options, progress, latest)
+            if bench.until_decided is None:
+                measuring.run_all()
+                measuring.finish()
+            else:
+                rounds.append(measuring)
+        measure_in_rounds(rounds, Budget.of(benchmarks), at)
+        for measuring in rounds:
+            measuring.finish()
     except BaseException as e:
         reason = getattr(e, "message", None) or type(e).__name__
-        stopped = f"{reason} {where}"
+        stopped = f"{reason} {where[0]}"
         _save_state(replace(latest[0], state=_state(latest[0], stopped=stopped)), options.out)
         raise
-    return doc
-
-
-def _state(
-    doc: ResultsDocument | None, *, complete: bool = False, stopped: str | None = None
-) -> dict[str, Any]:
-    """The document's ``state``: complete or not, where it stopped, when it was written, and
-    what was planned (kept from ``doc``)."""
-    state: dict[str, Any] = {"complete": complete, "stopped": stopped, "updated": _now()}
-    if doc is not None and "planned" in doc.state:
-        state["planned"] = doc.state["planned"]
-    return state
+    return latest[0]
 
 
 def _save_state(doc: ResultsDocument, out: Path) -> None:
@@ -269,143 +271,6 @@ def _save_state(doc: ResultsDocument, out: Path) -> None:
         state["stopped"] = f"{state['stopped']}; {lost}" if state.get("stopped") else lost
         write_state_in_place(out, state)
         _warn(f"{out}: {lost}; its state was written in the room reserved for it")
-
-
-def _measure_one(
-    bench: BenchmarkSpec,
-    doc: ResultsDocument,
-    ctx: RunnerContext,
-    pair: tuple[int, int],
-    options: SessionOptions,
-    progress: Progress,
-    latest: list[ResultsDocument],
-    budget: Budget | None = None,
-) -> ResultsDocument:
-    plans = plan_runs(bench, pair, seed=options.seed)
-    earlier = options.earlier.get(bench.name)
-    inner_loops = (
-        calibrate_inner_loops(bench, ctx, cpu=plans[0].cpus["baseline"])
-        if earlier is None
-        # Continued: the runs already measured fixed how many calls an iteration makes.
-        else int(earlier.settings.get("inner_loops") or 1)
-    )
-    analysis_settings = options.per_benchmark.get(bench.name, options.analysis)
-    settings = {
-        **bench.settings(),
-        "seed": options.seed,
-        "inner_loops": inner_loops,
-        # What duet analyze and duet report analyse with again, unless told otherwise.
-        "analysis": analysis_settings.to_record(),
-    }
-    record = BenchmarkRecord(
-        name=bench.name,
-        runs=() if earlier is None else earlier.runs,
-        kind=bench.kind,
-        method=bench.method,
-        versions={"baseline": bench.baseline.describe(), "candidate": bench.candidate.describe()},
-        settings=settings,
-    )
-    if earlier is not None:
-        # The plan is the earlier one (same seed), its first runs already measured; a
-        # benchmark decided already (a suite continued) gets none.
-        stopping = earlier.analysis.stopping if earlier.analysis is not None else None
-        decided = stopping is not None and stopping.decided_after is not None
-        plans = () if decided else plans[len(earlier.runs) :]
-    recorder = _Recorder(doc.with_benchmark(record), record, options.out, latest)
-
-    def on_run(run: RunRecord) -> None:
-        recorder.add(run)
-        title = f"{differing_name(bench.name)} run {run.index + 1}/{bench.runs}"
-        if run.ok:
-            so_far = running_estimate(recorder.record, analysis_settings.metric)
-            progress.step(f"{title} ok" + (f" · {so_far}" if so_far else ""))
-            return
-        # The cause, once: the side's exit status and the end of its stderr.
-        details = failure_details(run)
-        progress.step(f"{title} FAILED", details=details)
-        if not options.progress:
-            _warn("\n".join([f"{title} failed:", *details]))
-
-    def on_stop(why: str) -> None:
-        recorder.record = replace(recorder.record, note=why.removeprefix(f"{bench.name}: "))
-        recorder.save()
-        if options.progress:
-            progress.note(f"duet: {why}")
-        else:
-            _warn(why)  # logged as "duet: WARNING: ..."
-
-    if bench.until_decided is not None:
-
-        def say(text: str) -> None:
-            if options.progress:
-                progress.note(f"duet: {bench.name}: {text}")
-
-        plans = UntilDecidedPlans(plans, stop_rule(bench, recorder, analysis_settings, budget, say))
-    measure_benchmark(
-        bench,
-        plans,
-        ctx,
-        on_run=on_run,
-        max_failures=options.max_failures,
-        inner_loops=inner_loops,
-        on_stop=on_stop,
-    )
-    if budget is not None:
-        budget.done(bench)
-    analysis = analyze_benchmark(recorder.record, analysis_settings).to_block()
-    recorder.record = replace(recorder.record, analysis=analysis)
-    recorder.save()
-    return recorder.doc
-
-
-#: How many lines of a failed side's stderr are shown on the terminal (all of its tail is in the
-#: results file).
-STDERR_LINES_SHOWN = 5
-
-
-def failure_details(run: RunRecord) -> list[str]:
-    """What a failed run shows on the terminal: its cause, then the last lines of the failing
-    side's stderr (without the worker's own line, which repeats the cause)."""
-    out = [f"  {run.reason or run.status}"]
-    side_name = (run.reason or "").partition(": ")[0]
-    if side_name not in ("baseline", "candidate"):
-        return out
-    tail = run.side(side_name).stderr_tail  # type: ignore[arg-type]  # checked just above
-    lines = [
-        line
-        for line in (tail or "").splitlines()
-        if line.strip() and not line.startswith("duet_worker: ")
-    ]
-    if lines:
-        shown = lines[-STDERR_LINES_SHOWN:]
-        count = "line" if len(shown) == 1 else f"{len(shown)} lines"
-        out.append(f"  {side_name} stderr (last {count}):")
-        out += [f"    {line}" for line in shown]
-    else:
-        out.append(f"  {side_name} stderr: empty")
-    return out
-
-
-class _Recorder:
-    """Holds the growing document and writes it after every run: nothing measured is lost."""
-
-    def __init__(
-        self,
-        doc: ResultsDocument,
-        record: BenchmarkRecord,
-        out: Path,
-        latest: list[ResultsDocument],
-    ) -> None:
-        self.doc, self.record, self.out, self.latest = doc, record, out, latest
-
-    def add(self, run: RunRecord) -> None:
-        self.record = replace(self.record, runs=(*self.record.runs, run))
-        self.save()
-
-    def save(self) -> None:
-        self.doc = replace(self.doc.with_benchmark(self.record), state=_state(self.doc))
-        self.latest[0] = self.doc
-        save_reserving(self.doc, self.out)
 
 
 def broken_benchmarks(doc: ResultsDocument, max_failures: int | None) -> list[str]:
