@@ -81,7 +81,9 @@ class Sandbox:
     loopback that is brought up before the program starts. With ``mount_namespace``, every
     path in ``hidden`` (the other side's directory and private ``/tmp``, by their host paths) is
     covered by an empty read-only tmpfs in the side's namespace: the side can neither read nor
-    write there (issue 33, finding 4).
+    write there (issue 33, finding 4). With ``pid_namespace`` (which needs the mount namespace)
+    the side's program runs in a PID namespace of its own with its own ``/proc``
+    (``duet_bench.isolation.pidns``): it sees no process but its own (issue 33, finding 2).
     """
 
     tmpdir: str
@@ -89,10 +91,13 @@ class Sandbox:
     network_namespace: bool
     hidden: tuple[str, ...] = ()
     private_tmp: bool = True
+    pid_namespace: bool = False
 
     def __post_init__(self) -> None:
         if not os.path.isabs(self.tmpdir):
             raise ValueError(f"tmpdir must be an absolute path, got {self.tmpdir!r}")
+        if self.pid_namespace and not self.mount_namespace:
+            raise ValueError("a PID namespace needs the mount namespace (for its own /proc)")
         if (self.mount_namespace or self.network_namespace) and not namespaces_available():
             raise IsolationError(
                 "a sandbox with a mount or network namespace needs root",
@@ -189,14 +194,15 @@ def side_isolation(level: str, *, share_network: bool) -> dict[str, object]:
     """What each side gets at isolation ``level`` here, for the results' environment
     (``side_isolation``; docs/isolation.md, "What each side sees"): its cgroup level, whether it
     has a private ``/tmp`` and the other side's files covered (a mount namespace), a loopback of
-    its own (a network namespace), its own PIDs (never yet), and how its environment is made."""
+    its own (a network namespace), its own PIDs and ``/proc`` (a PID namespace), and how its
+    environment is made."""
     namespaces = namespaces_available()
     return {
         "level": level,
         "mount_namespace": namespaces,
         "other_side_hidden": namespaces,
         "network_namespace": namespaces and not share_network,
-        "pid_namespace": False,
+        "pid_namespace": namespaces,
         "environment": "allow-list",
     }
 
@@ -227,4 +233,5 @@ def make_sandbox(base_dir: str, side: str, *, share_network: bool) -> Sandbox:
         tmpdir=os.path.abspath(tmpdir),
         mount_namespace=namespaces,
         network_namespace=namespaces and not share_network,
+        pid_namespace=namespaces,
     )
