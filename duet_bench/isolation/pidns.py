@@ -84,6 +84,9 @@ class PidNamespace:
     prctl: Callable[..., int]
     max_fd: int
     all_signals: frozenset[int]
+    #: Whether the namespace outlives the program while processes it left run (a container
+    #: kills them: the warning about them stays duet's); else they end with the program.
+    keep_leftovers: bool = True
 
     def enter(self, drop_privileges: Callable[[], None] | None) -> None:
         """In the child: make the namespace and return in its PID 2 (the program), which goes
@@ -146,7 +149,7 @@ class PidNamespace:
             pid, status = os.waitpid(-1, 0)
             if pid == program:
                 break
-        left = _children_left()
+        left = self.keep_leftovers and _children_left()
         if left:
             # From now on the namespace lives as long as what the program left (as before:
             # duet kills it with the container); the keeper's end must not end it.
@@ -210,7 +213,9 @@ def _children_left(*, block: bool = False) -> bool:
         return False
 
 
-def prepare_pid_namespace(*, own_mount_namespace: bool) -> PidNamespace:
+def prepare_pid_namespace(
+    *, own_mount_namespace: bool, keep_leftovers: bool = True
+) -> PidNamespace:
     """What ``PidNamespace.enter`` needs, looked up here, before any fork."""
     libc = _libc()
     unshare = libc.unshare
@@ -234,4 +239,5 @@ def prepare_pid_namespace(*, own_mount_namespace: bool) -> PidNamespace:
         prctl=prctl,
         max_fd=max(soft, 1024),
         all_signals=frozenset(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP},
+        keep_leftovers=keep_leftovers,
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -225,3 +226,48 @@ def test_a_daemon_with_threads_crosses_over_with_its_side(
         assert line["theirs"] == [line["mine"]], f"the daemon stayed behind: {line}"
     assert len({line["mine"][0] for line in lines}) == 2, f"no crossover: {lines}"
     assert_nothing_left(done.pid, tag)
+
+
+#: A python benchmark that records, once per process, how many processes it sees and whether it
+#: can read the environment of the process that started duet; the calibration of its inner
+#: loops (``--calibrate`` in its worker's arguments) runs it too.
+PEEK = """
+import json, os, sys
+LOG, INVOKER, done = {log!r}, {invoker}, []
+def run():
+    if done:
+        return
+    done.append(1)
+    try:
+        environ = len(open(f"/proc/{{INVOKER}}/environ", "rb").read())
+    except OSError as e:
+        environ = e.strerror
+    pids = [e for e in os.listdir("/proc") if e.isdigit()]
+    with open(LOG, "a") as f:
+        f.write(json.dumps({{"calibrating": "--calibrate" in sys.argv, "seen": len(pids),
+                            "environ": environ}}) + "\\n")
+"""
+
+
+def test_a_python_benchmark_and_its_calibration_see_only_themselves(
+    tmp_path: Path, tag: str, shared_dir: Path
+) -> None:
+    """Finding 2 for a python callable: its inner-loop calibration (before the runs, outside
+    the sides' containers) runs the pull request's code too, and in its own PID namespace as
+    the sides do. An exact answer: no chance of failing by chance."""
+    log = shared_dir / "log"
+    (shared_dir / "peek.py").write_text(PEEK.format(log=str(log), invoker=os.getpid()))
+    done = duet(
+        "run", "--python-baseline", sys.executable, "--python-candidate", sys.executable,
+        "--callable", "peek:run", "--baseline-dir", str(shared_dir),
+        "--candidate-dir", str(shared_dir), "--name", "peek", "--runs", "2", "--iterations", "2",
+        "--isolation", ISOLATION, "--out", str(tmp_path / "out"), *QUICK, tag=tag,
+    )  # fmt: skip
+    clean(done)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert {line["calibrating"] for line in lines} == {True, False}, lines
+    for line in lines:
+        # Its init, its worker (the callable runs in it): nothing else.
+        assert line["seen"] <= 3, f"it saw {line['seen']} processes: {line}"
+        assert line["environ"] == "No such file or directory", line
