@@ -26,7 +26,7 @@ from typing import IO, Any
 from duet_bench.isolation.affinity import AffinityBackend
 from duet_bench.isolation.base import Container
 from duet_bench.isolation.model import Limits, RunAs
-from duet_bench.isolation.sandbox import namespaces_available
+from duet_bench.isolation.sandbox import pid_namespaces_available
 from duet_bench.isolation.select import select_backend
 from duet_bench.machine import THIS
 
@@ -96,7 +96,7 @@ def run_job(
             stdout=stdout,
             stderr=stderr,
             run_as=run_as,
-            pid_namespace=namespaces_available(),
+            pid_namespace=pid_namespaces_available(),
         )
         try:
             returncode: int | None = proc.wait(timeout=timeout_s)

@@ -16,18 +16,31 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
+import functools
+import logging
 import os
 import shutil
 import socket
 import struct
+import subprocess
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from duet_bench.errors import IsolationError
+from duet_bench.isolation.pidns import prepare_pid_namespace
+from duet_bench.isolation.spawn import spawn_prepared
 from duet_bench.machine import THIS, Machine
 
-__all__ = ["Sandbox", "make_sandbox", "namespaces_available", "side_isolation"]
+__all__ = [
+    "Sandbox",
+    "make_sandbox",
+    "namespaces_available",
+    "pid_namespaces_available",
+    "side_isolation",
+]
+
+log = logging.getLogger(__name__)
 
 # <sched.h> and <sys/mount.h>; os.unshare and os.CLONE_* appeared only in Python 3.12.
 CLONE_NEWNS = 0x00020000
@@ -66,6 +79,35 @@ def namespaces_available() -> bool:
     "root" that sees files owned by nobody, which changes its behaviour; duet does not do that.
     """
     return os.geteuid() == 0 and _has_sys_admin()
+
+
+@functools.cache
+def pid_namespaces_available() -> bool:
+    """Whether a program can start here in a PID namespace with its own ``/proc``
+    (``duet_bench.isolation.pidns``): root with CAP_SYS_ADMIN, where the kernel lets it mount a
+    procfs (a user namespace's root may not over a ``/proc`` with masked parts, as in rootless
+    containers). Tried once per process with ``/bin/true``; when it fails, a warning says why:
+    the sides and builds then see every process of their user, as ``side_isolation`` records."""
+    if not namespaces_available():
+        return False
+    true = "/bin/true" if os.path.exists("/bin/true") else "/usr/bin/true"
+    try:
+        popen = spawn_prepared(
+            [true], env={}, cwd="/", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            join_files=(), cpus=frozenset(os.sched_getaffinity(0)), enter_sandbox=None,
+            what="a PID namespace (trying whether one can be made here)",
+            pid_namespace=prepare_pid_namespace(own_mount_namespace=True, keep_leftovers=False),
+        )  # fmt: skip
+        returncode = popen.wait()
+    except (OSError, IsolationError) as e:
+        log.warning("no PID namespace for the sides and builds here: %s", e)
+        return False
+    if returncode != 0:
+        log.warning(
+            "no PID namespace for the sides and builds here: %s exited %d", true, returncode
+        )
+        return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,7 +244,7 @@ def side_isolation(level: str, *, share_network: bool) -> dict[str, object]:
         "mount_namespace": namespaces,
         "other_side_hidden": namespaces,
         "network_namespace": namespaces and not share_network,
-        "pid_namespace": namespaces,
+        "pid_namespace": pid_namespaces_available(),
         "environment": "allow-list",
     }
 
@@ -233,5 +275,5 @@ def make_sandbox(base_dir: str, side: str, *, share_network: bool) -> Sandbox:
         tmpdir=os.path.abspath(tmpdir),
         mount_namespace=namespaces,
         network_namespace=namespaces and not share_network,
-        pid_namespace=namespaces,
+        pid_namespace=pid_namespaces_available(),
     )

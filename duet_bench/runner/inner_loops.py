@@ -15,7 +15,7 @@ from duet_bench.errors import EnvironmentNotReady
 from duet_bench.isolation import RunAs
 from duet_bench.isolation.pidns import prepare_pid_namespace
 from duet_bench.isolation.privileges import allowed_environment
-from duet_bench.isolation.sandbox import namespaces_available
+from duet_bench.isolation.sandbox import pid_namespaces_available
 from duet_bench.plan import BenchmarkSpec
 from duet_bench.runner.context import RunnerContext, remove_tree, safe_name
 from duet_bench.runner.paths import working_directory
@@ -94,7 +94,7 @@ def _pin_and_drop(cpu: int, run_as: RunAs | None) -> Callable[[], None]:
     to ``run_as``. Between fork and exec: only system calls on what is prepared here."""
     pids = (
         prepare_pid_namespace(own_mount_namespace=True, keep_leftovers=False)
-        if namespaces_available()
+        if pid_namespaces_available()
         else None
     )
     drop = None if run_as is None else functools.partial(_drop, run_as)
