@@ -6,6 +6,11 @@ without it, in one sitting, as root.
   the PID namespace (the keeper and init processes, the ``/proc`` mount): the median time from
   ``Container.spawn`` to the end of ``wait`` in microseconds, and the median to ``spawn``'s
   return (the program has exec'd).
+- *per iteration, directly*: the only work an iteration gains is for that one more task in
+  the side's task list, the namespace's init (asleep): one ``sched_setaffinity`` at the
+  crossover's move and one read of its ``/proc/<tid>/schedstat`` in ``Barrier.ran_on``; both
+  timed here on a sleeping child, ``--calls`` times (median, microseconds). Robust to load in a
+  way the A/A runs below are not.
 - *per iteration*: A/A duet runs of the integer workload (``benchmarks/workloads``, native,
   calibrated to ``--iteration-ms``, 20 ms), through ``duet_bench.session.measure``, alternately
   with and without the namespace (``--pairs`` times each): the median measured iteration,
@@ -80,6 +85,28 @@ def starts(n: int) -> dict[str, Any]:
     }
 
 
+def extra_per_iteration(calls: int) -> dict[str, float]:
+    """One ``sched_setaffinity`` and one ``schedstat`` read of a sleeping task, as the crossover
+    and ``ran_on`` do for the init at every iteration."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - sleeps until killed
+        time.sleep(3600)
+        os._exit(0)
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+        took = []
+        for i in range(calls):
+            t0 = time.perf_counter_ns()
+            os.sched_setaffinity(pid, {cpus[i % len(cpus)]})
+            with open(f"/proc/{pid}/schedstat", "rb") as f:
+                f.read()
+            took.append((time.perf_counter_ns() - t0) / 1000)
+    finally:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    return {"calls": calls, "median_us": statistics.median(took)}
+
+
 @contextlib.contextmanager
 def namespace(own: bool) -> Iterator[None]:
     """The runner's sandboxes with or without the PID namespace."""
@@ -137,6 +164,7 @@ def iterations(args: argparse.Namespace) -> dict[str, Any]:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--starts", type=int, default=200)
+    p.add_argument("--calls", type=int, default=5000)
     p.add_argument("--pairs", type=int, default=3)
     p.add_argument("--runs", type=int, default=10)
     p.add_argument("--iterations", type=int, default=20)
@@ -155,6 +183,7 @@ def run(args: argparse.Namespace) -> int:
     started = time.time()
     load = [os.getloadavg()[0]]
     res: dict[str, Any] = {"spawn": starts(args.starts)}
+    res["extra_per_iteration"] = extra_per_iteration(args.calls)
     load.append(os.getloadavg()[0])
     res["iteration"] = iterations(args)
     load.append(os.getloadavg()[0])
@@ -169,6 +198,8 @@ def run(args: argparse.Namespace) -> int:
         f"  with the PID namespace {s['with_us']:.3g} us, without {s['without_us']:.3g} us "
         f"(to exec: {s['with_exec_us']:.3g} vs {s['without_exec_us']:.3g} us)"
     )
+    extra = res["extra_per_iteration"]
+    print(f"per iteration, the init's move and schedstat read: {extra['median_us']:.3g} us")
     print(f"per iteration (integer, {args.iteration_ms:g} ms, {args.pairs} A/A pairs):")
     for key in ("median_iteration_ms", "wall_per_iteration_ms", "aa_width"):
         row = it[key]
