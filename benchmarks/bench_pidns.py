@@ -5,7 +5,9 @@ without it, in one sitting, as root.
   it, and ``/bin/true`` started and waited for, ``--starts`` times alternately with and without
   the PID namespace (the keeper and init processes, the ``/proc`` mount): the median time from
   ``Container.spawn`` to the end of ``wait`` in microseconds, and the median to ``spawn``'s
-  return (the program has exec'd).
+  return (the program has exec'd), and the container's peak memory (the keeper and the init are
+  copies of the orchestrator that stay in the side's cgroup: the pages they write are charged
+  to it).
 - *per iteration, directly*: the only work an iteration gains is for that one more task in
   the side's task list, the namespace's init (asleep): one ``sched_setaffinity`` at the
   crossover's move and one read of its ``/proc/<tid>/schedstat`` in ``Barrier.ran_on``; both
@@ -56,6 +58,7 @@ def starts(n: int) -> dict[str, Any]:
     """``/bin/true`` in a container with a sandbox, with and without the namespace, alternately."""
     took: dict[bool, list[float]] = {True: [], False: []}
     returned: dict[bool, list[float]] = {True: [], False: []}
+    peak: dict[bool, list[int]] = {True: [], False: []}
     with tempfile.TemporaryDirectory(dir="/var/tmp") as d, select_backend("auto") as backend:
         base = make_sandbox(d, "baseline", share_network=False)
         try:
@@ -70,6 +73,7 @@ def starts(n: int) -> dict[str, Any]:
                     if p.wait() != 0:
                         raise SystemExit("/bin/true failed")
                     t2 = time.perf_counter_ns()
+                    peak[own].append(c.usage().peak_memory_bytes or 0)
                 returned[own].append((t1 - t0) / 1000)
                 took[own].append((t2 - t0) / 1000)
         finally:
@@ -82,6 +86,8 @@ def starts(n: int) -> dict[str, Any]:
         "without_us": statistics.median(took[False]),
         "with_exec_us": statistics.median(returned[True]),
         "without_exec_us": statistics.median(returned[False]),
+        "with_peak_memory_kib": statistics.median(peak[True]) / 1024,
+        "without_peak_memory_kib": statistics.median(peak[False]) / 1024,
     }
 
 
@@ -169,6 +175,7 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=10)
     p.add_argument("--iterations", type=int, default=20)
     p.add_argument("--iteration-ms", type=float, default=20.0)
+    p.add_argument("--skip-aa", action="store_true", help="no A/A runs (they need a quiet machine)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
     if os.geteuid() != 0:
@@ -185,21 +192,27 @@ def run(args: argparse.Namespace) -> int:
     res: dict[str, Any] = {"spawn": starts(args.starts)}
     res["extra_per_iteration"] = extra_per_iteration(args.calls)
     load.append(os.getloadavg()[0])
-    res["iteration"] = iterations(args)
-    load.append(os.getloadavg()[0])
+    if not args.skip_aa:
+        res["iteration"] = iterations(args)
+        load.append(os.getloadavg()[0])
     res["load_average"] = load
     res["seconds"] = round(time.time() - started, 1)
     if args.json:
         print(json.dumps(res, indent=1))
         return 0
-    s, it = res["spawn"], res["iteration"]
+    s = res["spawn"]
     print(f"per start ({s['level']}, {s['starts']} each, /bin/true to its end):")
     print(
         f"  with the PID namespace {s['with_us']:.3g} us, without {s['without_us']:.3g} us "
-        f"(to exec: {s['with_exec_us']:.3g} vs {s['without_exec_us']:.3g} us)"
+        f"(to exec: {s['with_exec_us']:.3g} vs {s['without_exec_us']:.3g} us; peak memory "
+        f"{s['with_peak_memory_kib']:.3g} vs {s['without_peak_memory_kib']:.3g} KiB)"
     )
     extra = res["extra_per_iteration"]
     print(f"per iteration, the init's move and schedstat read: {extra['median_us']:.3g} us")
+    if args.skip_aa:
+        print(f"load average {', '.join(f'{x:.3g}' for x in load)}; {res['seconds']} s")
+        return 0
+    it = res["iteration"]
     print(f"per iteration (integer, {args.iteration_ms:g} ms, {args.pairs} A/A pairs):")
     for key in ("median_iteration_ms", "wall_per_iteration_ms", "aa_width"):
         row = it[key]
