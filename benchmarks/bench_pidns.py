@@ -17,7 +17,8 @@ without it, in one sitting, as root.
   calibrated to ``--iteration-ms``, 20 ms), through ``duet_bench.session.measure``, alternately
   with and without the namespace (``--pairs`` times each): the median measured iteration,
   the side's wall time per iteration (barrier waits, the crossover's moves: one more task, the
-  namespace's init, to move at each), and the A/A interval's width. Nothing per iteration
+  namespace's init, to move at each), and the A/A interval's width; the pairs in ABBA order
+  (from sitting 6 on). Nothing per iteration
   changes but that one task, so the expected difference is ~0.
 
 Without the namespace means the runner's sandboxes with ``pid_namespace=False``: the code as it
@@ -156,8 +157,9 @@ def one_aa(ops: int, runs: int, iterations: int, own: bool) -> dict[str, float]:
 def iterations(args: argparse.Namespace) -> dict[str, Any]:
     ops = workloads.calibrate("integer", args.iteration_ms, cpu=0)
     rows: dict[str, list[dict[str, float]]] = {"with": [], "without": []}
-    for _ in range(args.pairs):
-        for own in (True, False):
+    for pair in range(args.pairs):
+        # ABBA: a drift of the machine's load over the sitting favours neither condition.
+        for own in (True, False) if pair % 2 == 0 else (False, True):
             rows["with" if own else "without"].append(one_aa(ops, args.runs, args.iterations, own))
     summary: dict[str, Any] = {"ops": ops, "iteration_ms": args.iteration_ms, "raw": rows}
     for key in ("median_iteration_ms", "wall_per_iteration_ms", "aa_width"):
