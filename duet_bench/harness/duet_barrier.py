@@ -308,6 +308,10 @@ class Barrier:
         self._tasks = tasks
         self._crossings = 0
         self._move(self._cpus[0])
+        # What ran before the first iteration says nothing about it (ran_on): in a PID
+        # namespace, the init that started the side last ran wherever it forked.
+        with contextlib.suppress(OSError, ValueError):
+            self._ran_ns = {t: n for t in self._threads() if (n := _ran_ns(t)) is not None}
 
     def _wait_crossing(self, timeout_ns: int) -> int:
         # Both sides first finish the iteration: a side that moved as soon as it finished would
@@ -323,7 +327,9 @@ class Barrier:
         if self._tasks is None:
             return [int(t) for t in os.listdir("/proc/self/task")]
         with open(self._tasks, "rb") as f:
-            return [int(t) for t in f.read().split()]
+            # 0: a task of the cgroup outside the side's PID namespace (cgroup v2 lists it as
+            # 0; v1 leaves it out): the namespace's keeper, which only waits.
+            return [tid for t in f.read().split() if (tid := int(t))]
 
     def ran_on(self, pids: Sequence[int] = ()) -> int | None:
         """The CPU the side really ran on, read at the end of an iteration: :attr:`cpu`, unless

@@ -18,7 +18,8 @@ from typing import IO, Any, Self
 
 from duet_bench.errors import IsolationError
 from duet_bench.isolation.model import Level, Limits, RunAs, Usage
-from duet_bench.isolation.sandbox import Sandbox
+from duet_bench.isolation.pidns import prepare_pid_namespace
+from duet_bench.isolation.sandbox import Sandbox, namespaces_available
 from duet_bench.isolation.spawn import signals_held, spawn_prepared
 
 __all__ = ["SETTLE_TIMEOUT_S", "Backend", "Container", "check_name"]
@@ -62,6 +63,7 @@ class Container(ABC):
         stderr: int | IO[Any] | None,
         sandbox: Sandbox | None = None,
         run_as: RunAs | None = None,
+        pid_namespace: bool = False,
     ) -> subprocess.Popen[bytes]:
         """Start ``argv`` inside this container.
 
@@ -74,6 +76,12 @@ class Container(ABC):
         container or the sandbox, and ``OSError`` when ``argv[0]`` cannot be executed.
         With a mount namespace the host's ``/tmp`` is hidden from the child: the program and
         the files it is given must not live under ``/tmp``.
+
+        With ``pid_namespace`` (or a sandbox whose ``pid_namespace`` is set; root only) the
+        program runs in a PID namespace of its own with its own ``/proc``: it sees no process
+        but its own. The ``Popen`` returned is then the namespace's keeper, which ends as the
+        program ends (``duet_bench.isolation.pidns``); ``processes()`` lists the keeper and
+        the namespace's init too.
         """
         if self._closed:
             raise IsolationError(f"container {self.name} is closed; create a new one")
@@ -84,6 +92,19 @@ class Container(ABC):
         if sandbox is not None:
             child_env.update(sandbox.env_overrides())
             enter_sandbox = sandbox.child_setup()
+        own_pids = pid_namespace or (sandbox is not None and sandbox.pid_namespace)
+        if own_pids and not namespaces_available():
+            raise IsolationError(
+                "a PID namespace needs root (with CAP_SYS_ADMIN)",
+                fix="run duet as root (sudo duet ...), or start the program without one",
+            )
+        prepared = (
+            prepare_pid_namespace(
+                own_mount_namespace=sandbox is None or not sandbox.mount_namespace
+            )
+            if own_pids
+            else None
+        )
         # Held while we fork and until the child is registered (so a kill finds it).
         with signals_held() as unheld:
             popen = spawn_prepared(
@@ -98,6 +119,7 @@ class Container(ABC):
                 what=f"container {self.name}",
                 run_as=run_as,
                 signal_mask=unheld,
+                pid_namespace=prepared,
             )
             self._popens.append(popen)
         return popen

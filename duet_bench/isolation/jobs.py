@@ -6,7 +6,8 @@ included, must not run while duet measures. :func:`run_job` starts it in a conta
 CPU we may use (a cgroup as root, the best level this machine has; else the process tree),
 waits for it with a timeout, stops its whole process group on a timeout or an exception (the
 CLI turns SIGINT/SIGTERM into one), warns when it left processes behind, and closes the
-container, which kills whatever is left in it (docs/isolation.md, "What runs as root").
+container, which kills whatever is left in it (docs/isolation.md, "What runs as root"). As
+root the job runs in a PID namespace with its own ``/proc`` (``duet_bench.isolation.pidns``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import IO, Any
 from duet_bench.isolation.affinity import AffinityBackend
 from duet_bench.isolation.base import Container
 from duet_bench.isolation.model import Limits, RunAs
+from duet_bench.isolation.sandbox import pid_namespaces_available
 from duet_bench.isolation.select import select_backend
 from duet_bench.machine import THIS
 
@@ -85,8 +87,16 @@ def run_job(
     with job_container(name) as container:
         # In its own session (hence process group, as every spawn), so that a timeout or a
         # signal stops the whole job (make and its compilers) gently first.
+        # As root, in a PID namespace with its own /proc: it sees no process but its own, not
+        # the environment of the shell that ran sudo, nor duet's (issue 33, finding 2).
         proc = container.spawn(
-            list(argv), cwd=cwd, env=env, stdout=stdout, stderr=stderr, run_as=run_as
+            list(argv),
+            cwd=cwd,
+            env=env,
+            stdout=stdout,
+            stderr=stderr,
+            run_as=run_as,
+            pid_namespace=pid_namespaces_available(),
         )
         try:
             returncode: int | None = proc.wait(timeout=timeout_s)

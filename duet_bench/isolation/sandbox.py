@@ -16,18 +16,31 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
+import functools
+import logging
 import os
 import shutil
 import socket
 import struct
+import subprocess
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from duet_bench.errors import IsolationError
+from duet_bench.isolation.pidns import prepare_pid_namespace
+from duet_bench.isolation.spawn import spawn_prepared
 from duet_bench.machine import THIS, Machine
 
-__all__ = ["Sandbox", "make_sandbox", "namespaces_available", "side_isolation"]
+__all__ = [
+    "Sandbox",
+    "make_sandbox",
+    "namespaces_available",
+    "pid_namespaces_available",
+    "side_isolation",
+]
+
+log = logging.getLogger(__name__)
 
 # <sched.h> and <sys/mount.h>; os.unshare and os.CLONE_* appeared only in Python 3.12.
 CLONE_NEWNS = 0x00020000
@@ -68,6 +81,35 @@ def namespaces_available() -> bool:
     return os.geteuid() == 0 and _has_sys_admin()
 
 
+@functools.cache
+def pid_namespaces_available() -> bool:
+    """Whether a program can start here in a PID namespace with its own ``/proc``
+    (``duet_bench.isolation.pidns``): root with CAP_SYS_ADMIN, where the kernel lets it mount a
+    procfs (a user namespace's root may not over a ``/proc`` with masked parts, as in rootless
+    containers). Tried once per process with ``/bin/true``; when it fails, a warning says why:
+    the sides and builds then see every process of their user, as ``side_isolation`` records."""
+    if not namespaces_available():
+        return False
+    true = "/bin/true" if os.path.exists("/bin/true") else "/usr/bin/true"
+    try:
+        popen = spawn_prepared(
+            [true], env={}, cwd="/", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            join_files=(), cpus=frozenset(os.sched_getaffinity(0)), enter_sandbox=None,
+            what="a PID namespace (trying whether one can be made here)",
+            pid_namespace=prepare_pid_namespace(own_mount_namespace=True, keep_leftovers=False),
+        )  # fmt: skip
+        returncode = popen.wait()
+    except (OSError, IsolationError) as e:
+        log.warning("no PID namespace for the sides and builds here: %s", e)
+        return False
+    if returncode != 0:
+        log.warning(
+            "no PID namespace for the sides and builds here: %s exited %d", true, returncode
+        )
+        return False
+    return True
+
+
 @dataclass(frozen=True, slots=True)
 class Sandbox:
     """The sandbox of one side of one run.
@@ -81,7 +123,9 @@ class Sandbox:
     loopback that is brought up before the program starts. With ``mount_namespace``, every
     path in ``hidden`` (the other side's directory and private ``/tmp``, by their host paths) is
     covered by an empty read-only tmpfs in the side's namespace: the side can neither read nor
-    write there (issue 33, finding 4).
+    write there (issue 33, finding 4). With ``pid_namespace`` (which needs the mount namespace)
+    the side's program runs in a PID namespace of its own with its own ``/proc``
+    (``duet_bench.isolation.pidns``): it sees no process but its own (issue 33, finding 2).
     """
 
     tmpdir: str
@@ -89,10 +133,13 @@ class Sandbox:
     network_namespace: bool
     hidden: tuple[str, ...] = ()
     private_tmp: bool = True
+    pid_namespace: bool = False
 
     def __post_init__(self) -> None:
         if not os.path.isabs(self.tmpdir):
             raise ValueError(f"tmpdir must be an absolute path, got {self.tmpdir!r}")
+        if self.pid_namespace and not self.mount_namespace:
+            raise ValueError("a PID namespace needs the mount namespace (for its own /proc)")
         if (self.mount_namespace or self.network_namespace) and not namespaces_available():
             raise IsolationError(
                 "a sandbox with a mount or network namespace needs root",
@@ -189,14 +236,15 @@ def side_isolation(level: str, *, share_network: bool) -> dict[str, object]:
     """What each side gets at isolation ``level`` here, for the results' environment
     (``side_isolation``; docs/isolation.md, "What each side sees"): its cgroup level, whether it
     has a private ``/tmp`` and the other side's files covered (a mount namespace), a loopback of
-    its own (a network namespace), its own PIDs (never yet), and how its environment is made."""
+    its own (a network namespace), its own PIDs and ``/proc`` (a PID namespace), and how its
+    environment is made."""
     namespaces = namespaces_available()
     return {
         "level": level,
         "mount_namespace": namespaces,
         "other_side_hidden": namespaces,
         "network_namespace": namespaces and not share_network,
-        "pid_namespace": False,
+        "pid_namespace": pid_namespaces_available(),
         "environment": "allow-list",
     }
 
@@ -227,4 +275,5 @@ def make_sandbox(base_dir: str, side: str, *, share_network: bool) -> Sandbox:
         tmpdir=os.path.abspath(tmpdir),
         mount_namespace=namespaces,
         network_namespace=namespaces and not share_network,
+        pid_namespace=pid_namespaces_available(),
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 import signal
 import subprocess
@@ -19,6 +20,7 @@ from typing import IO, Any
 from duet_bench import interrupts
 from duet_bench.errors import IsolationError
 from duet_bench.isolation.model import RunAs
+from duet_bench.isolation.pidns import PidNamespace
 
 __all__ = ["HELD_WHILE_FORKING", "signals_held", "spawn_prepared"]
 
@@ -70,10 +72,12 @@ def spawn_prepared(
     what: str,
     run_as: RunAs | None = None,
     signal_mask: Iterable[int] | None = None,
+    pid_namespace: PidNamespace | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` so that it joins ``join_files``, runs on ``cpus``, leads its own session,
     is inside the sandbox and gets SIGKILL when this process dies before it execs; with
-    ``signal_mask``, the child sets that mask right before exec.
+    ``signal_mask``, the child sets that mask right before exec. With ``pid_namespace``: PID 2
+    of a PID namespace with its own ``/proc`` (``duet_bench.isolation.pidns``).
 
     The work happens in ``preexec_fn``, i.e. between ``fork`` and ``exec`` of a process that may
     have other threads; it therefore only makes system calls on data prepared here. CPython
@@ -81,11 +85,13 @@ def spawn_prepared(
     writes the real reason into a pipe first.
     """
     encoded = [os.fsencode(path) for path in join_files]
-    parent, prctl = os.getpid(), _PRCTL
+    parent = os.getpid()
     read_end, write_end = os.pipe()  # both close-on-exec: exec closes the child's copy
+    drop = None if run_as is None else functools.partial(_drop_privileges, run_as)
 
     def preexec() -> None:
         stage = "starting"
+        mask: Iterable[int] | None = signal_mask
         try:
             for path in encoded:
                 stage = f"joining cgroup {os.fsdecode(path)}"
@@ -100,26 +106,25 @@ def spawn_prepared(
             if enter_sandbox is not None:
                 stage = "entering the sandbox"
                 enter_sandbox()
+            if pid_namespace is not None:
+                stage = "entering a PID namespace with its own /proc"
+                mask = _enter_pid_namespace(pid_namespace, parent, drop, mask)
             if run_as is not None:
                 # Last: joining cgroups, mounting and unsharing need root. setuid from root to
                 # another uid also clears every capability (no PR_SET_KEEPCAPS is set).
                 stage = f"dropping privileges to {run_as.name} (uid {run_as.uid})"
-                os.setgroups(list(run_as.groups))
-                os.setgid(run_as.gid)
-                os.setuid(run_as.uid)
-            # After dropping privileges, which clears it: the side dies with the orchestrator
-            # (a SIGKILLed duet no longer leaves its workers measuring unsupervised), and if
-            # the orchestrator died before this line, the child is no longer its child.
-            stage = "asking for SIGKILL when duet dies (PR_SET_PDEATHSIG)"
-            if prctl is not None:
-                if prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-                    raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
-                if os.getppid() != parent:
-                    os.kill(os.getpid(), signal.SIGKILL)
-            if signal_mask is not None:
+                _drop_privileges(run_as)
+            if pid_namespace is None:
+                # After dropping privileges, which clears it: the side dies with the
+                # orchestrator (a SIGKILLed duet no longer leaves its workers measuring
+                # unsupervised), and if the orchestrator died before this line, the child is
+                # no longer its child.
+                stage = "asking for SIGKILL when duet dies (PR_SET_PDEATHSIG)"
+                _die_with(parent)
+            if mask is not None:
                 # Last: exec keeps the mask, and the program must get its signals.
                 stage = "restoring the signal mask"
-                signal.pthread_sigmask(signal.SIG_SETMASK, signal_mask)
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         except BaseException as e:
             with contextlib.suppress(OSError):
                 os.write(write_end, f"{stage}: {e}".encode(errors="replace"))
@@ -154,6 +159,38 @@ def spawn_prepared(
             os.close(write_end)
         os.close(read_end)
     return popen
+
+
+def _enter_pid_namespace(
+    pid_namespace: PidNamespace,
+    parent: int,
+    drop: Callable[[], None] | None,
+    mask: Iterable[int] | None,
+) -> Iterable[int]:
+    """In the child: enter ``pid_namespace``; returns (in the program only) the signal mask to
+    restore before exec. The keeper (this process, root) dies with duet, the init with the
+    keeper, the program with the init (a namespace ends with its PID 1)."""
+    _die_with(parent)
+    if mask is None:
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, ())
+    pid_namespace.enter(drop)
+    return mask
+
+
+def _drop_privileges(run_as: RunAs) -> None:
+    os.setgroups(list(run_as.groups))
+    os.setgid(run_as.gid)
+    os.setuid(run_as.uid)
+
+
+def _die_with(parent: int) -> None:
+    """In the child: SIGKILL when ``parent`` ends, and at once if it already has (the child is
+    no longer its child)."""
+    if _PRCTL is not None:
+        if _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _read_all(fd: int) -> bytes:

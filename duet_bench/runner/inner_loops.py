@@ -4,14 +4,18 @@ enough to time, measured once per benchmark before its runs."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
+import signal
 import subprocess
 from collections.abc import Callable, Mapping
 
 from duet_bench.errors import EnvironmentNotReady
 from duet_bench.isolation import RunAs
+from duet_bench.isolation.pidns import prepare_pid_namespace
 from duet_bench.isolation.privileges import allowed_environment
+from duet_bench.isolation.sandbox import pid_namespaces_available
 from duet_bench.plan import BenchmarkSpec
 from duet_bench.runner.context import RunnerContext, remove_tree, safe_name
 from duet_bench.runner.paths import working_directory
@@ -85,11 +89,29 @@ def _environment(side_env: Mapping[str, str], ctx: RunnerContext) -> dict[str, s
 
 
 def _pin_and_drop(cpu: int, run_as: RunAs | None) -> Callable[[], None]:
+    """Pin to ``cpu``; as root, enter a PID namespace with its own ``/proc`` (the callable is
+    the pull request's code: it sees no other process, and what it leaves ends with it); drop
+    to ``run_as``. Between fork and exec: only system calls on what is prepared here."""
+    pids = (
+        prepare_pid_namespace(own_mount_namespace=True, keep_leftovers=False)
+        if pid_namespaces_available()
+        else None
+    )
+    drop = None if run_as is None else functools.partial(_drop, run_as)
+
     def preexec() -> None:
         os.sched_setaffinity(0, {cpu})
-        if run_as is not None:
-            os.setgroups(list(run_as.groups))
-            os.setgid(run_as.gid)
-            os.setuid(run_as.uid)
+        if pids is not None:
+            mask = signal.pthread_sigmask(signal.SIG_BLOCK, ())
+            pids.enter(drop)  # returns in the program only, every signal blocked
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        if drop is not None:
+            drop()
 
     return preexec
+
+
+def _drop(run_as: RunAs) -> None:
+    os.setgroups(list(run_as.groups))
+    os.setgid(run_as.gid)
+    os.setuid(run_as.uid)

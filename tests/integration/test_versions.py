@@ -19,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -589,8 +590,10 @@ def test_an_interrupt_during_the_build_stops_it_and_cleans_up(
 ) -> None:
     pids = tmp_path / "pids"
     target = shlex.quote(str(pids))
-    # Written whole (rename), so the reader never sees a half-written pid.
-    command = f"sleep 30 & echo $! > {target}.tmp; mv {target}.tmp {target}; wait"
+    # Found afterwards by the marker in its command line: as root the build runs in a PID
+    # namespace of its own, where $! is not the host's pid (docs/isolation.md).
+    marker = f"duet-build-sleeper-{uuid.uuid4().hex}"
+    command = f"sh -c 'sleep 30; true' {marker} & echo $! > {target}; wait"
 
     def handler(signum: int, frame: object) -> None:  # what the CLI installs
         raise Interrupted(signum)
@@ -619,11 +622,25 @@ def test_an_interrupt_during_the_build_stops_it_and_cleans_up(
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert not seen[0].exists()
-    sleeper = int(pids.read_text())
     deadline = time.monotonic() + 5
-    while _alive(sleeper) and time.monotonic() < deadline:
+    while _marked(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(sleeper), "the build's background process survived the interrupt"
+    assert not _marked(marker), "the build's background process survived the interrupt"
+
+
+def _marked(marker: str) -> list[int]:
+    """Live processes (the host's view) whose command line contains ``marker``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes() and _alive(
+                    int(entry)
+                ):
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found
 
 
 # --------------------------------------------------------------------------------------------

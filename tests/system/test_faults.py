@@ -265,7 +265,8 @@ def test_a_detached_daemon_is_killed_with_its_run(
     assert len(started) == 4  # one per iteration: 2 runs x 2 iterations
     # The orchestrator holds signals while it forks a side; the side must not inherit that.
     assert set((shared_dir / "masks").read_text().split()) == {"SigBlk:", "0000000000000000"}
-    assert not [pid for pid in started if pid_alive(pid)]
+    # The pids it wrote are its PID namespace's (docs/isolation.md): look for the daemon by
+    # its marker in the host's /proc instead.
     survivors = []
     for entry in os.listdir("/proc"):
         with contextlib.suppress(OSError):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from duet_bench.errors import IsolationError
-from duet_bench.isolation import Container, Limits, Sandbox, make_sandbox
+from duet_bench.isolation import Container, Limits, Sandbox, make_sandbox, pid_alive
 from duet_bench.isolation.affinity import AffinityBackend
 
 pytestmark = [pytest.mark.root, pytest.mark.usefixtures("isolation_clean")]
@@ -194,3 +194,60 @@ def test_namespaces_need_the_capability_not_only_uid_0(tmp_path: Path) -> None:
     assert _has_sys_admin(machine)
     status.write_text("Name:\tx\n")
     assert not _has_sys_admin(machine)
+
+
+def test_a_pid_namespace_needs_the_mount_namespace(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="mount namespace"):
+        Sandbox(
+            tmpdir=str(tmp_path), mount_namespace=False, network_namespace=False, pid_namespace=True
+        )
+
+
+def test_in_a_pid_namespace_the_program_ends_as_before(
+    containers: tuple[Container, Container], sandboxes: tuple[Sandbox, Sandbox]
+) -> None:
+    """The ``Popen`` duet holds is the namespace's keeper: it ends as the program ends (its exit
+    status, or killed by the same signal), the program is PID 2 with its own ``/proc``, and a
+    daemon the program leaves stays in the container, with the namespace's init, until the
+    container is closed (as before the namespace). Exact answers."""
+    c, sandbox = containers[0], sandboxes[0]
+    assert sandbox.pid_namespace
+    env = {"PATH": "/usr/bin:/bin"}
+
+    def start(script: str) -> subprocess.Popen[bytes]:
+        return c.spawn(["/bin/sh", "-c", script], env=env, cwd="/", stdout=subprocess.PIPE,
+                       stderr=None, sandbox=sandbox)  # fmt: skip
+
+    p = start("echo $$ $(ls /proc | grep -c '^[0-9]*$'); exit 7")
+    pid, count = p.communicate(timeout=20)[0].split()
+    assert pid == b"2"
+    assert int(count) <= 5  # the init, itself, the $(...) subshell, ls, grep
+    assert p.returncode == 7
+    p = start("kill -SEGV $$")
+    p.communicate(timeout=20)
+    assert p.returncode == -11
+    p = start("sleep 600 >/dev/null & echo started")
+    assert p.communicate(timeout=20)[0] == b"started\n"
+    assert p.returncode == 0
+    left = c.processes()  # the init and the sleep, in the host's view
+    assert len(left) == 2, left
+    c.close()
+    assert not [pid for pid in left if pid_alive(pid)]  # a zombie for the host's init is dead
+
+
+def test_in_a_pid_namespace_a_signal_to_the_group_reaches_the_program(
+    containers: tuple[Container, Container], sandboxes: tuple[Sandbox, Sandbox]
+) -> None:
+    """duet stops a job with SIGTERM to its process group (``jobs.stop_group``): the program
+    gets it once, directly, and handles it; the keeper and the init only wait. Exact."""
+    script = "trap 'echo got TERM; exit 3' TERM; echo ready; while :; do sleep 1; done"
+    p = containers[0].spawn(
+        ["/bin/sh", "-c", script],
+        env={"PATH": "/usr/bin:/bin"}, cwd="/", stdout=subprocess.PIPE, stderr=None,
+        sandbox=sandboxes[0],
+    )  # fmt: skip
+    assert p.stdout is not None
+    assert p.stdout.readline() == b"ready\n"
+    os.killpg(p.pid, 15)
+    assert p.communicate(timeout=20)[0] == b"got TERM\n"
+    assert p.returncode == 3

@@ -16,6 +16,7 @@ import json
 import os
 import pwd
 import secrets
+import shlex
 import shutil
 import signal
 import stat
@@ -504,7 +505,8 @@ def test_the_barrier_file_is_closed_to_other_users(
 
 
 def _secrets_seen(user: User, keep: tuple[str, ...] = ()) -> tuple[str, set[str]]:
-    dump = f"env > {user.home}/env-$DUET_SIDE-$$"
+    # mktemp, not $$: each build and side has a PID namespace of its own, where $$ repeats.
+    dump = f"env > $(mktemp {user.home}/env-$DUET_SIDE-XXXXXX)"
     repo = _repo(user, {"duet.toml": _config(dump, _bench("b", dump))})
     keeping = [arg for name in keep for arg in ("--keep-env", name)]
     done, out = _duet(user, repo, *keeping, env=TOKENS)
@@ -529,6 +531,42 @@ def test_keep_env_passes_a_token_on_purpose(user: User) -> None:
     assert seen == {"CI_JOB_TOKEN"}
 
 
+def test_the_invoking_shells_environment_is_out_of_reach(user: User) -> None:
+    """Finding 2 (issue 33): the user's shell has the CI's tokens in its environment and runs
+    ``sudo -E duet``; the build and the benchmarks (as that user) read ``/proc/*/environ`` of
+    every process they can see. In a PID namespace of their own, with their own ``/proc``, they
+    see none of the shell's (nor duet's, nor the other side's); before, the shell's gave
+    every token away. Each probe must read at least its own environment (else the test
+    tests nothing)."""
+    probe = (
+        "f=$(mktemp {home}/environs-{what}-XXXXXX); "
+        "for e in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $e 2>/dev/null; done > $f; true"
+    )
+    build, bench = (probe.format(home=user.home, what=what) for what in ("build", "benchmark"))
+    repo = _repo(user, {"duet.toml": _config(build, _bench("b", bench))})
+    passed = {k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}
+    passed["DUET_LOCK"] = str(_lock_file(user))
+    out = user.home / "out"
+    duet_command = [
+        "sudo", "-n", "-E", "env", *(f"{k}={v}" for k, v in passed.items()), sys.executable,
+        "-m", "duet_bench", "compare", "HEAD~1", "HEAD", "--out", str(out), "--quiet",
+        "--no-plots", "--fail-on", "never", "--reps", "200",
+    ]  # fmt: skip
+    # `; echo`: the shell waits for sudo instead of exec'ing it, as a CI job's shell does.
+    shell = f"{shlex.join(duet_command)}; echo exit=$?"
+    tokens = [f"{k}={v}" for k, v in TOKENS.items()]
+    done = user.run("env", *tokens, "sh", "-c", shell, cwd=repo, timeout=300)
+    assert "exit=0" in done.stdout, done.stdout + done.stderr
+    for what in ("build", "benchmark"):
+        dumps = list(user.home.glob(f"environs-{what}-*"))
+        assert len(dumps) >= 2, f"no {what} read an environment: the test tests nothing"
+        for dump in dumps:
+            assert "PATH=" in dump.read_text(), f"{dump} is empty: the test tests nothing"
+        text = "".join(p.read_text() for p in dumps)
+        leaked = sorted(name for name, value in TOKENS.items() if value in text)
+        assert not leaked, f"a {what} read these from another process: {leaked}"
+
+
 def test_suite_discovery_runs_as_the_user_without_secrets(user: User) -> None:
     """A suite's discovery runs the version's own programs (a cargo build script, the built
     benchmark binary listing its benchmarks): as the invoking user, as the builds, never as
@@ -537,7 +575,8 @@ def test_suite_discovery_runs_as_the_user_without_secrets(user: User) -> None:
     seen = user.home / "discovered"
     script = (
         "#!/bin/sh\n"
-        f'case "$1" in --benchmark_list_tests*) {{ id -u; env; }} > {seen}-$$; echo BM_x;; esac\n'
+        f'case "$1" in --benchmark_list_tests*) {{ id -u; env; }} > $(mktemp {seen}-XXXXXX); '
+        "echo BM_x;; esac\n"
     )
     suite = '\n[[suite]]\nadapter = "google-benchmark"\npath = "bench.sh"\nname = "gb"\n'
     repo = _repo(user, {"bench.sh": script, "duet.toml": _config("true") + suite})
@@ -598,29 +637,55 @@ def test_root_reads_a_configuration_file_as_the_user(user: User, tmp_path: Path)
     assert secret not in done.stdout + done.stderr, "the root-only file was read through the link"
 
 
+#: A daemon that beats (appends a line to the file named by its $0) while it runs. Found
+#: afterwards by that file's name in its command line: the pid it would report is its PID
+#: namespace's, not the host's (docs/isolation.md).
+_BEATING = (
+    "setsid sh -c 'while :; do echo x >> \"$0\"; sleep 0.05; done' {file} "
+    "</dev/null >/dev/null 2>&1 &"
+)
+
+
+def _still_beating(files: str, seen: Path) -> str:
+    """A benchmark that appends to ``seen`` when a daemon writing one of ``files`` (a shell
+    pattern) is still alive: the file grows within 0.3 s (a daemon's beat is every 0.05 s)."""
+    return (
+        f'for f in {files}; do a=$(wc -l < "$f"); sleep 0.3; b=$(wc -l < "$f"); '
+        f'[ "$a" != "$b" ] && echo alive >> {seen}; done; true'
+    )
+
+
+def _processes_naming(needle: str) -> list[int]:
+    """Live processes (not zombies) whose command line contains ``needle``, in the host's view."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if needle.encode() in cmdline and _alive(int(entry)):
+                found.append(int(entry))
+    return found
+
+
 @pytest.mark.guest
 def test_build_daemons_are_gone_before_measuring(user: User) -> None:
     """Finding 7: a ``setsid`` child of the build must be killed before the measurement
     starts, and not outlive duet."""
-    pidfile = user.home / "daemon.pid"
-    build = (
-        f"setsid sh -c 'echo $$ > {pidfile}; exec sleep 600' </dev/null >/dev/null 2>&1 & sleep 0.5"
-    )
-    # A zombie is dead: in a container whose init reaps nothing, a killed daemon stays one.
-    check = (
-        f"s=$(awk '/^State:/ {{print $2}}' \"/proc/$(cat {pidfile})/status\" 2>/dev/null); "
-        f'[ -n "$s" ] && [ "$s" != Z ] && echo alive >> {user.home}/seen; true'
-    )
-    repo = _repo(user, {"duet.toml": _config(build, _bench("b", check))})
+    beats = user.home / "beats"
+    build = _BEATING.format(file=beats) + f" while [ ! -s {beats} ]; do sleep 0.05; done"
+    seen = user.home / "seen"
+    repo = _repo(user, {"duet.toml": _config(build, _bench("b", _still_beating(str(beats), seen)))})
     try:
         done, _ = _duet(user, repo)
         assert done.returncode == 0, done.stdout + done.stderr
-        pid = int(pidfile.read_text())
-        assert not (user.home / "seen").exists(), "the build's daemon ran during the measurement"
-        assert not _alive(pid), "the build's daemon outlived duet"
+        assert beats.exists(), "the build started no daemon: the test tests nothing"
+        assert not seen.exists(), "the build's daemon ran during the measurement"
+        assert not _processes_naming(str(beats)), "the build's daemon outlived duet"
     finally:
-        if pidfile.exists():
-            _kill(int(pidfile.read_text()))
+        for pid in _processes_naming(str(beats)):
+            _kill(pid)
 
 
 def test_pytest_collection_runs_as_the_user_without_secrets(user: User) -> None:
@@ -629,7 +694,7 @@ def test_pytest_collection_runs_as_the_user_without_secrets(user: User) -> None:
     here is the pull request's script, which records who ran it and what it saw (a real one
     would need a python the throwaway user can run, which CI's root-only pyenv is not)."""
     seen = user.home / "collected"
-    interpreter = f"#!/bin/sh\n{{ id -u; env; }} > {seen}-$$\n"
+    interpreter = f"#!/bin/sh\n{{ id -u; env; }} > $(mktemp {seen}-XXXXXX)\n"
     suite = (
         'python = "interpreter.sh"\n\n[[suite]]\nadapter = "pytest-benchmark"\n'
         'path = "test_x.py"\nname = "pb"\n'
@@ -647,32 +712,30 @@ def test_discovery_daemons_are_gone_before_measuring(user: User) -> None:
     """As the build's: a ``setsid`` child the suite's discovery leaves (here the "benchmark
     tool" asked for its list starts one) is killed before the measurement starts, and does not
     outlive duet."""
-    pids = user.home / "discovery-daemon"
-    # The sleeper writes its pid to a file named after the listing's own pid, which waits
-    # for it: one file per version, written before the listing ends.
+    beats = user.home / "discovery-daemon"
+    # One file per listing (mktemp), written before the listing ends.
     sleeper = (
-        f"setsid sh -c 'echo $$ > \"$0\"; exec sleep 600' {pids}-$$ </dev/null >/dev/null 2>&1 & "
-        f"while [ ! -s {pids}-$$ ]; do sleep 0.05; done;"
+        f"f=$(mktemp {beats}-XXXXXX); "
+        + _BEATING.format(file="$f")
+        + ' while [ ! -s "$f" ]; do sleep 0.05; done;'
     )
     script = f'#!/bin/sh\ncase "$1" in --benchmark_list_tests*) {sleeper} echo BM_x;; esac\n'
-    check = (
-        f"for f in {pids}-*; do s=$(awk '/^State:/ {{print $2}}' \"/proc/$(cat $f)/status\" "
-        f'2>/dev/null); [ -n "$s" ] && [ "$s" != Z ] && echo alive >> {user.home}/seen; done; true'
-    )
+    seen = user.home / "seen"
     suite = '\n[[suite]]\nadapter = "google-benchmark"\npath = "bench.sh"\nname = "gb"\n'
+    check = _still_beating(f"{beats}-*", seen)
     files = {"bench.sh": script, "duet.toml": _config("true", _bench("b", check)) + suite}
     repo = _repo(user, files)
     try:
         done, _ = _duet(user, repo, "--bench", "b")
         assert done.returncode == 0, done.stdout + done.stderr
-        recorded = [int(p.read_text()) for p in user.home.glob("discovery-daemon-*")]
+        recorded = list(user.home.glob("discovery-daemon-*"))
         assert len(recorded) == 2, f"discovery ran {len(recorded)} times: {done.stderr}"
         assert "left processes running" in done.stderr, done.stderr
-        assert not (user.home / "seen").exists(), "discovery's daemon ran during the measurement"
-        assert not any(_alive(pid) for pid in recorded), "discovery's daemon outlived duet"
+        assert not seen.exists(), "discovery's daemon ran during the measurement"
+        assert not _processes_naming(str(beats)), "discovery's daemon outlived duet"
     finally:
-        for path in user.home.glob("discovery-daemon-*"):
-            _kill(int(path.read_text()))
+        for pid in _processes_naming(str(beats)):
+            _kill(pid)
 
 
 def _alive(pid: int) -> bool:
