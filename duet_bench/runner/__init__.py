@@ -18,10 +18,16 @@ from __future__ import annotations
 
 from duet_bench.runner.context import RunnerContext
 from duet_bench.runner.inner_loops import calibrate_inner_loops
-from duet_bench.runner.paths import accessible_by, under_host_tmp, uses_host_tmp, worker_python_for
+from duet_bench.runner.paths import (
+    WORKER,
+    accessible_by,
+    under_host_tmp,
+    uses_host_tmp,
+    worker_python_for,
+)
 from duet_bench.runner.run import RunCallback, measure_benchmark, measure_run
 from duet_bench.runner.samples import Samples, read_samples
-from duet_bench.runner.worker_spec import WORKER, install_harness, worker_spec
+from duet_bench.runner.worker_spec import install_harness, worker_spec
 
 __all__ = [
     "WORKER",

@@ -15,7 +15,7 @@ from pathlib import Path
 from duet_bench.isolation import Backend, Container, RunAs
 from duet_bench.isolation.sandbox import Sandbox
 from duet_bench.results import SideName
-from duet_bench.runner.worker_spec import WORKER
+from duet_bench.runner.paths import WORKER
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,10 +6,15 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 from duet_bench.errors import EnvironmentNotReady
 from duet_bench.isolation import RunAs
 from duet_bench.plan import SideSpec
+
+#: duet's harness (standard library only): copied next to the sides, the worker run from there.
+HARNESS_DIR = Path(__file__).parent.parent / "harness"
+WORKER = HARNESS_DIR / "duet_worker.py"
 
 
 def uses_host_tmp(spec: SideSpec, worker_python: str | None = None) -> bool:

@@ -15,13 +15,10 @@ from duet_bench.files import create_new
 from duet_bench.isolation.privileges import allowed_environment
 from duet_bench.plan import BenchmarkSpec, SideSpec
 from duet_bench.results import SideName
+from duet_bench.runner.paths import HARNESS_DIR, WORKER
 
-if TYPE_CHECKING:  # context.py imports WORKER from here
+if TYPE_CHECKING:  # only types: context.py does not import this module
     from duet_bench.runner.context import RunnerContext, Side
-
-#: The harness directory of this installation, and the worker script in it.
-HARNESS_DIR = Path(__file__).parent.parent / "harness"
-WORKER = HARNESS_DIR / "duet_worker.py"
 
 
 def worker_spec(

@@ -18,7 +18,7 @@ from duet_bench.harness import duet_barrier as db
 from duet_bench.harness.duet_samples import others_delay_ns
 from duet_bench.isolation import Container, Limits
 from duet_bench.isolation.cgroup_v1 import PRESSURE, CgroupV1Backend
-from duet_bench.runner.worker_spec import WORKER
+from duet_bench.runner import WORKER
 from tests.duet import test_barrier as shared
 from tests.duet.test_barrier import Processes
 from tests.duet.test_worker import read_samples, write_spec
