@@ -132,7 +132,9 @@ def measure_aa(
     """
     if compare_designs:
         doc = measure_interleaved(
-            design_specs(spec), replace(options, progress=False), on_block=on_block
+            design_specs(spec),
+            replace(options, machine=replace(options.machine, progress=False)),
+            on_block=on_block,
         )
     else:
         doc = measure([spec], options)

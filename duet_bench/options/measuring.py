@@ -204,7 +204,7 @@ class CompareCommandOptions:
             rebuild=p["rebuild"],
             keep_worktrees=p["keep_worktrees"],
             explicit=explicit_settings(ctx),
-            machine=MachineGiven.from_click(ctx).machine(),
+            machine=MachineGiven.from_click(ctx).options,
             plots=not p["no_plots"],
             continue_from=Path(p["continue_from"]) if p["continue_from"] else None,
         )
@@ -254,6 +254,6 @@ class BisectCommandOptions:
                 if k not in defaults.ANALYSIS_KEYS and k not in defaults.STOPPING_KEYS
             },
             analysis_overrides={k: v for k, v in explicit.items() if k in defaults.ANALYSIS_KEYS},
-            machine=MachineGiven.from_click(ctx).machine(),
+            machine=MachineGiven.from_click(ctx).options,
         )
         return cls(search=search, fmt=p["fmt"])
