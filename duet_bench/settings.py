@@ -7,7 +7,7 @@ by field name); every value keeps where it came from, for the messages.
 
 What is built from the result lives with what it builds: the spec of a benchmark
 (:func:`duet_bench.plan.build`, :func:`duet_bench.plan.for_suite`) and its analysis settings
-(:meth:`duet_bench.analysis.AnalysisSettings.from_values`, recorded with the results by
+(:meth:`Settings.analysis`, recorded with the results by
 :meth:`~duet_bench.analysis.AnalysisSettings.to_record` and read back by
 :meth:`~duet_bench.analysis.AnalysisSettings.from_record`).
 
@@ -18,7 +18,7 @@ loaded.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from duet_bench.defaults import (
@@ -38,35 +38,62 @@ from duet_bench.defaults import (
     DEFAULT_WARMUP,
     DEFAULT_WINSORIZE,
     FILE_KEYS,
+    Crossover,
+    Interval,
+    Isolation,
+    Method,
 )
-from duet_bench.metrics import DEFAULT_METRIC
+from duet_bench.metrics import DEFAULT_METRIC, MetricChoice
 
 if TYPE_CHECKING:
+    from duet_bench.analysis import AnalysisSettings
     from duet_bench.config import BenchmarkConfig, Config
 
-#: Every setting by field name, with its built-in default.
-BUILTIN: Mapping[str, Any] = {
-    "runs": DEFAULT_RUNS,
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Every setting of one benchmark (or of the suite), by field name: what :func:`resolve`
+    gives after precedence. The defaults are the built-in ones (:data:`BUILTIN`)."""
+
+    runs: int = DEFAULT_RUNS
     # Unset: a fixed design of ``runs``; docs/statistics.md, method 2b.
-    "min_runs": None,
-    "max_runs": None,
-    "budget_s": None,
-    "iterations": DEFAULT_ITERATIONS,
-    "warmup": DEFAULT_WARMUP,
-    "timeout_s": DEFAULT_TIMEOUT_S,
-    "memory_limit_bytes": None,
-    "method": DEFAULT_METHOD,
-    "crossover": DEFAULT_CROSSOVER,
-    "isolation": DEFAULT_ISOLATION,
-    "max_failures": DEFAULT_MAX_FAILURES,
-    "confidence": DEFAULT_CONFIDENCE,
-    "threshold": DEFAULT_THRESHOLD,
-    "metric": DEFAULT_METRIC,
-    "reps": DEFAULT_REPS,
-    "seed": DEFAULT_SEED,
-    "interval": DEFAULT_INTERVAL,
-    "winsorize": DEFAULT_WINSORIZE,
-}
+    min_runs: int | None = None
+    max_runs: int | None = None
+    budget_s: float | None = None
+    iterations: int = DEFAULT_ITERATIONS
+    warmup: int = DEFAULT_WARMUP
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    memory_limit_bytes: int | None = None
+    method: Method = DEFAULT_METHOD
+    crossover: Crossover = DEFAULT_CROSSOVER
+    isolation: Isolation = DEFAULT_ISOLATION
+    max_failures: int | None = DEFAULT_MAX_FAILURES
+    confidence: float = DEFAULT_CONFIDENCE
+    threshold: float = DEFAULT_THRESHOLD
+    metric: MetricChoice = DEFAULT_METRIC
+    reps: int = DEFAULT_REPS
+    seed: int = DEFAULT_SEED
+    interval: Interval = DEFAULT_INTERVAL
+    winsorize: bool = DEFAULT_WINSORIZE
+
+    def analysis(self) -> AnalysisSettings:
+        """The analysis settings among these (recorded with the results by
+        :meth:`~duet_bench.analysis.AnalysisSettings.to_record`)."""
+        from duet_bench.analysis.model import AnalysisSettings
+
+        return AnalysisSettings(
+            confidence=self.confidence,
+            threshold=self.threshold,
+            reps=self.reps,
+            seed=self.seed,
+            interval=self.interval,
+            winsorize=self.winsorize,
+            metric=self.metric,
+        )
+
+
+#: Every setting by field name, with its built-in default.
+BUILTIN: Mapping[str, object] = {f.name: f.default for f in fields(Settings)}
 
 Origin: TypeAlias = str
 
@@ -86,11 +113,8 @@ class Resolved:
     came from (``--runs``, ``duet.toml: benchmark 'parse', runs``, ``duet.toml: runs`` or
     ``the built-in default``)."""
 
-    values: Mapping[str, Any]
+    values: Settings
     origins: Mapping[str, Origin]
-
-    def __getitem__(self, name: str) -> Any:
-        return self.values[name]
 
 
 def resolve(
@@ -111,24 +135,36 @@ def resolve(
     unknown = set(given) - set(BUILTIN)
     if unknown:
         raise ValueError(f"unknown setting(s) {sorted(unknown)}; known: {sorted(BUILTIN)}")
-    values: dict[str, Any] = {}
-    origins: dict[str, Origin] = {}
-    for name, default in BUILTIN.items():
-        if name in given and (given[name] is not None or name == "memory_limit_bytes"):
-            values[name], origins[name] = given[name], option_name(name)
-            continue
-        key = FILE_KEYS.get(name, name)
-        own = getattr(benchmark, name) if benchmark is not None and name in BENCHMARK_KEYS else None
-        if own is not None:
-            assert config is not None
-            assert benchmark is not None
-            values[name] = own
-            origins[name] = f"{config.path}: benchmark {benchmark.name!r}, {key}"
-        elif config is not None and hasattr(config.defaults, name):
-            # The suite's value, which is the built-in default unless the file set it.
-            values[name] = getattr(config.defaults, name)
-            from_file = name in config.given or values[name] != default
-            origins[name] = f"{config.path}: {key}" if from_file else "the built-in default"
-        else:
-            values[name], origins[name] = default, "the built-in default"
-    return Resolved(values=values, origins=origins)
+    chosen = {
+        name: _chosen(name, default, given, config=config, benchmark=benchmark)
+        for name, default in BUILTIN.items()
+    }
+    return Resolved(
+        values=Settings(**{name: value for name, (value, _) in chosen.items()}),
+        origins={name: origin for name, (_, origin) in chosen.items()},
+    )
+
+
+def _chosen(
+    name: str,
+    default: object,
+    given: Mapping[str, object],
+    *,
+    config: Config | None,
+    benchmark: BenchmarkConfig | None,
+) -> tuple[Any, Origin]:
+    """The value of the setting ``name`` after precedence, and where it came from."""
+    if name in given and (given[name] is not None or name == "memory_limit_bytes"):
+        return given[name], option_name(name)
+    key = FILE_KEYS.get(name, name)
+    own = getattr(benchmark, name) if benchmark is not None and name in BENCHMARK_KEYS else None
+    if own is not None:
+        assert config is not None
+        assert benchmark is not None
+        return own, f"{config.path}: benchmark {benchmark.name!r}, {key}"
+    if config is not None and hasattr(config.defaults, name):
+        # The suite's value, which is the built-in default unless the file set it.
+        value = getattr(config.defaults, name)
+        from_file = name in config.given or value != default
+        return value, f"{config.path}: {key}" if from_file else "the built-in default"
+    return default, "the built-in default"

@@ -150,9 +150,10 @@ class Comparer:
         self.rebuild = rebuild
         self.on_note = on_note
         resolved = resolve(self.overrides, config=config, benchmark=benchmark)
-        self.first_runs = min(resolved["runs"], max_runs) if design is None else design.max_runs
-        self.max_failures = resolved["max_failures"]
-        self.isolation = resolved["isolation"]
+        v = resolved.values
+        self.first_runs = min(v.runs, max_runs) if design is None else design.max_runs
+        self.max_failures = v.max_failures
+        self.isolation = v.isolation
         # What a round file must have been measured with to be read back.
         key: dict[str, Any] = {
             "suite": dict(config.raw),

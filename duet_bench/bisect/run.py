@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from duet_bench import files, results, units
-from duet_bench.analysis import AnalysisSettings
 from duet_bench.analysis.stopping import DEFAULT_MAX_RUNS, DEFAULT_MIN_RUNS, UntilDecided
 from duet_bench.bisect.comparisons import Comparer
 from duet_bench.bisect.history import Commit, first_parent_line
@@ -163,7 +162,12 @@ def step_design(options: BisectOptions, resolved: Resolved) -> UntilDecided | No
         return None
     # Key by key, an option wins over the configuration (as in duet compare): the session
     # resolves the keys the options leave out from the configuration too.
-    given = {k: v if v is not None else resolved.values.get(k) for k, v in given.items()}
+    v = resolved.values
+    given = {
+        "min_runs": v.min_runs if options.step_min_runs is None else options.step_min_runs,
+        "max_runs": v.max_runs if options.step_max_runs is None else options.step_max_runs,
+        "budget_s": v.budget_s if options.step_budget_s is None else options.step_budget_s,
+    }
     if given["max_runs"] is None and given["budget_s"] is None:
         if options.step_min_runs is not None:
             raise UsageError(
@@ -212,7 +216,7 @@ def bisect(
         resolved = resolve(
             {**options.overrides, **options.analysis_overrides}, config=config, benchmark=bench
         )
-        settings = AnalysisSettings.from_values(resolved.values)
+        settings = resolved.values.analysis()
         design, max_runs = _step_runs(options, resolved, on_note)
         n = len(commits) - 1
         on_note(
@@ -280,7 +284,7 @@ def _step_runs(
 ) -> tuple[UntilDecided | None, int]:
     """Each step's design (measured until decided, or None: a fixed design topped up) and the
     most runs one comparison may take."""
-    runs = resolved["runs"]
+    runs = resolved.values.runs
     design = step_design(options, resolved)
     if design is not None:
         on_note(

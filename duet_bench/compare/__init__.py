@@ -293,11 +293,11 @@ def _measure(
     session = session_options(
         options.out_dir / "results.json",
         options.machine,
-        isolation=resolved["isolation"],
-        max_failures=resolved["max_failures"],
-        analysis=AnalysisSettings.from_values(resolved.values),
+        isolation=resolved.values.isolation,
+        max_failures=resolved.values.max_failures,
+        analysis=resolved.values.analysis(),
         per_benchmark={n: planned[n].analysis for n in chosen.measured},
-        config=_recorded(options, suite, chosen, commits, resolved["max_failures"]),
+        config=_recorded(options, suite, chosen, commits, resolved.values.max_failures),
     )
     specs = [planned[n].spec for n in chosen.measured]
     if options.continue_from is not None:
@@ -307,9 +307,7 @@ def _measure(
         )
     doc = measure(specs, session, versions=_described((base, head)))
     unmeasured = [(name, planned[name].analysis) for name in chosen.missing]
-    return _with_unmeasured(
-        doc, options, chosen, unmeasured, AnalysisSettings.from_values(resolved.values)
-    )
+    return _with_unmeasured(doc, options, chosen, unmeasured, resolved.values.analysis())
 
 
 def _earlier(

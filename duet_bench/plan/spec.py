@@ -22,7 +22,6 @@ from duet_bench.defaults import (
     DEFAULT_RUNS,
     DEFAULT_TIMEOUT_S,
     DEFAULT_WARMUP,
-    RUN_KEYS,
     Crossover,
     Kind,
     Method,
@@ -172,40 +171,37 @@ def build(
     UsageError
         Fewer than :data:`duet_bench.defaults.MIN_RUNS` runs, naming where the number came from.
     """
-    from duet_bench.analysis import AnalysisSettings
     from duet_bench.analysis.stopping import until_decided
 
-    design = until_decided(resolved.values, resolved.origins)
+    v = resolved.values
+    design = until_decided(v.min_runs, v.max_runs, v.budget_s, resolved.origins)
     if design is not None:
         problem = runs_problem(design.max_runs)
         if problem:
             origin = resolved.origins["max_runs"]
             raise UsageError(f"{name}: max runs {problem} (from {origin})", fix="use 40")
-        spec = BenchmarkSpec(
-            name=name,
-            baseline=baseline,
-            candidate=candidate,
-            **{k: resolved[k] for k in RUN_KEYS if k != "runs"},
-            runs=design.max_runs,
-            until_decided=design,
-        )
-        analysis = AnalysisSettings.from_values(resolved.values)
-        return BenchmarkSettings(spec=spec, analysis=analysis, resolved=resolved)
-    problem = runs_problem(resolved["runs"])
-    if problem:
-        origin = resolved.origins["runs"]
-        raise UsageError(
-            f"{name}: runs {problem} (from {origin})",
-            fix=f"set runs to 10 or more ({origin})",
-        )
+    else:
+        problem = runs_problem(v.runs)
+        if problem:
+            origin = resolved.origins["runs"]
+            raise UsageError(
+                f"{name}: runs {problem} (from {origin})",
+                fix=f"set runs to 10 or more ({origin})",
+            )
     spec = BenchmarkSpec(
         name=name,
         baseline=baseline,
         candidate=candidate,
-        **{k: resolved[k] for k in RUN_KEYS},
+        runs=v.runs if design is None else design.max_runs,
+        iterations=v.iterations,
+        warmup=v.warmup,
+        timeout_s=v.timeout_s,
+        memory_limit_bytes=v.memory_limit_bytes,
+        method=v.method,
+        crossover=v.crossover,
+        until_decided=design,
     )
-    analysis = AnalysisSettings.from_values(resolved.values)
-    return BenchmarkSettings(spec=spec, analysis=analysis, resolved=resolved)
+    return BenchmarkSettings(spec=spec, analysis=v.analysis(), resolved=resolved)
 
 
 def for_suite(

@@ -118,9 +118,11 @@ def test_write_stores_min_runs_and_max_runs_and_the_suite_then_measures_until_de
     write_recommended(c, ConfigTarget(path, "duet"))
     config = load_config(path)
     resolved = resolve({}, config=config, benchmark=config.benchmarks[0])
-    assert until_decided(resolved.values, resolved.origins) == UntilDecided(
+    v = resolved.values
+    assert until_decided(v.min_runs, v.max_runs, v.budget_s, resolved.origins) == UntilDecided(
         min_runs=u.min_runs, max_runs=u.max_runs
     )
     # --runs on the command line still asks for a fixed design.
     given = resolve({"runs": 12}, config=config, benchmark=config.benchmarks[0])
-    assert until_decided(given.values, given.origins) is None
+    v = given.values
+    assert until_decided(v.min_runs, v.max_runs, v.budget_s, given.origins) is None

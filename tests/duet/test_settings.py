@@ -25,23 +25,34 @@ def test_precedence_option_then_benchmark_then_suite_then_default() -> None:
     c = load(SUITE + BENCHMARKS)
     startup, parse, kernel = c.benchmarks
     r = settings.resolve(config=c, benchmark=startup)
-    assert [r[k] for k in ("runs", "iterations", "warmup", "timeout_s")] == [12, 40, 3, 30.0]
-    assert [r[k] for k in ("memory_limit_bytes", "threshold", "confidence", "method")] == [
+    assert [getattr(r.values, k) for k in ("runs", "iterations", "warmup", "timeout_s")] == [
+        12,
+        40,
+        3,
+        30.0,
+    ]
+    assert [
+        getattr(r.values, k) for k in ("memory_limit_bytes", "threshold", "confidence", "method")
+    ] == [
         512 << 20,
         0.01,
         0.95,
         "sequential",
     ]
-    assert (r["max_failures"], r["isolation"]) == (1, "affinity")
+    assert (r.values.max_failures, r.values.isolation) == (1, "affinity")
     r = settings.resolve(config=c, benchmark=parse)
-    assert [r[k] for k in ("runs", "iterations", "timeout_s", "memory_limit_bytes")] == [
+    assert [
+        getattr(r.values, k) for k in ("runs", "iterations", "timeout_s", "memory_limit_bytes")
+    ] == [
         20,
         40,
         5.5,
         1 << 20,
     ]
     r = settings.resolve(config=c, benchmark=kernel)
-    assert [r[k] for k in ("iterations", "warmup", "threshold", "confidence", "method")] == [
+    assert [
+        getattr(r.values, k) for k in ("iterations", "warmup", "threshold", "confidence", "method")
+    ] == [
         7,
         0,
         0.05,
@@ -54,13 +65,18 @@ def test_precedence_option_then_benchmark_then_suite_then_default() -> None:
         config=c,
         benchmark=parse,
     )
-    assert [r[k] for k in ("runs", "timeout_s", "method", "max_failures")] == [30, 1.0, "duet", 0]
-    assert r["iterations"] == 40
+    assert [getattr(r.values, k) for k in ("runs", "timeout_s", "method", "max_failures")] == [
+        30,
+        1.0,
+        "duet",
+        0,
+    ]
+    assert r.values.iterations == 40
     # A present option wins even when it is None: --memory-limit none lifts the limit.
     assert (
-        settings.resolve({"memory_limit_bytes": None}, config=c, benchmark=parse)[
-            "memory_limit_bytes"
-        ]
+        settings.resolve(
+            {"memory_limit_bytes": None}, config=c, benchmark=parse
+        ).values.memory_limit_bytes
         is None
     )
     # For the others None cannot be a value: it means "not given".
@@ -83,7 +99,7 @@ def test_every_value_says_where_it_came_from() -> None:
         "duet.toml: runs"
     )
     assert r.origins["iterations"] == "the built-in default"
-    assert r["iterations"] == defaults.DEFAULT_ITERATIONS
+    assert r.values.iterations == defaults.DEFAULT_ITERATIONS
 
 
 def test_the_built_in_defaults_are_the_ones_of_every_record() -> None:
@@ -124,7 +140,11 @@ def test_a_config_built_in_code_is_resolved_like_a_file() -> None:
         raw={},
     )
     r = settings.resolve(config=c, benchmark=b)
-    assert (r["runs"], r["threshold"], r["iterations"]) == (5, 0.1, defaults.DEFAULT_ITERATIONS)
+    assert (r.values.runs, r.values.threshold, r.values.iterations) == (
+        5,
+        0.1,
+        defaults.DEFAULT_ITERATIONS,
+    )
     assert r.origins["runs"] == "suite.toml: runs"
     assert r.origins["iterations"] == "the built-in default"
 
@@ -264,5 +284,5 @@ def test_analyze_and_report_keep_a_recorded_threshold(tmp_path: Path) -> None:
 
 def test_without_a_configuration_only_options_and_defaults_count() -> None:
     r = settings.resolve({"threshold": 0.1})
-    assert AnalysisSettings.from_values(r.values) == AnalysisSettings(threshold=0.1)
+    assert r.values.analysis() == AnalysisSettings(threshold=0.1)
     assert set(r.origins.values()) == {"--threshold", "the built-in default"}

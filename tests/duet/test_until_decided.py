@@ -127,20 +127,17 @@ def test_a_fixed_design_stores_no_stopping_key() -> None:
 
 
 def test_the_design_from_the_settings_and_their_origins() -> None:
-    none: dict[str, Any] = {"min_runs": None, "max_runs": None, "budget_s": None}
-    assert until_decided({**none, "runs": 10}, {"runs": "--runs"}) is None
-    got = until_decided({**none, "budget_s": 600.0}, {"budget_s": "--budget"})
+    assert until_decided(None, None, None, {"runs": "--runs"}) is None
+    got = until_decided(None, None, 600.0, {"budget_s": "--budget"})
     assert got == UntilDecided(min_runs=5, max_runs=40, budget_s=600.0)
-    got = until_decided({**none, "max_runs": 20}, {"max_runs": "duet.toml: max_runs"})
+    got = until_decided(None, 20, None, {"max_runs": "duet.toml: max_runs"})
     assert got == UntilDecided(max_runs=20)
     # --runs on the command line keeps its meaning over the configuration's stopping keys.
-    assert until_decided({**none, "max_runs": 20}, {"runs": "--runs"}) is None
+    assert until_decided(None, 20, None, {"runs": "--runs"}) is None
     with pytest.raises(UsageError, match="give one or the other"):
-        until_decided(
-            {**none, "runs": 10, "max_runs": 20}, {"runs": "--runs", "max_runs": "--max-runs"}
-        )
+        until_decided(None, 20, None, {"runs": "--runs", "max_runs": "--max-runs"})
     with pytest.raises(UsageError, match="--min-runs needs --max-runs or --budget"):
-        until_decided({**none, "min_runs": 8}, {"min_runs": "--min-runs"})
+        until_decided(8, None, None, {"min_runs": "--min-runs"})
     with pytest.raises(UsageError, match="below --min-runs"):
         UntilDecided(min_runs=10, max_runs=6)
     assert UntilDecided.from_settings({"until_decided": UntilDecided(7, 9, 60.0).to_record()}) == (

@@ -548,9 +548,9 @@ def test_search_lets_go_of_the_commits_that_leave_the_window(n: int) -> None:
 
 
 def _resolved(**values: Any) -> Any:
-    from duet_bench.settings import Resolved
+    from duet_bench.settings import Resolved, Settings
 
-    return Resolved(values=values, origins=dict.fromkeys(values, "duet.toml"))
+    return Resolved(values=Settings(**values), origins=dict.fromkeys(values, "duet.toml"))
 
 
 def test_step_design_from_the_options_or_the_configuration() -> None:
