@@ -18,7 +18,7 @@ loaded.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from duet_bench.defaults import (
@@ -95,6 +95,40 @@ class Settings:
 #: Every setting by field name, with its built-in default.
 BUILTIN: Mapping[str, object] = {f.name: f.default for f in fields(Settings)}
 
+
+@dataclass(frozen=True, slots=True)
+class Given:
+    """The settings given on the command line, which win over the configuration: ``names``
+    says which of ``values`` were given (their origin is the option: ``--runs``); the others
+    are not a choice. A given None is "not given", but for ``memory_limit_bytes``
+    (``--memory-limit none`` lifts a limit)."""
+
+    values: Settings = field(default_factory=Settings)
+    names: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        unknown = self.names - set(BUILTIN)
+        if unknown:
+            raise ValueError(f"unknown setting(s) {sorted(unknown)}; known: {sorted(BUILTIN)}")
+
+    @classmethod
+    def of(cls, **values: Any) -> Given:
+        """The settings ``values`` given, by field name (``Given.of(runs=12)``)."""
+        unknown = set(values) - set(BUILTIN)
+        if unknown:
+            raise ValueError(f"unknown setting(s) {sorted(unknown)}; known: {sorted(BUILTIN)}")
+        return cls(values=Settings(**values), names=frozenset(values))
+
+    def adding(self, **values: Any) -> Given:
+        """These settings with ``values`` given too."""
+        return Given(values=replace(self.values, **values), names=self.names | frozenset(values))
+
+    def record(self) -> dict[str, object]:
+        """The given settings by field name, in the order of :data:`BUILTIN` (what a results
+        file records as the options the command line changed)."""
+        return {name: getattr(self.values, name) for name in BUILTIN if name in self.names}
+
+
 Origin: TypeAlias = str
 
 
@@ -118,7 +152,7 @@ class Resolved:
 
 
 def resolve(
-    explicit: Mapping[str, Any] | None = None,
+    explicit: Given | None = None,
     *,
     config: Config | None = None,
     benchmark: BenchmarkConfig | None = None,
@@ -126,15 +160,11 @@ def resolve(
     """The settings of ``benchmark`` of ``config`` (the suite's without a benchmark; only the
     built-in defaults and ``explicit`` without a configuration).
 
-    ``explicit`` holds the options given explicitly on the command line, by field name
-    (``timeout_s``, ``memory_limit_bytes``). ``memory_limit_bytes: None`` wins like any value
-    (``--memory-limit none`` lifts a limit); for the other settings None cannot be a value and
-    means "not given".
+    ``explicit`` holds the options given explicitly on the command line (:class:`Given`).
+    ``memory_limit_bytes: None`` wins like any value (``--memory-limit none`` lifts a limit);
+    for the other settings None cannot be a value and means "not given".
     """
-    given = dict(explicit or {})
-    unknown = set(given) - set(BUILTIN)
-    if unknown:
-        raise ValueError(f"unknown setting(s) {sorted(unknown)}; known: {sorted(BUILTIN)}")
+    given = explicit or Given()
     chosen = {
         name: _chosen(name, default, given, config=config, benchmark=benchmark)
         for name, default in BUILTIN.items()
@@ -148,14 +178,15 @@ def resolve(
 def _chosen(
     name: str,
     default: object,
-    given: Mapping[str, object],
+    given: Given,
     *,
     config: Config | None,
     benchmark: BenchmarkConfig | None,
 ) -> tuple[Any, Origin]:
     """The value of the setting ``name`` after precedence, and where it came from."""
-    if name in given and (given[name] is not None or name == "memory_limit_bytes"):
-        return given[name], option_name(name)
+    value = getattr(given.values, name)
+    if name in given.names and (value is not None or name == "memory_limit_bytes"):
+        return value, option_name(name)
     key = FILE_KEYS.get(name, name)
     own = getattr(benchmark, name) if benchmark is not None and name in BENCHMARK_KEYS else None
     if own is not None:

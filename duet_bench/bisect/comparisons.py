@@ -30,7 +30,7 @@ from duet_bench.errors import ResultsError, VersionError
 from duet_bench.plan import for_suite
 from duet_bench.results import BenchmarkRecord, RunRecord, SideName
 from duet_bench.session import MachineOptions, measure, raise_if_broken, session_options
-from duet_bench.settings import resolve
+from duet_bench.settings import Given, resolve
 
 if TYPE_CHECKING:
     from duet_bench.versions import Version, Versions
@@ -149,7 +149,7 @@ class Comparer:
         self.design = design
         self.rebuild = rebuild
         self.on_note = on_note
-        resolved = resolve(self.overrides, config=config, benchmark=benchmark)
+        resolved = resolve(Given.of(**self.overrides), config=config, benchmark=benchmark)
         v = resolved.values
         self.first_runs = min(v.runs, max_runs) if design is None else design.max_runs
         self.max_failures = v.max_failures
@@ -316,7 +316,7 @@ class Comparer:
                 baseline_dir=base_dir,
                 candidate_dir=head_dir,
                 select=self.benchmark.name,
-                explicit=overrides,
+                explicit=Given.of(**overrides),
             )
             if s.spec.name == self.benchmark.name
         ]

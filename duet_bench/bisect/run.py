@@ -29,7 +29,7 @@ from duet_bench.compare import config_source, read_configuration, repo_root
 from duet_bench.config import CONFIG_FILES, BenchmarkConfig, Config, load_config
 from duet_bench.errors import ConfigError, UsageError
 from duet_bench.session import MachineOptions
-from duet_bench.settings import Resolved, resolve
+from duet_bench.settings import Given, Resolved, resolve
 from duet_bench.versions import Versions
 
 #: ``--max-runs`` default: this many times the configured runs.
@@ -214,7 +214,9 @@ def bisect(
         config = load_config(Path(path), text=text)
         bench = _one_benchmark(config, options.benchmark)
         resolved = resolve(
-            {**options.overrides, **options.analysis_overrides}, config=config, benchmark=bench
+            Given.of(**options.overrides, **options.analysis_overrides),
+            config=config,
+            benchmark=bench,
         )
         settings = resolved.values.analysis()
         design, max_runs = _step_runs(options, resolved, on_note)

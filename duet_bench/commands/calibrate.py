@@ -213,8 +213,9 @@ def _spec(o: CalibrateOptions) -> BenchmarkSpec:
             run_as=o.machine.options.run_as,
             keep_env=o.machine.options.keep_env,
         )
-    given = {**explicit, "timeout_s": o.machine.timeout_s}
-    return command_spec(o.source.name(), o.source.side(), given)
+    return command_spec(
+        o.source.name(), o.source.side(), explicit.adding(timeout_s=o.machine.timeout_s)
+    )
 
 
 def _measure(spec: BenchmarkSpec, o: CalibrateOptions, out: Path) -> ResultsDocument:

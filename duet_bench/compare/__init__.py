@@ -81,7 +81,7 @@ class CompareOptions:
     keep_worktrees: bool = False
     #: Options given explicitly on the command line, by field name (they win over the
     #: configuration: :func:`duet_bench.settings.resolve`).
-    explicit: Mapping[str, Any] = field(default_factory=dict)
+    explicit: settings.Given = field(default_factory=settings.Given)
     machine: MachineOptions = field(default_factory=MachineOptions)
     plots: bool = True
     #: ``--continue DIR``: the results of an earlier measurement until decided of the same two
@@ -370,7 +370,7 @@ def _recorded(
         "missing_in_baseline": list(chosen.missing),
         "config_source": suite.source.record(commits.head),
         # What the command line changed: shards merged later must agree on it.
-        "options": dict(options.explicit),
+        "options": options.explicit.record(),
         **({"same_commit": True} if commits.base == commits.head else {}),
         **(
             {"suites": {"new": list(chosen.found.new), "missing": list(chosen.found.missing)}}

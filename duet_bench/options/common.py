@@ -16,6 +16,7 @@ from click.core import ParameterSource
 
 from duet_bench import defaults, settings
 from duet_bench.isolation import RunAs
+from duet_bench.settings import Given
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -61,9 +62,19 @@ class AnalysisGiven:
             ),
         )
 
-    def values(self) -> dict[str, Any]:
-        """Every analysis setting by its name, given or default."""
-        return {k: getattr(self, k) for k in defaults.ANALYSIS_KEYS}
+    def settings(self) -> AnalysisSettings:
+        """The analysis settings these give (every one given or its default)."""
+        from duet_bench.analysis import AnalysisSettings
+
+        return AnalysisSettings(
+            confidence=self.confidence,
+            threshold=self.threshold,
+            reps=self.reps,
+            seed=self.seed,
+            interval=self.interval,
+            winsorize=self.winsorize,
+            metric=self.metric,
+        )
 
     def explicit_values(self) -> dict[str, Any]:
         """The settings given on the command line, by name: they override the recorded ones."""
@@ -149,17 +160,17 @@ class PlanGiven:
         )
 
 
-def explicit_settings(ctx: click.Context) -> dict[str, Any]:
+def explicit_settings(ctx: click.Context) -> Given:
     """Every setting (:data:`duet_bench.settings.BUILTIN`, by field name) the command has as an
     option and that was given on the command line; ``reps`` and ``seed`` always (the
     configuration cannot set them, and the results file says which were used)."""
-    out: dict[str, Any] = {}
-    for name in settings.BUILTIN:
-        param = defaults.FILE_KEYS.get(name, name)
-        if param not in ctx.params:
-            continue
-        if name in ("reps", "seed") or (
-            ctx.get_parameter_source(param) == ParameterSource.COMMANDLINE
-        ):
-            out[name] = ctx.params[param]
-    return out
+    names = [
+        name
+        for name in settings.BUILTIN
+        if (param := defaults.FILE_KEYS.get(name, name)) in ctx.params
+        and (
+            name in ("reps", "seed")
+            or ctx.get_parameter_source(param) == ParameterSource.COMMANDLINE
+        )
+    ]
+    return Given.of(**{name: ctx.params[defaults.FILE_KEYS.get(name, name)] for name in names})

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from duet_bench.config import DEFAULT_PYTHON
 from duet_bench.defaults import (
@@ -28,7 +28,7 @@ from duet_bench.defaults import (
 )
 from duet_bench.errors import UsageError
 from duet_bench.limits import runs_problem
-from duet_bench.settings import Resolved, resolve
+from duet_bench.settings import Given, Resolved, resolve
 
 if TYPE_CHECKING:
     from duet_bench.analysis import AnalysisSettings
@@ -210,7 +210,7 @@ def for_suite(
     baseline_dir: Path,
     candidate_dir: Path,
     select: str | None = None,
-    explicit: Mapping[str, Any] | None = None,
+    explicit: Given | None = None,
 ) -> list[BenchmarkSettings]:
     """Every selected benchmark of ``config`` (in the order of the file) for the two version
     directories.

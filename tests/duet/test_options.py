@@ -31,10 +31,10 @@ def test_run_options_are_typed_from_the_command_line() -> None:
     assert o.analysis.confidence == 0.9
     assert o.analysis.explicit == {"confidence"}
     assert o.analysis.explicit_values() == {"confidence": 0.9}
-    assert o.analysis.values()["metric"] == "auto"
+    assert o.analysis.settings().metric == "auto"
     settings = o.settings()
-    assert settings["timeout_s"] == defaults.DEFAULT_TIMEOUT_S
-    assert set(defaults.ANALYSIS_KEYS) <= set(settings)
+    assert settings.values.timeout_s == defaults.DEFAULT_TIMEOUT_S
+    assert set(defaults.ANALYSIS_KEYS) <= settings.names
     assert o.sides.side("candidate").command == "./new"
     with pytest.raises(dataclasses.FrozenInstanceError):
         o.name = "other"  # type: ignore[misc]
@@ -98,7 +98,7 @@ def test_compare_and_bisect_build_the_library_options_once() -> None:
     )
     assert (c.comparison.base, c.comparison.head, c.comparison.shard) == ("main", "HEAD", (1, 2))
     # Given on the command line, plus reps and seed always (the results say which were used).
-    assert set(c.comparison.explicit) == {"runs", "metric", "reps", "seed"}
+    assert c.comparison.explicit.names == {"runs", "metric", "reps", "seed"}
     assert c.comparison.machine.progress is False
     assert (c.fmt, c.fail_on, c.allow_missing) == ("text", "regression", False)
     b = BisectCommandOptions.from_click(_context(bisect, ["v1", "--threshold", "0.05"]))
@@ -122,18 +122,18 @@ def test_calibrate_options_are_typed_from_the_command_line() -> None:
     assert o.source.name() == "sleep 0.01"
     assert o.source.side().kind == "command"
     # Runs, iterations and warm-up always (a calibration's own); timeout and crossover as given.
-    assert o.settings() == {
+    assert o.settings().record() == {
         "runs": 20,
         "iterations": 30,
         "warmup": 0,
-        "method": "duet",
         "timeout_s": 5,
+        "method": "duet",
     }
     crossed = CalibrateOptions.from_click(
         _context(calibrate, ["--python", "py", "--callable", "m:f", "--crossover", "run"])
     )
-    assert crossed.settings()["crossover"] == "run"
-    assert "timeout_s" not in crossed.settings()
+    assert crossed.settings().record()["crossover"] == "run"
+    assert "timeout_s" not in crossed.settings().names
     assert (crossed.source.name(), crossed.source.side().interpreter) == ("m:f", "py")
     with pytest.raises(dataclasses.FrozenInstanceError):
         o.runs = 3  # type: ignore[misc]

@@ -61,7 +61,7 @@ def test_precedence_option_then_benchmark_then_suite_then_default() -> None:
     ]
     # Options given on the command line win over both.
     r = settings.resolve(
-        {"runs": 30, "timeout_s": 1.0, "method": "duet", "max_failures": 0},
+        settings.Given.of(runs=30, timeout_s=1.0, method="duet", max_failures=0),
         config=c,
         benchmark=parse,
     )
@@ -75,22 +75,24 @@ def test_precedence_option_then_benchmark_then_suite_then_default() -> None:
     # A present option wins even when it is None: --memory-limit none lifts the limit.
     assert (
         settings.resolve(
-            {"memory_limit_bytes": None}, config=c, benchmark=parse
+            settings.Given.of(memory_limit_bytes=None), config=c, benchmark=parse
         ).values.memory_limit_bytes
         is None
     )
     # For the others None cannot be a value: it means "not given".
-    assert settings.resolve({"runs": None}, config=c, benchmark=parse) == settings.resolve(
-        config=c, benchmark=parse
-    )
+    assert settings.resolve(
+        settings.Given.of(runs=None), config=c, benchmark=parse
+    ) == settings.resolve(config=c, benchmark=parse)
     with pytest.raises(ValueError, match="unknown setting"):
-        settings.resolve({"timeout": 3})
+        settings.resolve(settings.Given.of(timeout=3))
 
 
 def test_every_value_says_where_it_came_from() -> None:
     c = load("runs = 7\n" + BENCHMARKS)
     parse = c.benchmark("parse")
-    r = settings.resolve({"warmup": 4, "memory_limit_bytes": None}, config=c, benchmark=parse)
+    r = settings.resolve(
+        settings.Given.of(warmup=4, memory_limit_bytes=None), config=c, benchmark=parse
+    )
     assert r.origins["warmup"] == "--warmup"
     assert r.origins["memory_limit_bytes"] == "--memory-limit"
     assert r.origins["runs"] == "duet.toml: benchmark 'parse', runs"
@@ -152,7 +154,7 @@ def test_a_config_built_in_code_is_resolved_like_a_file() -> None:
 def test_the_runs_rule_names_where_the_value_came_from() -> None:
     side = SideSpec(kind="command", command="true")
     with pytest.raises(UsageError) as info:
-        build("a", side, side, settings.resolve({"runs": 1}))
+        build("a", side, side, settings.resolve(settings.Given.of(runs=1)))
     assert info.value.message == (
         "a: runs must be at least 2, got 1 (5 or more give an interval) (from --runs)"
     )
@@ -221,7 +223,7 @@ def test_for_suite_applies_options_and_selection(tmp_path: Path) -> None:
         baseline_dir=tmp_path,
         candidate_dir=tmp_path,
         select="p*",
-        explicit={"runs": 4, "warmup": 1, "memory_limit_bytes": None, "threshold": 0.3},
+        explicit=settings.Given.of(runs=4, warmup=1, memory_limit_bytes=None, threshold=0.3),
     )
     assert [
         (p.spec.name, p.spec.runs, p.spec.warmup, p.spec.memory_limit_bytes, p.analysis.threshold)
@@ -283,6 +285,6 @@ def test_analyze_and_report_keep_a_recorded_threshold(tmp_path: Path) -> None:
 
 
 def test_without_a_configuration_only_options_and_defaults_count() -> None:
-    r = settings.resolve({"threshold": 0.1})
+    r = settings.resolve(settings.Given.of(threshold=0.1))
     assert r.values.analysis() == AnalysisSettings(threshold=0.1)
     assert set(r.origins.values()) == {"--threshold", "the built-in default"}

@@ -16,6 +16,7 @@ from duet_bench.config.read import load_config
 from duet_bench.errors import UsageError
 from duet_bench.plan import for_suite
 from duet_bench.results import analysis as stored
+from duet_bench.settings import Given
 
 
 def _document(
@@ -180,10 +181,12 @@ def test_a_suite_measured_until_decided_by_the_configuration_and_the_options(
         "shape": "pocock",
     }
     # --runs on the command line: a fixed design, whatever the configuration says.
-    fixed = for_suite(config, baseline_dir=tmp_path, candidate_dir=tmp_path, explicit={"runs": 12})
+    fixed = for_suite(
+        config, baseline_dir=tmp_path, candidate_dir=tmp_path, explicit=Given.of(runs=12)
+    )
     assert [(b.spec.until_decided, b.spec.runs) for b in fixed] == [(None, 12), (None, 12)]
     # --max-runs on the command line wins over the configuration's.
     more = for_suite(
-        config, baseline_dir=tmp_path, candidate_dir=tmp_path, explicit={"max_runs": 50}
+        config, baseline_dir=tmp_path, candidate_dir=tmp_path, explicit=Given.of(max_runs=50)
     )
     assert [b.spec.runs for b in more] == [50, 50]
