@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from click.core import ParameterSource
 
@@ -75,10 +75,6 @@ class AnalysisGiven:
             winsorize=self.winsorize,
             metric=self.metric,
         )
-
-    def explicit_values(self) -> dict[str, Any]:
-        """The settings given on the command line, by name: they override the recorded ones."""
-        return {k: getattr(self, k) for k in defaults.ANALYSIS_KEYS if k in self.explicit}
 
 
 @dataclass(frozen=True, slots=True)

@@ -247,16 +247,21 @@ def _record_with(analysis: AnalysisSettings) -> results.BenchmarkRecord:
 def test_for_record_uses_the_recorded_settings_unless_given() -> None:
     recorded = AnalysisSettings(threshold=0.5, confidence=0.9, reps=500, metric="wall")
     b = _record_with(recorded)
-    assert AnalysisSettings.from_record(b, {}) == recorded
-    assert AnalysisSettings.from_record(b, {"reps": 2000}) == replace(recorded, reps=2000)
-    assert AnalysisSettings.from_record(b, {"threshold": 0.01}).threshold == 0.01
+    assert AnalysisSettings.from_record(b) == recorded
+    assert AnalysisSettings.from_record(b, AnalysisSettings(reps=2000), {"reps"}) == replace(
+        recorded, reps=2000
+    )
+    assert (
+        AnalysisSettings.from_record(b, AnalysisSettings(threshold=0.01), {"threshold"}).threshold
+        == 0.01
+    )
     # A file written before the settings were recorded: the metric its analysis asked for.
     old = replace(b, settings={})
-    assert AnalysisSettings.from_record(old, {}) == AnalysisSettings(metric="wall")
+    assert AnalysisSettings.from_record(old) == AnalysisSettings(metric="wall")
     # A file edited by hand into nonsense is refused with the way out.
     broken = replace(b, settings={"analysis": {**recorded.to_record(), "threshold": "x"}})
     with pytest.raises(ResultsError, match=r"settings\.analysis\) are not valid: threshold"):
-        AnalysisSettings.from_record(broken, {})
+        AnalysisSettings.from_record(broken)
 
 
 def test_analyze_and_report_keep_a_recorded_threshold(tmp_path: Path) -> None:
@@ -288,3 +293,21 @@ def test_without_a_configuration_only_options_and_defaults_count() -> None:
     r = settings.resolve(settings.Given.of(threshold=0.1))
     assert r.values.analysis() == AnalysisSettings(threshold=0.1)
     assert set(r.origins.values()) == {"--threshold", "the built-in default"}
+
+
+def test_the_settings_given_are_typed_and_recorded_in_the_order_of_builtin() -> None:
+    given = settings.Given.of(threshold=0.1, runs=12)
+    assert given.names == {"threshold", "runs"}
+    assert (given.values.runs, given.values.threshold) == (12, 0.1)
+    # Not given: the built-in default, and no choice.
+    assert given.values.iterations == defaults.DEFAULT_ITERATIONS
+    assert list(given.record()) == ["runs", "threshold"]
+    more = given.adding(timeout_s=5.0)
+    assert more.record() == {"runs": 12, "timeout_s": 5.0, "threshold": 0.1}
+    assert given.names == {"threshold", "runs"}  # frozen: adding makes another
+    r = settings.resolve(more)
+    assert (r.values.timeout_s, r.origins["timeout_s"]) == (5.0, "--timeout")
+    assert r.origins["iterations"] == "the built-in default"
+    assert r.values.analysis() == AnalysisSettings(threshold=0.1)
+    with pytest.raises(ValueError, match="unknown setting"):
+        settings.Given(names=frozenset({"timeout"}))
