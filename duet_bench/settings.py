@@ -123,6 +123,10 @@ class Given:
         """These settings with ``values`` given too."""
         return Given(values=replace(self.values, **values), names=self.names | frozenset(values))
 
+    def without(self, *names: str) -> Given:
+        """These settings with ``names`` not given."""
+        return Given(values=self.values, names=self.names - frozenset(names))
+
     def record(self) -> dict[str, object]:
         """The given settings by field name, in the order of :data:`BUILTIN` (what a results
         file records as the options the command line changed)."""

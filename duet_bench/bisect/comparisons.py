@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +26,7 @@ from duet_bench.analysis import AnalysisSettings, analyze_benchmark
 from duet_bench.analysis.stopping import UntilDecided
 from duet_bench.bisect.history import Commit
 from duet_bench.config import BenchmarkConfig, Config
+from duet_bench.defaults import ANALYSIS_KEYS
 from duet_bench.errors import ResultsError, VersionError
 from duet_bench.plan import for_suite
 from duet_bench.results import BenchmarkRecord, RunRecord, SideName
@@ -127,8 +128,7 @@ class Comparer:
         config: Config,
         benchmark: BenchmarkConfig,
         settings: AnalysisSettings,
-        overrides: Mapping[str, Any],
-        analysis_overrides: Mapping[str, Any],
+        given: Given,
         machine: MachineOptions,
         out_dir: Path,
         max_runs: int,
@@ -140,8 +140,11 @@ class Comparer:
         self.config = config
         self.benchmark = benchmark
         self.settings = settings
-        self.overrides = dict(overrides)
-        self.analysis_overrides = dict(analysis_overrides)
+        # What each round records and is keyed by: the run settings given, then the analysis
+        # settings given (ANALYSIS_KEYS), in the order of BUILTIN.
+        recorded = given.record()
+        self.overrides = {k: v for k, v in recorded.items() if k not in ANALYSIS_KEYS}
+        self.analysis_overrides = {k: v for k, v in recorded.items() if k in ANALYSIS_KEYS}
         self.machine = machine
         self.out_dir = out_dir
         self.max_runs = max_runs
@@ -149,7 +152,7 @@ class Comparer:
         self.design = design
         self.rebuild = rebuild
         self.on_note = on_note
-        resolved = resolve(Given.of(**self.overrides), config=config, benchmark=benchmark)
+        resolved = resolve(given.without(*ANALYSIS_KEYS), config=config, benchmark=benchmark)
         v = resolved.values
         self.first_runs = min(v.runs, max_runs) if design is None else design.max_runs
         self.max_failures = v.max_failures

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -56,8 +56,9 @@ class BisectOptions:
     step_budget_s: float | None = None
     rebuild: bool = False
     keep_worktrees: bool = False
-    overrides: Mapping[str, Any] = field(default_factory=dict)
-    analysis_overrides: Mapping[str, Any] = field(default_factory=dict)
+    #: The settings given on the command line but the stopping ones (``--max-runs`` is the
+    #: search's here: the ``--step-*`` options say how a step stops).
+    given: Given = field(default_factory=Given)
     machine: MachineOptions = field(default_factory=MachineOptions)
 
 
@@ -150,7 +151,7 @@ def step_design(options: BisectOptions, resolved: Resolved) -> UntilDecided | No
         "budget_s": options.step_budget_s,
     }
     on_command_line = any(v is not None for v in given.values())
-    fixed_given = "runs" in options.overrides or options.max_runs is not None
+    fixed_given = "runs" in options.given.names or options.max_runs is not None
     if on_command_line and fixed_given:
         raise UsageError(
             "--runs and --max-runs ask for fixed-design steps topped up to a cap, --step-max-runs "
@@ -214,7 +215,7 @@ def bisect(
         config = load_config(Path(path), text=text)
         bench = _one_benchmark(config, options.benchmark)
         resolved = resolve(
-            Given.of(**options.overrides, **options.analysis_overrides),
+            options.given,
             config=config,
             benchmark=bench,
         )
@@ -243,8 +244,7 @@ def bisect(
             config=config,
             benchmark=bench,
             settings=settings,
-            overrides=options.overrides,
-            analysis_overrides=options.analysis_overrides,
+            given=options.given,
             machine=options.machine,
             out_dir=out,
             max_runs=max_runs,

@@ -256,14 +256,7 @@ class BisectCommandOptions:
             rebuild=p["rebuild"],
             keep_worktrees=p["keep_worktrees"],
             # bisect's own --max-runs is its search's, not measuring until decided.
-            overrides={
-                k: v
-                for k, v in explicit.record().items()
-                if k not in defaults.ANALYSIS_KEYS and k not in defaults.STOPPING_KEYS
-            },
-            analysis_overrides={
-                k: v for k, v in explicit.record().items() if k in defaults.ANALYSIS_KEYS
-            },
+            given=explicit.without(*defaults.STOPPING_KEYS),
             machine=MachineGiven.from_click(ctx).options,
         )
         return cls(search=search, fmt=p["fmt"])

@@ -102,12 +102,15 @@ def test_compare_and_bisect_build_the_library_options_once() -> None:
     assert c.comparison.machine.progress is False
     assert (c.fmt, c.fail_on, c.allow_missing) == ("text", "regression", False)
     b = BisectCommandOptions.from_click(_context(bisect, ["v1", "--threshold", "0.05"]))
-    assert b.search.analysis_overrides == {
-        "threshold": 0.05,
+    assert b.search.given.record() == {
         "reps": defaults.DEFAULT_REPS,
         "seed": defaults.DEFAULT_SEED,
+        "threshold": 0.05,
     }
-    assert "threshold" not in b.search.overrides
+    # bisect's --max-runs is its search's: no stopping setting is given to a step.
+    stepped = BisectCommandOptions.from_click(_context(bisect, ["v1", "--max-runs", "30"]))
+    assert stepped.search.max_runs == 30
+    assert not stepped.search.given.names & set(defaults.STOPPING_KEYS)
 
 
 def test_calibrate_options_are_typed_from_the_command_line() -> None:
