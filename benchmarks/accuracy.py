@@ -57,7 +57,7 @@ from duet_bench import interrupts  # noqa: E402
 from duet_bench.errors import Interrupted  # noqa: E402
 from duet_bench.lock import acquire  # noqa: E402
 from duet_bench.plan import BenchmarkSpec, SideSpec  # noqa: E402
-from duet_bench.session import SessionOptions, measure  # noqa: E402
+from duet_bench.session import MachineOptions, SessionOptions, measure  # noqa: E402
 from duet_stats.ratio import duet_ratio  # noqa: E402
 from duet_stats.sequential import sequential_ci, shuffled_ratio  # noqa: E402
 
@@ -194,7 +194,9 @@ def run_cell(
                 measure(
                     specs,
                     SessionOptions(
-                        out=out, seed=seed_of(key), progress=False, config={"cell": key}
+                        out=out,
+                        machine=MachineOptions(plan_seed=seed_of(key), progress=False),
+                        config={"cell": key},
                     ),
                 )
         except BaseException as e:

@@ -44,7 +44,7 @@ import workloads  # noqa: E402
 
 from duet_bench.defaults import Crossover  # noqa: E402
 from duet_bench.plan import BenchmarkSpec, SideSpec  # noqa: E402
-from duet_bench.session import SessionOptions, measure  # noqa: E402
+from duet_bench.session import MachineOptions, SessionOptions, measure  # noqa: E402
 
 
 def bare_native(ops: int, iterations: int, cpu: int) -> list[int]:
@@ -93,7 +93,10 @@ def through_duet(
         warmup=warmup, crossover=crossover,
     )  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
-        doc = measure([bench], SessionOptions(out=Path(tmp) / "r.json", progress=False))
+        doc = measure(
+            [bench],
+            SessionOptions(out=Path(tmp) / "r.json", machine=MachineOptions(progress=False)),
+        )
     b = doc.benchmarks[0]
     durations, walls = [], []
     for r in b.ok_runs():

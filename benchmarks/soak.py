@@ -53,7 +53,7 @@ import duet_bench.runner.run  # noqa: E402
 from duet_bench.lock import acquire as acquire_lock  # noqa: E402
 from duet_bench.plan import BenchmarkSpec, SideSpec  # noqa: E402
 from duet_bench.results import ResultsDocument  # noqa: E402
-from duet_bench.session import SessionOptions, measure  # noqa: E402
+from duet_bench.session import MachineOptions, SessionOptions, measure  # noqa: E402
 
 MiB = 1024 * 1024
 
@@ -213,7 +213,9 @@ def soak(args: argparse.Namespace, command: str) -> dict[str, Any]:
         figures["noise_info"] = info
         soak_bench = benchmark("soak", args.runs, args.iterations, args.warmup, ops, args.slowdown)
         options = SessionOptions(
-            out=Path(tmp) / "soak.json", progress=True, wait=True, config={"soak": True}
+            out=Path(tmp) / "soak.json",
+            machine=MachineOptions(progress=True, wait=True),
+            config={"soak": True},
         )
         with RunProbe() as runs:
             doc = measure([soak_bench], options)
@@ -224,7 +226,10 @@ def soak(args: argparse.Namespace, command: str) -> dict[str, Any]:
             "short", args.short_runs, args.iterations, args.warmup, ops, args.slowdown
         )
         short = measure(
-            [short_bench], SessionOptions(out=Path(tmp) / "short.json", progress=False, wait=True)
+            [short_bench],
+            SessionOptions(
+                out=Path(tmp) / "short.json", machine=MachineOptions(progress=False, wait=True)
+            ),
         )
         results_mib = (Path(tmp) / "soak.json").stat().st_size / MiB
     figures["load_average_after"] = load_average()

@@ -32,7 +32,7 @@ from duet_bench.report import render
 from duet_bench.report.text import table
 from duet_bench.results import ResultsDocument
 from duet_bench.results.analysis import AnalysisBlock
-from duet_bench.session import SessionOptions, measure
+from duet_bench.session import MachineOptions, SessionOptions, measure
 
 SOURCE = Path(__file__).parent / "examples" / "demo" / "work.c"
 
@@ -161,7 +161,7 @@ def _build_and_measure(
         options = SessionOptions(
             out=where / "results.json",
             isolation=isolation,
-            progress=progress,
+            machine=MachineOptions(progress=progress),
             config={"command": "demo", "condition": condition.name},
         )
         with busy_process(condition.busy):

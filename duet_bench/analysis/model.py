@@ -5,7 +5,7 @@ per metric (:class:`MetricEstimate`) and per benchmark (:class:`BenchmarkAnalysi
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 class AnalysisSettings:
     """How to analyse. The defaults are the method's (``docs/statistics.md``), from
     :mod:`duet_bench.defaults`; :mod:`duet_bench.settings` resolves them per benchmark against
-    the configuration and the options, and :meth:`from_values` takes them from there."""
+    the configuration and the options (:meth:`duet_bench.settings.Settings.analysis`)."""
 
     confidence: float = DEFAULT_CONFIDENCE
     threshold: float = DEFAULT_THRESHOLD
@@ -58,21 +58,21 @@ class AnalysisSettings:
         if self.metric not in choices():
             raise ValueError(f"metric must be one of {', '.join(choices())}, got {self.metric}")
 
-    @classmethod
-    def from_values(cls, values: Mapping[str, Any]) -> AnalysisSettings:
-        """The analysis settings among ``values`` (every setting by field name: the
-        :class:`duet_bench.settings.Resolved` values of a benchmark)."""
-        return cls(**{k: values[k] for k in ANALYSIS_KEYS})
-
     def to_record(self) -> dict[str, Any]:
         """The settings as a benchmark's results keep them (``settings.analysis``)."""
         return {k: getattr(self, k) for k in ANALYSIS_KEYS}
 
     @classmethod
-    def from_record(cls, record: BenchmarkRecord, explicit: Mapping[str, Any]) -> AnalysisSettings:
-        """The settings to analyse ``record`` again with: the options given explicitly, else the
-        settings it was analysed with when measured (``settings.analysis``), else (a file written
-        before duet recorded them) the metric its analysis asked for, else the built-in defaults.
+    def from_record(
+        cls,
+        record: BenchmarkRecord,
+        given: AnalysisSettings | None = None,
+        names: Collection[str] = (),
+    ) -> AnalysisSettings:
+        """The settings to analyse ``record`` again with: the settings ``names`` of ``given``
+        (the options given explicitly), else the settings it was analysed with when measured
+        (``settings.analysis``), else (a file written before duet recorded them) the metric its
+        analysis asked for, else the built-in defaults.
 
         Raises
         ------
@@ -85,7 +85,8 @@ class AnalysisSettings:
             values.update({k: stored[k] for k in ANALYSIS_KEYS if k in stored})
         elif (metric := recorded_metric(record)) is not None:
             values["metric"] = metric
-        values.update({k: v for k, v in explicit.items() if k in ANALYSIS_KEYS})
+        if given is not None:
+            values.update({k: getattr(given, k) for k in ANALYSIS_KEYS if k in names})
         try:
             problem = _recorded_problem(values)
             if problem:

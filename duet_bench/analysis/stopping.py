@@ -96,12 +96,14 @@ class UntilDecided:
         )
 
 
-def until_decided(values: Mapping[str, Any], origins: Mapping[str, str]) -> UntilDecided | None:
-    """The design of a benchmark's resolved settings: until decided when ``max_runs`` or
+def until_decided(
+    lo: int | None, hi: int | None, budget: float | None, origins: Mapping[str, str]
+) -> UntilDecided | None:
+    """The design of a benchmark's resolved stopping settings (``min_runs`` ``lo``,
+    ``max_runs`` ``hi``, ``budget_s`` ``budget``): until decided when ``max_runs`` or
     ``budget_s`` is set, a fixed design of ``runs`` otherwise, or when ``--runs`` was given on
-    the command line and the stopping settings come from the configuration (``--runs N`` keeps
-    its meaning). Both on the command line: a usage error."""
-    lo, hi, budget = values.get("min_runs"), values.get("max_runs"), values.get("budget_s")
+    the command line (``origins``) and the stopping settings come from the configuration
+    (``--runs N`` keeps its meaning). Both on the command line: a usage error."""
     if hi is None and budget is None:
         if lo is not None and origins.get("min_runs", "").startswith("--"):
             raise UsageError(

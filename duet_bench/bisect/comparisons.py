@@ -28,11 +28,12 @@ from duet_bench.analysis import AnalysisSettings, analyze_benchmark
 from duet_bench.analysis.stopping import UntilDecided, check_continuation
 from duet_bench.bisect.history import Commit
 from duet_bench.config import BenchmarkConfig, Config
+from duet_bench.defaults import ANALYSIS_KEYS
 from duet_bench.errors import ResultsError, UsageError, VersionError
 from duet_bench.plan import for_suite
 from duet_bench.results import BenchmarkRecord, RunRecord, SideName
 from duet_bench.session import MachineOptions, measure, raise_if_broken, session_options
-from duet_bench.settings import resolve
+from duet_bench.settings import Given, resolve
 
 if TYPE_CHECKING:
     from duet_bench.versions import Version, Versions
@@ -129,8 +130,7 @@ class Comparer:
         config: Config,
         benchmark: BenchmarkConfig,
         settings: AnalysisSettings,
-        overrides: Mapping[str, Any],
-        analysis_overrides: Mapping[str, Any],
+        given: Given,
         machine: MachineOptions,
         out_dir: Path,
         max_runs: int,
@@ -142,8 +142,11 @@ class Comparer:
         self.config = config
         self.benchmark = benchmark
         self.settings = settings
-        self.overrides = dict(overrides)
-        self.analysis_overrides = dict(analysis_overrides)
+        # What each round records and is keyed by: the run settings given, then the analysis
+        # settings given (ANALYSIS_KEYS), in the order of BUILTIN.
+        recorded = given.record()
+        self.overrides = {k: v for k, v in recorded.items() if k not in ANALYSIS_KEYS}
+        self.analysis_overrides = {k: v for k, v in recorded.items() if k in ANALYSIS_KEYS}
         self.machine = machine
         self.out_dir = out_dir
         self.max_runs = max_runs
@@ -151,10 +154,11 @@ class Comparer:
         self.design = design
         self.rebuild = rebuild
         self.on_note = on_note
-        resolved = resolve(self.overrides, config=config, benchmark=benchmark)
-        self.first_runs = min(resolved["runs"], max_runs) if design is None else design.max_runs
-        self.max_failures = resolved["max_failures"]
-        self.isolation = resolved["isolation"]
+        resolved = resolve(given.without(*ANALYSIS_KEYS), config=config, benchmark=benchmark)
+        v = resolved.values
+        self.first_runs = min(v.runs, max_runs) if design is None else design.max_runs
+        self.max_failures = v.max_failures
+        self.isolation = v.isolation
         # What a round file must have been measured with to be read back.
         key: dict[str, Any] = {
             "suite": dict(config.raw),
@@ -363,7 +367,7 @@ class Comparer:
                 baseline_dir=base_dir,
                 candidate_dir=head_dir,
                 select=self.benchmark.name,
-                explicit=overrides,
+                explicit=Given.of(**overrides),
             )
             if s.spec.name == self.benchmark.name
         ]

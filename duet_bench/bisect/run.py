@@ -8,13 +8,12 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from duet_bench import files, results, units
-from duet_bench.analysis import AnalysisSettings
 from duet_bench.analysis.stopping import DEFAULT_MAX_RUNS, DEFAULT_MIN_RUNS, UntilDecided
 from duet_bench.bisect.comparisons import Comparer
 from duet_bench.bisect.history import Commit, first_parent_line
@@ -30,7 +29,7 @@ from duet_bench.compare import config_source, read_configuration, repo_root
 from duet_bench.config import CONFIG_FILES, BenchmarkConfig, Config, load_config
 from duet_bench.errors import ConfigError, UsageError
 from duet_bench.session import MachineOptions
-from duet_bench.settings import Resolved, resolve
+from duet_bench.settings import Given, Resolved, resolve
 from duet_bench.versions import Versions
 
 #: ``--max-runs`` default: this many times the configured runs.
@@ -57,8 +56,9 @@ class BisectOptions:
     step_budget_s: float | None = None
     rebuild: bool = False
     keep_worktrees: bool = False
-    overrides: Mapping[str, Any] = field(default_factory=dict)
-    analysis_overrides: Mapping[str, Any] = field(default_factory=dict)
+    #: The settings given on the command line but the stopping ones (``--max-runs`` is the
+    #: search's here: the ``--step-*`` options say how a step stops).
+    given: Given = field(default_factory=Given)
     machine: MachineOptions = field(default_factory=MachineOptions)
 
 
@@ -151,7 +151,7 @@ def step_design(options: BisectOptions, resolved: Resolved) -> UntilDecided | No
         "budget_s": options.step_budget_s,
     }
     on_command_line = any(v is not None for v in given.values())
-    fixed_given = "runs" in options.overrides or options.max_runs is not None
+    fixed_given = "runs" in options.given.names or options.max_runs is not None
     if on_command_line and fixed_given:
         raise UsageError(
             "--runs and --max-runs ask for fixed-design steps topped up to a cap, --step-max-runs "
@@ -163,7 +163,12 @@ def step_design(options: BisectOptions, resolved: Resolved) -> UntilDecided | No
         return None
     # Key by key, an option wins over the configuration (as in duet compare): the session
     # resolves the keys the options leave out from the configuration too.
-    given = {k: v if v is not None else resolved.values.get(k) for k, v in given.items()}
+    v = resolved.values
+    given = {
+        "min_runs": v.min_runs if options.step_min_runs is None else options.step_min_runs,
+        "max_runs": v.max_runs if options.step_max_runs is None else options.step_max_runs,
+        "budget_s": v.budget_s if options.step_budget_s is None else options.step_budget_s,
+    }
     if given["max_runs"] is None and given["budget_s"] is None:
         if options.step_min_runs is not None:
             raise UsageError(
@@ -210,9 +215,11 @@ def bisect(
         config = load_config(Path(path), text=text)
         bench = _one_benchmark(config, options.benchmark)
         resolved = resolve(
-            {**options.overrides, **options.analysis_overrides}, config=config, benchmark=bench
+            options.given,
+            config=config,
+            benchmark=bench,
         )
-        settings = AnalysisSettings.from_values(resolved.values)
+        settings = resolved.values.analysis()
         design, max_runs = _step_runs(options, resolved, on_note)
         n = len(commits) - 1
         on_note(
@@ -237,8 +244,7 @@ def bisect(
             config=config,
             benchmark=bench,
             settings=settings,
-            overrides=options.overrides,
-            analysis_overrides=options.analysis_overrides,
+            given=options.given,
             machine=options.machine,
             out_dir=out,
             max_runs=max_runs,
@@ -280,7 +286,7 @@ def _step_runs(
 ) -> tuple[UntilDecided | None, int]:
     """Each step's design (measured until decided, or None: a fixed design topped up) and the
     most runs one comparison may take."""
-    runs = resolved["runs"]
+    runs = resolved.values.runs
     design = step_design(options, resolved)
     if design is not None:
         on_note(

@@ -10,10 +10,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from duet_bench import settings
 from duet_bench.adapters.expand import expand_config
@@ -70,7 +69,7 @@ class CalibratedAA:
 def bench_spec(
     bench: str,
     config_path: str | None,
-    explicit: Mapping[str, Any],
+    explicit: settings.Given,
     *,
     run_as: RunAs | None,
     keep_env: tuple[str, ...],
@@ -95,7 +94,7 @@ def bench_spec(
     return replace(planned.spec, candidate=planned.spec.baseline)
 
 
-def command_spec(name: str, side: SideSpec, explicit: Mapping[str, Any]) -> BenchmarkSpec:
+def command_spec(name: str, side: SideSpec, explicit: settings.Given) -> BenchmarkSpec:
     """The A/A spec of a command or a python callable, ``side`` on both sides, with the
     ``explicit`` settings (:func:`duet_bench.plan.build`)."""
     return build(name, side, side, settings.resolve(explicit)).spec
@@ -132,7 +131,9 @@ def measure_aa(
     """
     if compare_designs:
         doc = measure_interleaved(
-            design_specs(spec), replace(options, progress=False), on_block=on_block
+            design_specs(spec),
+            replace(options, machine=replace(options.machine, progress=False)),
+            on_block=on_block,
         )
     else:
         doc = measure([spec], options)

@@ -10,13 +10,13 @@ end of a command (the report printed, the outcome by ``--fail-on``) from
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from duet_bench.errors import IncompleteResults
 from duet_bench.results.completeness import completeness
 
 if TYPE_CHECKING:
+    from duet_bench.analysis import AnalysisSettings
     from duet_bench.results import ResultsDocument
 
 
@@ -35,11 +35,11 @@ def raise_if_incomplete(doc: ResultsDocument, *, allow: bool) -> None:
 
 
 def reanalyze(
-    doc: ResultsDocument, explicit: Mapping[str, Any], *, only_missing: bool
+    doc: ResultsDocument, given: AnalysisSettings, names: frozenset[str], *, only_missing: bool
 ) -> ResultsDocument:
     """``doc`` with its benchmarks analysed again from the raw samples, each with the settings
-    recorded with it except the ``explicit`` options
-    (:meth:`duet_bench.analysis.AnalysisSettings.from_record`).
+    recorded with it except the settings ``names`` of ``given`` (the options given explicitly:
+    :meth:`duet_bench.analysis.AnalysisSettings.from_record`).
     ``only_missing``: only the benchmarks without an analysis."""
     from dataclasses import replace
 
@@ -47,6 +47,6 @@ def reanalyze(
 
     for b in doc.benchmarks:
         if not only_missing or b.analysis is None:
-            these = AnalysisSettings.from_record(b, explicit)
+            these = AnalysisSettings.from_record(b, given, names)
             doc = doc.with_benchmark(replace(b, analysis=analyze_benchmark(b, these).to_block()))
     return doc

@@ -49,7 +49,7 @@ def analyze_results(o: AnalyzeOptions) -> Outcome:
     """``duet analyze`` with its options: analyse again, print the report, exit by the
     verdicts."""
     doc = load_given(o.results)
-    analysed = reanalyze(doc, o.analysis.explicit_values(), only_missing=False)
+    analysed = reanalyze(doc, o.analysis.settings(), o.analysis.explicit, only_missing=False)
     color, width = o.fmt == "text" and color_for(sys.stdout), terminal_width(sys.stdout)
     click.echo(render(analysed, o.fmt, color=color, width=width), nl=False)
     raise_if_incomplete(analysed, allow=o.allow_incomplete)

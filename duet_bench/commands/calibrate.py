@@ -16,7 +16,6 @@ interval at equal machine time.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +32,6 @@ from duet_bench.commands.options import (
 )
 from duet_bench.commands.output import format_option, out_option, results_path
 from duet_bench.errors import EXIT_REGRESSION
-from duet_bench.isolation import RunAs
 from duet_bench.options.calibrate import CalibrateOptions
 from duet_bench.report.rows import interference_line
 from duet_bench.results import load_given
@@ -208,16 +206,16 @@ def _spec(o: CalibrateOptions) -> BenchmarkSpec:
 
     explicit = o.settings()
     if o.source.bench:
-        run_as = RunAs.from_environment(o.machine.user, os.environ)
         return bench_spec(
             o.source.bench,
             o.source.config_path,
             explicit,
-            run_as=run_as,
-            keep_env=o.machine.keep_env,
+            run_as=o.machine.options.run_as,
+            keep_env=o.machine.options.keep_env,
         )
-    given = {**explicit, "timeout_s": o.machine.timeout_s}
-    return command_spec(o.source.name(), o.source.side(), given)
+    return command_spec(
+        o.source.name(), o.source.side(), explicit.adding(timeout_s=o.machine.timeout_s)
+    )
 
 
 def _measure(spec: BenchmarkSpec, o: CalibrateOptions, out: Path) -> ResultsDocument:

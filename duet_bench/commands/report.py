@@ -85,8 +85,10 @@ def report(ctx: click.Context, /, **_given: Any) -> None:
 
 def write_report(o: ReportOptions) -> None:
     """``duet report`` with its options: the report on standard output or into ``--out``."""
-    explicit = o.analysis.explicit_values()
-    doc = reanalyze(load_given(o.results), explicit, only_missing=not explicit)
+    given = o.analysis
+    doc = reanalyze(
+        load_given(o.results), given.settings(), given.explicit, only_missing=not given.explicit
+    )
 
     fmt = o.fmt
     plots: dict[str, str] | None = None

@@ -125,7 +125,8 @@ def measure_run(o: RunOptions) -> Outcome:
     reports."""
     from duet_bench.session import measure
 
-    resolved = settings.resolve(o.settings())
+    given = o.settings()
+    resolved = settings.resolve(given)
     planned = build(o.name, o.sides.side("baseline"), o.sides.side("candidate"), resolved)
     bench = planned.spec
 

@@ -81,7 +81,7 @@ class CompareOptions:
     keep_worktrees: bool = False
     #: Options given explicitly on the command line, by field name (they win over the
     #: configuration: :func:`duet_bench.settings.resolve`).
-    explicit: Mapping[str, Any] = field(default_factory=dict)
+    explicit: settings.Given = field(default_factory=settings.Given)
     machine: MachineOptions = field(default_factory=MachineOptions)
     plots: bool = True
     #: ``--continue DIR``: the results of an earlier measurement until decided of the same two
@@ -293,11 +293,11 @@ def _measure(
     session = session_options(
         options.out_dir / "results.json",
         options.machine,
-        isolation=resolved["isolation"],
-        max_failures=resolved["max_failures"],
-        analysis=AnalysisSettings.from_values(resolved.values),
+        isolation=resolved.values.isolation,
+        max_failures=resolved.values.max_failures,
+        analysis=resolved.values.analysis(),
         per_benchmark={n: planned[n].analysis for n in chosen.measured},
-        config=_recorded(options, suite, chosen, commits, resolved["max_failures"]),
+        config=_recorded(options, suite, chosen, commits, resolved.values.max_failures),
     )
     specs = [planned[n].spec for n in chosen.measured]
     if options.continue_from is not None:
@@ -307,9 +307,7 @@ def _measure(
         )
     doc = measure(specs, session, versions=_described((base, head)))
     unmeasured = [(name, planned[name].analysis) for name in chosen.missing]
-    return _with_unmeasured(
-        doc, options, chosen, unmeasured, AnalysisSettings.from_values(resolved.values)
-    )
+    return _with_unmeasured(doc, options, chosen, unmeasured, resolved.values.analysis())
 
 
 def _earlier(
@@ -372,7 +370,7 @@ def _recorded(
         "missing_in_baseline": list(chosen.missing),
         "config_source": suite.source.record(commits.head),
         # What the command line changed: shards merged later must agree on it.
-        "options": dict(options.explicit),
+        "options": options.explicit.record(),
         **({"same_commit": True} if commits.base == commits.head else {}),
         **(
             {"suites": {"new": list(chosen.found.new), "missing": list(chosen.found.missing)}}

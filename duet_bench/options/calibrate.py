@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from click.core import ParameterSource
 
 from duet_bench.errors import UsageError
 from duet_bench.options.common import AnalysisGiven, MachineGiven
 from duet_bench.plan import SideSpec
+from duet_bench.settings import Given
 
 if TYPE_CHECKING:
     import click
@@ -120,7 +121,6 @@ class CalibrateOptions:
 
     @classmethod
     def from_click(cls, ctx: click.Context) -> CalibrateOptions:
-        from duet_bench.analysis import AnalysisSettings
 
         p = ctx.params
         source = AASource(
@@ -142,7 +142,7 @@ class CalibrateOptions:
             crossover=p["crossover"],
             compare_designs=p["compare_designs"],
             machine=MachineGiven.from_click(ctx),
-            analysis=AnalysisSettings.from_values(AnalysisGiven.from_click(ctx).values()),
+            analysis=AnalysisGiven.from_click(ctx).settings(),
             explicit=frozenset(
                 k for k in WHEN_GIVEN if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE
             ),
@@ -152,16 +152,16 @@ class CalibrateOptions:
             write=p["write"],
         )
 
-    def settings(self) -> dict[str, Any]:
+    def settings(self) -> Given:
         """The settings of the A/A's spec, by field name (:func:`duet_bench.plan.build`,
         ``for_suite``). A calibration's runs, iterations and warm-up are its own options (it
         needs more than a comparison), so they win over the configuration whether given or
         not; the timeout and the crossover only when given."""
-        return {
-            "runs": self.runs,
-            "iterations": self.iterations,
-            "warmup": self.warmup,
-            "method": "duet",
-            **({"timeout_s": self.machine.timeout_s} if "timeout" in self.explicit else {}),
-            **({"crossover": self.crossover} if "crossover" in self.explicit else {}),
-        }
+        given = Given.of(
+            runs=self.runs, iterations=self.iterations, warmup=self.warmup, method="duet"
+        )
+        if "timeout" in self.explicit:
+            given = given.adding(timeout_s=self.machine.timeout_s)
+        if "crossover" in self.explicit:
+            given = given.adding(crossover=self.crossover)
+        return given

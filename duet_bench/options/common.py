@@ -10,12 +10,13 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from click.core import ParameterSource
 
 from duet_bench import defaults, settings
 from duet_bench.isolation import RunAs
+from duet_bench.settings import Given
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -61,64 +62,59 @@ class AnalysisGiven:
             ),
         )
 
-    def values(self) -> dict[str, Any]:
-        """Every analysis setting by its name, given or default."""
-        return {k: getattr(self, k) for k in defaults.ANALYSIS_KEYS}
+    def settings(self) -> AnalysisSettings:
+        """The analysis settings these give (every one given or its default)."""
+        from duet_bench.analysis import AnalysisSettings
 
-    def explicit_values(self) -> dict[str, Any]:
-        """The settings given on the command line, by name: they override the recorded ones."""
-        return {k: getattr(self, k) for k in defaults.ANALYSIS_KEYS if k in self.explicit}
+        return AnalysisSettings(
+            confidence=self.confidence,
+            threshold=self.threshold,
+            reps=self.reps,
+            seed=self.seed,
+            interval=self.interval,
+            winsorize=self.winsorize,
+            metric=self.metric,
+        )
 
 
 @dataclass(frozen=True, slots=True)
 class MachineGiven:
     """The machine options (``--cores`` ... ``--wait-timeout``) and ``--quiet``: where and how
-    the two sides run, and what makes a run fail."""
+    the two sides run (``options``, the one :class:`duet_bench.session.MachineOptions`), and
+    what makes a run fail."""
 
-    cores: tuple[int, int] | None
+    options: MachineOptions
     isolation: Isolation
     timeout_s: float
-    share_network: bool
     max_failures: int | None
-    user: str | None
-    keep_env: tuple[str, ...]
-    plan_seed: int
-    wait: bool
-    wait_timeout_s: float | None
-    quiet: bool
 
     @classmethod
     def from_click(cls, ctx: click.Context) -> MachineGiven:
-        p = ctx.params
-        return cls(
-            cores=p["cores"],
-            isolation=p["isolation"],
-            timeout_s=p["timeout"],
-            share_network=p["share_network"],
-            max_failures=p["max_failures"],
-            user=p["user"],
-            keep_env=tuple(p["keep_env"]),
-            plan_seed=p["plan_seed"],
-            wait=p["wait"],
-            wait_timeout_s=p["wait_timeout"],
-            quiet=p["quiet"],
-        )
-
-    def machine(self) -> MachineOptions:
-        """The :class:`duet_bench.session.MachineOptions` these give (``--user``, or the user
-        who ran sudo, read from the environment here)."""
+        """The machine options of ``ctx`` (``--user``, or the user who ran sudo, read from the
+        environment here)."""
         from duet_bench.session import MachineOptions
 
-        return MachineOptions(
-            cores=self.cores,
-            share_network=self.share_network,
-            plan_seed=self.plan_seed,
-            progress=not self.quiet,
-            run_as=RunAs.from_environment(self.user, os.environ),
-            wait=self.wait,
-            keep_env=self.keep_env,
-            wait_timeout=self.wait_timeout_s,
+        p = ctx.params
+        return cls(
+            options=MachineOptions(
+                cores=p["cores"],
+                share_network=p["share_network"],
+                plan_seed=p["plan_seed"],
+                progress=not p["quiet"],
+                run_as=RunAs.from_environment(p["user"], os.environ),
+                wait=p["wait"],
+                keep_env=tuple(p["keep_env"]),
+                wait_timeout=p["wait_timeout"],
+            ),
+            isolation=p["isolation"],
+            timeout_s=p["timeout"],
+            max_failures=p["max_failures"],
         )
+
+    @property
+    def quiet(self) -> bool:
+        """``--quiet``: no progress on stderr."""
+        return not self.options.progress
 
     def session(self, analysis: AnalysisSettings, command: str, out: Path) -> SessionOptions:
         """The :class:`duet_bench.session.SessionOptions` of a command without a configuration
@@ -128,7 +124,7 @@ class MachineGiven:
 
         return session_options(
             out,
-            self.machine(),
+            self.options,
             isolation=self.isolation,
             max_failures=self.max_failures,
             analysis=analysis,
@@ -160,17 +156,17 @@ class PlanGiven:
         )
 
 
-def explicit_settings(ctx: click.Context) -> dict[str, Any]:
+def explicit_settings(ctx: click.Context) -> Given:
     """Every setting (:data:`duet_bench.settings.BUILTIN`, by field name) the command has as an
     option and that was given on the command line; ``reps`` and ``seed`` always (the
     configuration cannot set them, and the results file says which were used)."""
-    out: dict[str, Any] = {}
-    for name in settings.BUILTIN:
-        param = defaults.FILE_KEYS.get(name, name)
-        if param not in ctx.params:
-            continue
-        if name in ("reps", "seed") or (
-            ctx.get_parameter_source(param) == ParameterSource.COMMANDLINE
-        ):
-            out[name] = ctx.params[param]
-    return out
+    names = [
+        name
+        for name in settings.BUILTIN
+        if (param := defaults.FILE_KEYS.get(name, name)) in ctx.params
+        and (
+            name in ("reps", "seed")
+            or ctx.get_parameter_source(param) == ParameterSource.COMMANDLINE
+        )
+    ]
+    return Given.of(**{name: ctx.params[defaults.FILE_KEYS.get(name, name)] for name in names})

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from click.core import ParameterSource
 
@@ -13,6 +13,7 @@ from duet_bench import defaults
 from duet_bench.errors import UsageError
 from duet_bench.options.common import AnalysisGiven, MachineGiven, PlanGiven, explicit_settings
 from duet_bench.plan import SideSpec, parse_shard
+from duet_bench.settings import Given
 from duet_bench.untrusted import name_too_long
 
 if TYPE_CHECKING:
@@ -148,26 +149,33 @@ class RunOptions:
             continue_from=p["continue_from"],
         )
 
-    def settings(self) -> dict[str, Any]:
-        """Every setting by its field name (:func:`duet_bench.settings.resolve`): without a
-        configuration every value is an option's, given or its default."""
-        return {
-            **self.analysis.values(),
+    def settings(self) -> Given:
+        """Every setting (:func:`duet_bench.settings.resolve`): without a configuration every
+        value is an option's, given or its default."""
+        a = self.analysis
+        return Given.of(
+            confidence=a.confidence,
+            threshold=a.threshold,
+            reps=a.reps,
+            seed=a.seed,
+            interval=a.interval,
+            winsorize=a.winsorize,
+            metric=a.metric,
             # Not given, the default of --runs must not count as a choice of a fixed design
             # (docs/statistics.md, method 2b): resolve gives it as the built-in default.
-            "runs": self.plan.runs if self.runs_given else None,
-            "min_runs": self.min_runs,
-            "max_runs": self.max_runs,
-            "budget_s": self.budget_s,
-            "iterations": self.plan.iterations,
-            "warmup": self.plan.warmup,
-            "method": self.plan.method,
-            "crossover": self.plan.crossover,
-            "max_failures": self.machine.max_failures,
-            "timeout_s": self.machine.timeout_s,
-            "memory_limit_bytes": self.plan.memory_limit_bytes,
-            "isolation": self.machine.isolation,
-        }
+            runs=self.plan.runs if self.runs_given else None,
+            min_runs=self.min_runs,
+            max_runs=self.max_runs,
+            budget_s=self.budget_s,
+            iterations=self.plan.iterations,
+            warmup=self.plan.warmup,
+            method=self.plan.method,
+            crossover=self.plan.crossover,
+            max_failures=self.machine.max_failures,
+            timeout_s=self.machine.timeout_s,
+            memory_limit_bytes=self.plan.memory_limit_bytes,
+            isolation=self.machine.isolation,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +212,7 @@ class CompareCommandOptions:
             rebuild=p["rebuild"],
             keep_worktrees=p["keep_worktrees"],
             explicit=explicit_settings(ctx),
-            machine=MachineGiven.from_click(ctx).machine(),
+            machine=MachineGiven.from_click(ctx).options,
             plots=not p["no_plots"],
             continue_from=Path(p["continue_from"]) if p["continue_from"] else None,
         )
@@ -248,12 +256,7 @@ class BisectCommandOptions:
             rebuild=p["rebuild"],
             keep_worktrees=p["keep_worktrees"],
             # bisect's own --max-runs is its search's, not measuring until decided.
-            overrides={
-                k: v
-                for k, v in explicit.items()
-                if k not in defaults.ANALYSIS_KEYS and k not in defaults.STOPPING_KEYS
-            },
-            analysis_overrides={k: v for k, v in explicit.items() if k in defaults.ANALYSIS_KEYS},
-            machine=MachineGiven.from_click(ctx).machine(),
+            given=explicit.without(*defaults.STOPPING_KEYS),
+            machine=MachineGiven.from_click(ctx).options,
         )
         return cls(search=search, fmt=p["fmt"])

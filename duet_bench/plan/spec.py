@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from duet_bench.config import DEFAULT_PYTHON
 from duet_bench.defaults import (
@@ -22,14 +22,13 @@ from duet_bench.defaults import (
     DEFAULT_RUNS,
     DEFAULT_TIMEOUT_S,
     DEFAULT_WARMUP,
-    RUN_KEYS,
     Crossover,
     Kind,
     Method,
 )
 from duet_bench.errors import UsageError
 from duet_bench.limits import runs_problem
-from duet_bench.settings import Resolved, resolve
+from duet_bench.settings import Given, Resolved, resolve
 
 if TYPE_CHECKING:
     from duet_bench.analysis import AnalysisSettings
@@ -172,40 +171,37 @@ def build(
     UsageError
         Fewer than :data:`duet_bench.defaults.MIN_RUNS` runs, naming where the number came from.
     """
-    from duet_bench.analysis import AnalysisSettings
     from duet_bench.analysis.stopping import until_decided
 
-    design = until_decided(resolved.values, resolved.origins)
+    v = resolved.values
+    design = until_decided(v.min_runs, v.max_runs, v.budget_s, resolved.origins)
     if design is not None:
         problem = runs_problem(design.max_runs)
         if problem:
             origin = resolved.origins["max_runs"]
             raise UsageError(f"{name}: max runs {problem} (from {origin})", fix="use 40")
-        spec = BenchmarkSpec(
-            name=name,
-            baseline=baseline,
-            candidate=candidate,
-            **{k: resolved[k] for k in RUN_KEYS if k != "runs"},
-            runs=design.max_runs,
-            until_decided=design,
-        )
-        analysis = AnalysisSettings.from_values(resolved.values)
-        return BenchmarkSettings(spec=spec, analysis=analysis, resolved=resolved)
-    problem = runs_problem(resolved["runs"])
-    if problem:
-        origin = resolved.origins["runs"]
-        raise UsageError(
-            f"{name}: runs {problem} (from {origin})",
-            fix=f"set runs to 10 or more ({origin})",
-        )
+    else:
+        problem = runs_problem(v.runs)
+        if problem:
+            origin = resolved.origins["runs"]
+            raise UsageError(
+                f"{name}: runs {problem} (from {origin})",
+                fix=f"set runs to 10 or more ({origin})",
+            )
     spec = BenchmarkSpec(
         name=name,
         baseline=baseline,
         candidate=candidate,
-        **{k: resolved[k] for k in RUN_KEYS},
+        runs=v.runs if design is None else design.max_runs,
+        iterations=v.iterations,
+        warmup=v.warmup,
+        timeout_s=v.timeout_s,
+        memory_limit_bytes=v.memory_limit_bytes,
+        method=v.method,
+        crossover=v.crossover,
+        until_decided=design,
     )
-    analysis = AnalysisSettings.from_values(resolved.values)
-    return BenchmarkSettings(spec=spec, analysis=analysis, resolved=resolved)
+    return BenchmarkSettings(spec=spec, analysis=v.analysis(), resolved=resolved)
 
 
 def for_suite(
@@ -214,7 +210,7 @@ def for_suite(
     baseline_dir: Path,
     candidate_dir: Path,
     select: str | None = None,
-    explicit: Mapping[str, Any] | None = None,
+    explicit: Given | None = None,
 ) -> list[BenchmarkSettings]:
     """Every selected benchmark of ``config`` (in the order of the file) for the two version
     directories.

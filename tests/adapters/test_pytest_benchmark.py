@@ -25,7 +25,7 @@ from duet_bench.config.model import Suite
 from duet_bench.errors import ConfigError
 from duet_bench.harness import duet_barrier as db
 from duet_bench.plan import for_suite
-from duet_bench.session import SessionOptions
+from duet_bench.session import MachineOptions, SessionOptions
 from duet_bench.session import measure as measure_session
 from tests.conftest import is_root
 from tests.duet import test_barrier as shared
@@ -639,7 +639,7 @@ def test_the_adapters_benchmarks_measured_by_duet(tmp_path: Path) -> None:
         SessionOptions(
             out=tmp_path / "r.json",
             isolation=ISOLATION,
-            progress=False,
+            machine=MachineOptions(progress=False),
             analysis=AnalysisSettings(reps=2000),
         ),
     )

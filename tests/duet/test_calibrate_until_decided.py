@@ -107,7 +107,7 @@ def test_write_stores_min_runs_and_max_runs_and_the_suite_then_measures_until_de
     from duet_bench.calibrate.aa import write_recommended
     from duet_bench.calibrate.model import ConfigTarget
     from duet_bench.config import load_config
-    from duet_bench.settings import resolve
+    from duet_bench.settings import Given, resolve
 
     path = tmp_path / "duet.toml"
     path.write_text('runs = 10\n\n[[benchmark]]\nname = "x"\ncommand = "true"\n')
@@ -117,10 +117,12 @@ def test_write_stores_min_runs_and_max_runs_and_the_suite_then_measures_until_de
     assert u.reachable
     write_recommended(c, ConfigTarget(path, "duet"))
     config = load_config(path)
-    resolved = resolve({}, config=config, benchmark=config.benchmarks[0])
-    assert until_decided(resolved.values, resolved.origins) == UntilDecided(
+    resolved = resolve(Given(), config=config, benchmark=config.benchmarks[0])
+    v = resolved.values
+    assert until_decided(v.min_runs, v.max_runs, v.budget_s, resolved.origins) == UntilDecided(
         min_runs=u.min_runs, max_runs=u.max_runs
     )
     # --runs on the command line still asks for a fixed design.
-    given = resolve({"runs": 12}, config=config, benchmark=config.benchmarks[0])
-    assert until_decided(given.values, given.origins) is None
+    given = resolve(Given.of(runs=12), config=config, benchmark=config.benchmarks[0])
+    v = given.values
+    assert until_decided(v.min_runs, v.max_runs, v.budget_s, given.origins) is None

@@ -252,7 +252,7 @@ def test_strings_and_quoted_keys_do_not_confuse_the_editor(tmp_path: Path) -> No
     assert path.read_text() == after
     c = load_config(path)
     assert c.build == "runs = 3\n[[benchmark]]\n"
-    assert [resolve(config=c, benchmark=b)["runs"] for b in c.benchmarks] == [6, 9]
+    assert [resolve(config=c, benchmark=b).values.runs for b in c.benchmarks] == [6, 9]
 
 
 def test_inline_benchmarks_can_get_global_keys_but_are_not_edited(tmp_path: Path) -> None:

@@ -30,11 +30,11 @@ def test_run_options_are_typed_from_the_command_line() -> None:
     assert o.plan.runs == 12
     assert o.analysis.confidence == 0.9
     assert o.analysis.explicit == {"confidence"}
-    assert o.analysis.explicit_values() == {"confidence": 0.9}
-    assert o.analysis.values()["metric"] == "auto"
+    assert o.analysis.settings().confidence == 0.9
+    assert o.analysis.settings().metric == "auto"
     settings = o.settings()
-    assert settings["timeout_s"] == defaults.DEFAULT_TIMEOUT_S
-    assert set(defaults.ANALYSIS_KEYS) <= set(settings)
+    assert settings.values.timeout_s == defaults.DEFAULT_TIMEOUT_S
+    assert set(defaults.ANALYSIS_KEYS) <= settings.names
     assert o.sides.side("candidate").command == "./new"
     with pytest.raises(dataclasses.FrozenInstanceError):
         o.name = "other"  # type: ignore[misc]
@@ -83,9 +83,9 @@ def test_analyze_and_report_carry_only_the_analysis_options_given() -> None:
     from duet_bench.commands.report import report
 
     a = AnalyzeOptions.from_click(_context(analyze, ["r.json", "--metric", "cpu"]))
-    assert (a.results, a.fmt, a.analysis.explicit_values()) == ("r.json", "text", {"metric": "cpu"})
+    assert (a.results, a.fmt, a.analysis.explicit) == ("r.json", "text", {"metric"})
     r = ReportOptions.from_click(_context(report, ["r.json", "--format", "markdown"]))
-    assert (r.fmt, r.out, r.analysis.explicit_values()) == ("markdown", None, {})
+    assert (r.fmt, r.out, r.analysis.explicit) == ("markdown", None, frozenset())
 
 
 def test_compare_and_bisect_build_the_library_options_once() -> None:
@@ -98,16 +98,19 @@ def test_compare_and_bisect_build_the_library_options_once() -> None:
     )
     assert (c.comparison.base, c.comparison.head, c.comparison.shard) == ("main", "HEAD", (1, 2))
     # Given on the command line, plus reps and seed always (the results say which were used).
-    assert set(c.comparison.explicit) == {"runs", "metric", "reps", "seed"}
+    assert c.comparison.explicit.names == {"runs", "metric", "reps", "seed"}
     assert c.comparison.machine.progress is False
     assert (c.fmt, c.fail_on, c.allow_missing) == ("text", "regression", False)
     b = BisectCommandOptions.from_click(_context(bisect, ["v1", "--threshold", "0.05"]))
-    assert b.search.analysis_overrides == {
-        "threshold": 0.05,
+    assert b.search.given.record() == {
         "reps": defaults.DEFAULT_REPS,
         "seed": defaults.DEFAULT_SEED,
+        "threshold": 0.05,
     }
-    assert "threshold" not in b.search.overrides
+    # bisect's --max-runs is its search's: no stopping setting is given to a step.
+    stepped = BisectCommandOptions.from_click(_context(bisect, ["v1", "--max-runs", "30"]))
+    assert stepped.search.max_runs == 30
+    assert not stepped.search.given.names & set(defaults.STOPPING_KEYS)
 
 
 def test_calibrate_options_are_typed_from_the_command_line() -> None:
@@ -122,18 +125,18 @@ def test_calibrate_options_are_typed_from_the_command_line() -> None:
     assert o.source.name() == "sleep 0.01"
     assert o.source.side().kind == "command"
     # Runs, iterations and warm-up always (a calibration's own); timeout and crossover as given.
-    assert o.settings() == {
+    assert o.settings().record() == {
         "runs": 20,
         "iterations": 30,
         "warmup": 0,
-        "method": "duet",
         "timeout_s": 5,
+        "method": "duet",
     }
     crossed = CalibrateOptions.from_click(
         _context(calibrate, ["--python", "py", "--callable", "m:f", "--crossover", "run"])
     )
-    assert crossed.settings()["crossover"] == "run"
-    assert "timeout_s" not in crossed.settings()
+    assert crossed.settings().record()["crossover"] == "run"
+    assert "timeout_s" not in crossed.settings().names
     assert (crossed.source.name(), crossed.source.side().interpreter) == ("m:f", "py")
     with pytest.raises(dataclasses.FrozenInstanceError):
         o.runs = 3  # type: ignore[misc]
@@ -158,3 +161,52 @@ def test_calibrate_refuses_what_it_cannot_measure_once_at_the_boundary(
 
     with pytest.raises(UsageError, match=message):
         CalibrateOptions.from_click(_context(calibrate, args))
+
+
+def test_the_machine_options_are_built_once_and_held_whole() -> None:
+    from pathlib import Path
+
+    from duet_bench.commands.run import run
+
+    ctx = _context(
+        run,
+        [
+            "--baseline",
+            "a",
+            "--candidate",
+            "b",
+            "--cores",
+            "0,1",
+            "--wait",
+            "-q",
+            "--plan-seed",
+            "7",
+        ],
+    )
+    o = RunOptions.from_click(ctx)
+    machine = o.machine.options
+    assert (machine.cores, machine.wait, machine.progress, machine.plan_seed) == (
+        (0, 1),
+        True,
+        False,
+        7,
+    )
+    assert o.machine.quiet
+    session = o.machine.session(o.analysis.settings(), "run", Path("r.json"))
+    # The session holds the one record; what it reads of it is the record's.
+    assert session.machine is machine
+    assert (session.cores, session.wait, session.progress, session.seed) == ((0, 1), True, False, 7)
+    assert session.config["command"] == "run"
+    # A later round of bisect moves the plan seed, and only it.
+    from duet_bench.session import session_options
+
+    later = session_options(
+        Path("r.json"),
+        machine,
+        isolation="auto",
+        max_failures=None,
+        analysis=session.analysis,
+        config={},
+        seed_offset=2,
+    )
+    assert (later.seed, later.machine.cores, machine.plan_seed) == (9, (0, 1), 7)

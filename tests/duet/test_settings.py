@@ -25,23 +25,34 @@ def test_precedence_option_then_benchmark_then_suite_then_default() -> None:
     c = load(SUITE + BENCHMARKS)
     startup, parse, kernel = c.benchmarks
     r = settings.resolve(config=c, benchmark=startup)
-    assert [r[k] for k in ("runs", "iterations", "warmup", "timeout_s")] == [12, 40, 3, 30.0]
-    assert [r[k] for k in ("memory_limit_bytes", "threshold", "confidence", "method")] == [
+    assert [getattr(r.values, k) for k in ("runs", "iterations", "warmup", "timeout_s")] == [
+        12,
+        40,
+        3,
+        30.0,
+    ]
+    assert [
+        getattr(r.values, k) for k in ("memory_limit_bytes", "threshold", "confidence", "method")
+    ] == [
         512 << 20,
         0.01,
         0.95,
         "sequential",
     ]
-    assert (r["max_failures"], r["isolation"]) == (1, "affinity")
+    assert (r.values.max_failures, r.values.isolation) == (1, "affinity")
     r = settings.resolve(config=c, benchmark=parse)
-    assert [r[k] for k in ("runs", "iterations", "timeout_s", "memory_limit_bytes")] == [
+    assert [
+        getattr(r.values, k) for k in ("runs", "iterations", "timeout_s", "memory_limit_bytes")
+    ] == [
         20,
         40,
         5.5,
         1 << 20,
     ]
     r = settings.resolve(config=c, benchmark=kernel)
-    assert [r[k] for k in ("iterations", "warmup", "threshold", "confidence", "method")] == [
+    assert [
+        getattr(r.values, k) for k in ("iterations", "warmup", "threshold", "confidence", "method")
+    ] == [
         7,
         0,
         0.05,
@@ -50,31 +61,38 @@ def test_precedence_option_then_benchmark_then_suite_then_default() -> None:
     ]
     # Options given on the command line win over both.
     r = settings.resolve(
-        {"runs": 30, "timeout_s": 1.0, "method": "duet", "max_failures": 0},
+        settings.Given.of(runs=30, timeout_s=1.0, method="duet", max_failures=0),
         config=c,
         benchmark=parse,
     )
-    assert [r[k] for k in ("runs", "timeout_s", "method", "max_failures")] == [30, 1.0, "duet", 0]
-    assert r["iterations"] == 40
+    assert [getattr(r.values, k) for k in ("runs", "timeout_s", "method", "max_failures")] == [
+        30,
+        1.0,
+        "duet",
+        0,
+    ]
+    assert r.values.iterations == 40
     # A present option wins even when it is None: --memory-limit none lifts the limit.
     assert (
-        settings.resolve({"memory_limit_bytes": None}, config=c, benchmark=parse)[
-            "memory_limit_bytes"
-        ]
+        settings.resolve(
+            settings.Given.of(memory_limit_bytes=None), config=c, benchmark=parse
+        ).values.memory_limit_bytes
         is None
     )
     # For the others None cannot be a value: it means "not given".
-    assert settings.resolve({"runs": None}, config=c, benchmark=parse) == settings.resolve(
-        config=c, benchmark=parse
-    )
+    assert settings.resolve(
+        settings.Given.of(runs=None), config=c, benchmark=parse
+    ) == settings.resolve(config=c, benchmark=parse)
     with pytest.raises(ValueError, match="unknown setting"):
-        settings.resolve({"timeout": 3})
+        settings.resolve(settings.Given.of(timeout=3))
 
 
 def test_every_value_says_where_it_came_from() -> None:
     c = load("runs = 7\n" + BENCHMARKS)
     parse = c.benchmark("parse")
-    r = settings.resolve({"warmup": 4, "memory_limit_bytes": None}, config=c, benchmark=parse)
+    r = settings.resolve(
+        settings.Given.of(warmup=4, memory_limit_bytes=None), config=c, benchmark=parse
+    )
     assert r.origins["warmup"] == "--warmup"
     assert r.origins["memory_limit_bytes"] == "--memory-limit"
     assert r.origins["runs"] == "duet.toml: benchmark 'parse', runs"
@@ -83,7 +101,7 @@ def test_every_value_says_where_it_came_from() -> None:
         "duet.toml: runs"
     )
     assert r.origins["iterations"] == "the built-in default"
-    assert r["iterations"] == defaults.DEFAULT_ITERATIONS
+    assert r.values.iterations == defaults.DEFAULT_ITERATIONS
 
 
 def test_the_built_in_defaults_are_the_ones_of_every_record() -> None:
@@ -124,7 +142,11 @@ def test_a_config_built_in_code_is_resolved_like_a_file() -> None:
         raw={},
     )
     r = settings.resolve(config=c, benchmark=b)
-    assert (r["runs"], r["threshold"], r["iterations"]) == (5, 0.1, defaults.DEFAULT_ITERATIONS)
+    assert (r.values.runs, r.values.threshold, r.values.iterations) == (
+        5,
+        0.1,
+        defaults.DEFAULT_ITERATIONS,
+    )
     assert r.origins["runs"] == "suite.toml: runs"
     assert r.origins["iterations"] == "the built-in default"
 
@@ -132,7 +154,7 @@ def test_a_config_built_in_code_is_resolved_like_a_file() -> None:
 def test_the_runs_rule_names_where_the_value_came_from() -> None:
     side = SideSpec(kind="command", command="true")
     with pytest.raises(UsageError) as info:
-        build("a", side, side, settings.resolve({"runs": 1}))
+        build("a", side, side, settings.resolve(settings.Given.of(runs=1)))
     assert info.value.message == (
         "a: runs must be at least 2, got 1 (5 or more give an interval) (from --runs)"
     )
@@ -201,7 +223,7 @@ def test_for_suite_applies_options_and_selection(tmp_path: Path) -> None:
         baseline_dir=tmp_path,
         candidate_dir=tmp_path,
         select="p*",
-        explicit={"runs": 4, "warmup": 1, "memory_limit_bytes": None, "threshold": 0.3},
+        explicit=settings.Given.of(runs=4, warmup=1, memory_limit_bytes=None, threshold=0.3),
     )
     assert [
         (p.spec.name, p.spec.runs, p.spec.warmup, p.spec.memory_limit_bytes, p.analysis.threshold)
@@ -225,16 +247,21 @@ def _record_with(analysis: AnalysisSettings) -> results.BenchmarkRecord:
 def test_for_record_uses_the_recorded_settings_unless_given() -> None:
     recorded = AnalysisSettings(threshold=0.5, confidence=0.9, reps=500, metric="wall")
     b = _record_with(recorded)
-    assert AnalysisSettings.from_record(b, {}) == recorded
-    assert AnalysisSettings.from_record(b, {"reps": 2000}) == replace(recorded, reps=2000)
-    assert AnalysisSettings.from_record(b, {"threshold": 0.01}).threshold == 0.01
+    assert AnalysisSettings.from_record(b) == recorded
+    assert AnalysisSettings.from_record(b, AnalysisSettings(reps=2000), {"reps"}) == replace(
+        recorded, reps=2000
+    )
+    assert (
+        AnalysisSettings.from_record(b, AnalysisSettings(threshold=0.01), {"threshold"}).threshold
+        == 0.01
+    )
     # A file written before the settings were recorded: the metric its analysis asked for.
     old = replace(b, settings={})
-    assert AnalysisSettings.from_record(old, {}) == AnalysisSettings(metric="wall")
+    assert AnalysisSettings.from_record(old) == AnalysisSettings(metric="wall")
     # A file edited by hand into nonsense is refused with the way out.
     broken = replace(b, settings={"analysis": {**recorded.to_record(), "threshold": "x"}})
     with pytest.raises(ResultsError, match=r"settings\.analysis\) are not valid: threshold"):
-        AnalysisSettings.from_record(broken, {})
+        AnalysisSettings.from_record(broken)
 
 
 def test_analyze_and_report_keep_a_recorded_threshold(tmp_path: Path) -> None:
@@ -263,6 +290,24 @@ def test_analyze_and_report_keep_a_recorded_threshold(tmp_path: Path) -> None:
 
 
 def test_without_a_configuration_only_options_and_defaults_count() -> None:
-    r = settings.resolve({"threshold": 0.1})
-    assert AnalysisSettings.from_values(r.values) == AnalysisSettings(threshold=0.1)
+    r = settings.resolve(settings.Given.of(threshold=0.1))
+    assert r.values.analysis() == AnalysisSettings(threshold=0.1)
     assert set(r.origins.values()) == {"--threshold", "the built-in default"}
+
+
+def test_the_settings_given_are_typed_and_recorded_in_the_order_of_builtin() -> None:
+    given = settings.Given.of(threshold=0.1, runs=12)
+    assert given.names == {"threshold", "runs"}
+    assert (given.values.runs, given.values.threshold) == (12, 0.1)
+    # Not given: the built-in default, and no choice.
+    assert given.values.iterations == defaults.DEFAULT_ITERATIONS
+    assert list(given.record()) == ["runs", "threshold"]
+    more = given.adding(timeout_s=5.0)
+    assert more.record() == {"runs": 12, "timeout_s": 5.0, "threshold": 0.1}
+    assert given.names == {"threshold", "runs"}  # frozen: adding makes another
+    r = settings.resolve(more)
+    assert (r.values.timeout_s, r.origins["timeout_s"]) == (5.0, "--timeout")
+    assert r.origins["iterations"] == "the built-in default"
+    assert r.values.analysis() == AnalysisSettings(threshold=0.1)
+    with pytest.raises(ValueError, match="unknown setting"):
+        settings.Given(names=frozenset({"timeout"}))

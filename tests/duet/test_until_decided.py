@@ -16,6 +16,7 @@ from duet_bench.config.read import load_config
 from duet_bench.errors import UsageError
 from duet_bench.plan import for_suite
 from duet_bench.results import analysis as stored
+from duet_bench.settings import Given
 
 
 def _document(
@@ -127,20 +128,17 @@ def test_a_fixed_design_stores_no_stopping_key() -> None:
 
 
 def test_the_design_from_the_settings_and_their_origins() -> None:
-    none: dict[str, Any] = {"min_runs": None, "max_runs": None, "budget_s": None}
-    assert until_decided({**none, "runs": 10}, {"runs": "--runs"}) is None
-    got = until_decided({**none, "budget_s": 600.0}, {"budget_s": "--budget"})
+    assert until_decided(None, None, None, {"runs": "--runs"}) is None
+    got = until_decided(None, None, 600.0, {"budget_s": "--budget"})
     assert got == UntilDecided(min_runs=5, max_runs=40, budget_s=600.0)
-    got = until_decided({**none, "max_runs": 20}, {"max_runs": "duet.toml: max_runs"})
+    got = until_decided(None, 20, None, {"max_runs": "duet.toml: max_runs"})
     assert got == UntilDecided(max_runs=20)
     # --runs on the command line keeps its meaning over the configuration's stopping keys.
-    assert until_decided({**none, "max_runs": 20}, {"runs": "--runs"}) is None
+    assert until_decided(None, 20, None, {"runs": "--runs"}) is None
     with pytest.raises(UsageError, match="give one or the other"):
-        until_decided(
-            {**none, "runs": 10, "max_runs": 20}, {"runs": "--runs", "max_runs": "--max-runs"}
-        )
+        until_decided(None, 20, None, {"runs": "--runs", "max_runs": "--max-runs"})
     with pytest.raises(UsageError, match="--min-runs needs --max-runs or --budget"):
-        until_decided({**none, "min_runs": 8}, {"min_runs": "--min-runs"})
+        until_decided(8, None, None, {"min_runs": "--min-runs"})
     with pytest.raises(UsageError, match="below --min-runs"):
         UntilDecided(min_runs=10, max_runs=6)
     assert UntilDecided.from_settings({"until_decided": UntilDecided(7, 9, 60.0).to_record()}) == (
@@ -183,10 +181,12 @@ def test_a_suite_measured_until_decided_by_the_configuration_and_the_options(
         "shape": "pocock",
     }
     # --runs on the command line: a fixed design, whatever the configuration says.
-    fixed = for_suite(config, baseline_dir=tmp_path, candidate_dir=tmp_path, explicit={"runs": 12})
+    fixed = for_suite(
+        config, baseline_dir=tmp_path, candidate_dir=tmp_path, explicit=Given.of(runs=12)
+    )
     assert [(b.spec.until_decided, b.spec.runs) for b in fixed] == [(None, 12), (None, 12)]
     # --max-runs on the command line wins over the configuration's.
     more = for_suite(
-        config, baseline_dir=tmp_path, candidate_dir=tmp_path, explicit={"max_runs": 50}
+        config, baseline_dir=tmp_path, candidate_dir=tmp_path, explicit=Given.of(max_runs=50)
     )
     assert [b.spec.runs for b in more] == [50, 50]

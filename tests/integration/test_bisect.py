@@ -548,15 +548,16 @@ def test_search_lets_go_of_the_commits_that_leave_the_window(n: int) -> None:
 
 
 def _resolved(**values: Any) -> Any:
-    from duet_bench.settings import Resolved
+    from duet_bench.settings import Resolved, Settings
 
-    return Resolved(values=values, origins=dict.fromkeys(values, "duet.toml"))
+    return Resolved(values=Settings(**values), origins=dict.fromkeys(values, "duet.toml"))
 
 
 def test_step_design_from_the_options_or_the_configuration() -> None:
     from duet_bench.analysis.stopping import UntilDecided
     from duet_bench.bisect.run import BisectOptions, step_design
     from duet_bench.errors import UsageError
+    from duet_bench.settings import Given
 
     base = BisectOptions(good="good", bad="HEAD", out_dir=Path("out"))
     # None anywhere: fixed-design steps, as before.
@@ -577,11 +578,11 @@ def test_step_design_from_the_options_or_the_configuration() -> None:
         replace(base, step_max_runs=12), _resolved(runs=10, max_runs=20, budget_s=300.0)
     ) == UntilDecided(max_runs=12, budget_s=300.0)
     # --runs or bisect's own --max-runs keep fixed-design steps over the configuration's...
-    assert step_design(replace(base, overrides={"runs": 6}), _resolved(max_runs=20)) is None
+    assert step_design(replace(base, given=Given.of(runs=6)), _resolved(max_runs=20)) is None
     assert step_design(replace(base, max_runs=24), _resolved(max_runs=20)) is None
     # ...and beside a --step-* option are a usage error, as is --step-min-runs alone.
     for wrong in (
-        replace(base, overrides={"runs": 6}, step_max_runs=12),
+        replace(base, given=Given.of(runs=6), step_max_runs=12),
         replace(base, max_runs=24, step_budget_s=60.0),
         replace(base, step_min_runs=6),
     ):

@@ -63,7 +63,7 @@ def test_one_tiny_native_duet_measures_a_2x_ratio(tmp_path: Path, fill: bool) ->
     if not is_root():
         pytest.skip("cgroup isolation needs root")
     from duet_bench.plan import BenchmarkSpec, SideSpec
-    from duet_bench.session import SessionOptions, measure
+    from duet_bench.session import MachineOptions, SessionOptions, measure
 
     ops = workloads.calibrate("integer", 5.0, cpu=0)
     bench = BenchmarkSpec(
@@ -72,7 +72,9 @@ def test_one_tiny_native_duet_measures_a_2x_ratio(tmp_path: Path, fill: bool) ->
         candidate=SideSpec(kind="native", command=workloads.command("integer", 2 * ops, fill=fill)),
         runs=2, iterations=5, warmup=1, timeout_s=30,
     )  # fmt: skip
-    doc = measure([bench], SessionOptions(out=tmp_path / "r.json", progress=False))
+    doc = measure(
+        [bench], SessionOptions(out=tmp_path / "r.json", machine=MachineOptions(progress=False))
+    )
     runs = doc.benchmarks[0].runs
     assert [r.status for r in runs] == ["ok", "ok"], [r.reason for r in runs]
     a, b = [], []
