@@ -121,10 +121,11 @@ def main(verbose: int) -> None:
 
 
 class FitFormatter(logging.Formatter):
-    """Log lines folded to the terminal's width (``COLUMNS``, else the terminal's) on a
-    terminal or where ``COLUMNS`` is set; a CI log without ``COLUMNS`` keeps one line per
-    message, which is what a search of the log wants. Words are never broken: a path stays
-    whole on a line of its own."""
+    """Log lines folded to the terminal's width (``COLUMNS``, else the terminal's) when stderr
+    is a terminal; a CI log or a captured stderr keeps one line per message, which is what a
+    search of the log wants (``COLUMNS`` alone is no sign of a terminal: readline sets it in
+    every program that loads it). Words are never broken: a path stays whole on a line of its
+    own."""
 
     def formatMessage(self, record: logging.LogRecord) -> str:
         # "duet: warning: ...", as the messages duet prints itself.
@@ -134,7 +135,7 @@ class FitFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         text = super().format(record)
-        if "COLUMNS" not in os.environ and not sys.stderr.isatty():
+        if not sys.stderr.isatty():
             return text
         width = max(shutil.get_terminal_size().columns - 1, 40)
         return "\n".join(

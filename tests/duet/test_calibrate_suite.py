@@ -9,6 +9,7 @@ import json
 import shutil
 import subprocess
 import sys
+import tomllib
 from dataclasses import replace
 from pathlib import Path
 
@@ -132,12 +133,22 @@ def test_calibrate_plans_a_suite_benchmark_and_compare_uses_the_plan(project: Pa
     planned = {p.spec.name: p.spec for p in for_suite(config, baseline_dir=project,
                                                      candidate_dir=project)}  # fmt: skip
     assert set(planned) == {"gb/BM_Bimodal", "gb/BM_Other"}
+    # Where calibrate also recommends measuring until decided (min_runs and max_runs written
+    # beside runs: its A/A's spread decides, so either can happen), a benchmark's runs are
+    # then its max_runs (plan.spec: "runs is then its max_runs"); else the fixed runs.
+    table = tomllib.loads(written)["suite"][0]
+    assert table["runs"] == rec["runs"]
     for spec in planned.values():
-        assert (spec.runs, spec.iterations, spec.warmup) == (
-            rec["runs"],
-            rec["iterations"],
-            rec["warmup"],
-        )
+        if "max_runs" in table:
+            assert spec.until_decided is not None
+            assert (spec.until_decided.min_runs, spec.runs) == (
+                table["min_runs"],
+                table["max_runs"],
+            )
+        else:
+            assert spec.until_decided is None
+            assert spec.runs == rec["runs"]
+        assert (spec.iterations, spec.warmup) == (rec["iterations"], rec["warmup"])
         assert spec.method == rec["method"]
 
 

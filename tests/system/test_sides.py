@@ -174,10 +174,11 @@ def test_a_side_sees_no_process_but_its_own(tmp_path: Path, tag: str, shared_dir
 
 #: A command side that, in its first iteration of a run, leaves a double-forked ``setsid``
 #: daemon with 8 threads, and in every iteration records its own CPUs and each thread's of the
-#: daemon (its private /tmp keeps the daemon's pid from one iteration to the next).
+#: daemon (the side's temporary directory, fresh for each run, keeps the daemon's pid from one
+#: iteration to the next: its private /tmp, or TMPDIR where a checkout under /tmp keeps /tmp).
 DAEMON_THAT_CROSSES = """
 import json, os, sys, threading, time
-state = "/tmp/daemon.pid"
+state = os.path.join(os.environ["TMPDIR"], "daemon.pid")
 if not os.path.exists(state):
     if os.fork() == 0:
         os.setsid()
