@@ -52,7 +52,7 @@ import workloads  # noqa: E402
 from duet_bench.isolation import Limits, make_sandbox, select_backend  # noqa: E402
 from duet_bench.plan import BenchmarkSpec, SideSpec  # noqa: E402
 from duet_bench.runner import run as runner_run  # noqa: E402
-from duet_bench.session import SessionOptions, measure  # noqa: E402
+from duet_bench.session import MachineOptions, SessionOptions, measure  # noqa: E402
 
 
 def starts(n: int) -> dict[str, Any]:
@@ -135,7 +135,8 @@ def one_aa(ops: int, runs: int, iterations: int, own: bool) -> dict[str, float]:
         name="pidns", baseline=side, candidate=side, runs=runs, iterations=iterations, warmup=2
     )
     with tempfile.TemporaryDirectory() as tmp, namespace(own):
-        doc = measure([bench], SessionOptions(out=Path(tmp) / "r.json", progress=False))
+        options = SessionOptions(out=Path(tmp) / "r.json", machine=MachineOptions(progress=False))
+        doc = measure([bench], options)
     b = doc.benchmarks[0]
     durations, walls = [], []
     for r in b.ok_runs():
