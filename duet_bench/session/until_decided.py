@@ -64,7 +64,7 @@ def measure_in_rounds(
     budget from the benchmarks after it. Each benchmark's looks are its rule's own: one after
     each of its runs from its ``min_runs`` on, whatever the others did, so its error rate is
     the rule's."""
-    rounds = _Rounds(budget, at, clock)
+    rounds = _Rounds(budget, at, clock, alone=len(measurings) == 1)
     rotation = []
     for m in measurings:
         if not m.done and rounds.first_look(m):
@@ -80,10 +80,17 @@ class _Rounds:
     budget they share."""
 
     def __init__(
-        self, budget: Budget | None, at: Callable[[str], None], clock: Callable[[], float]
+        self,
+        budget: Budget | None,
+        at: Callable[[str], None],
+        clock: Callable[[], float],
+        *,
+        alone: bool = False,
     ) -> None:
         self.budget, self.at, self.clock = budget, at, clock
         self.took: dict[str, list[float]] = {}
+        #: How the notes name the budget: one benchmark has it to itself.
+        self.whose = "budget" if alone else "the suite's undecided benchmarks share"
 
     def per_run_s(self, m: Measuring) -> float | None:
         """The mean time of a run of ``m`` so far (run and look), or of any benchmark's before
@@ -108,8 +115,8 @@ class _Rounds:
             self._spent(
                 m,
                 budget,
-                f"budget spent before its first look: the {left} left of the {{total}} the "
-                f"suite's undecided benchmarks share would not pay its {short} runs (about "
+                f"budget spent before its first look: the {left} left of the {{total}} "
+                f"{self.whose} would not pay its {short} runs (about "
                 f"{units.clock(short * per_run * 1e9)}; {{runs}} measured)",
             )
             return False
@@ -126,8 +133,8 @@ class _Rounds:
             self._spent(
                 m,
                 budget,
-                "budget spent: its next run would end after the {total} the suite's undecided "
-                "benchmarks share ({runs} measured)",
+                "budget spent: its next run would end after the {total} "
+                f"{self.whose} ({{runs}} measured)",
             )
             return False
         self.at(m.bench.name)

@@ -4,6 +4,7 @@ barrier; the runs stop at the look that decides, or when the budget is spent."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -69,6 +70,9 @@ def test_a_spent_budget_stops_the_runs(tmp_path: Path) -> None:
     assert bench["analysis"]["stopping"]["decided_after"] is None
     assert bench["analysis"]["verdict"] is None
     assert "budget spent" in bench["note"]
+    # One benchmark has the budget to itself: the note does not speak of a suite sharing it.
+    assert re.search(r"(of|after) the 1\.0+ s budget", bench["note"]), bench["note"]
+    assert "suite" not in bench["note"], bench["note"]
 
 
 def test_runs_and_max_runs_together_are_a_usage_error(tmp_path: Path) -> None:
