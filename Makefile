@@ -26,7 +26,8 @@ demo: $(RUNTIME)
 
 # The guest tier (scripts/guest/run-tier.sh) runs in the background from the start, through a
 # gate (DUET_GUEST_GATE): it builds or finds its image, boots, installs and runs its short jobs
-# while the bootstrap (the venv), lint, types and the tests that do not measure run; it parks,
+# while the bootstrap (the venv), lint, types and the tests that do not measure run (lint and
+# types beside those tests, their output printed after them); it parks,
 # stopped, while the host's measuring tests run (the host waits for it to park first); its
 # system tests follow them.
 # Its log is printed at the end, which counts every skip by reason (scripts/test_summary.py).
@@ -44,7 +45,14 @@ test:
 	@mkdir -p $(RESULTS); rm -f $(GATE).*
 	@PYTHON=$(PYTHON) DUET_GUEST_GATE=$(GATE) bash scripts/guest/run-tier.sh >$(RESULTS)/guest-tier.log 2>&1 & tier=$$!; \
 	echo "guest tier: running in the background (pid $$tier, log $(RESULTS)/guest-tier.log)"; \
-	rc=0; $(MAKE) --no-print-directory install lint types pytest-parallel || rc=$$?; \
+	rc=0; $(MAKE) --no-print-directory install || rc=$$?; \
+	if [ $$rc = 0 ]; then \
+		$(MAKE) --no-print-directory lint types >$(RESULTS)/static.log 2>&1 & static=$$!; \
+		$(MAKE) --no-print-directory pytest-parallel || rc=$$?; \
+		static_rc=0; wait $$static || static_rc=$$?; \
+		echo "lint and types (run beside the tests that do not measure):"; cat $(RESULTS)/static.log; \
+		[ $$static_rc = 0 ] || { echo "lint or types FAILED (exit $$static_rc): see above"; rc=$$static_rc; }; \
+	fi; \
 	touch $(GATE).hold; \
 	if [ $$rc = 0 ]; then \
 		while [ ! -e $(GATE).parked ] && kill -0 $$tier 2>/dev/null; do sleep 1; done; \
