@@ -23,7 +23,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from duet_bench.adapters.base import Checkout
 from duet_bench.config import BenchmarkConfig
@@ -128,10 +128,8 @@ class PytestBenchmarkAdapter:
         args = _suite_args(suite)
         if args:
             env[ARGS_VARIABLE] = shlex.join(args)
-        settings: dict[str, Any] = dict(suite.settings)
-        env.update(settings.pop("env", None) or {})
         return BenchmarkConfig(
-            name=f"{suite.name}/{name}", kind="python", callable=DRIVER, env=env, **settings
+            name=f"{suite.name}/{name}", kind="python", callable=DRIVER, env=env, **suite.settings
         )
 
 

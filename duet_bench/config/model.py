@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, TypedDict
 
 from duet_bench import limits
 from duet_bench.defaults import (
@@ -108,6 +108,27 @@ def _check_fields(record: object, names: Sequence[str]) -> None:
                 raise ValueError(f"{type(record).__name__}.{name} {problem}")
 
 
+class BenchmarkFields(TypedDict, total=False):
+    """The benchmark settings a table of the file gives, each under its field name of
+    :class:`BenchmarkConfig` (``timeout`` is ``timeout_s``): what a ``[[suite]]`` entry gives to
+    every benchmark it finds (:attr:`Suite.settings`), and what a ``[[benchmark]]`` table and
+    the suite-wide keys are built from. Only the keys the file gives are present."""
+
+    runs: int
+    min_runs: int
+    max_runs: int
+    budget_s: float
+    iterations: int
+    warmup: int
+    timeout_s: float
+    memory_limit_bytes: int
+    threshold: float
+    confidence: float
+    method: Method
+    crossover: Crossover
+    metric: MetricChoice
+
+
 @dataclass(frozen=True, slots=True)
 class Defaults:
     """The suite-wide settings; every benchmark uses them unless it overrides one."""
@@ -180,9 +201,9 @@ class Suite:
     ``path`` is relative to the version's directory: a test path (pytest-benchmark), a binary
     built by the ``build`` command (Google Benchmark), a package (``./pkg``, go), a bench target
     (cargo). ``filter`` is the benchmark tool's own selection syntax, applied at discovery.
-    ``options`` holds the adapter's own keys; ``settings`` the benchmark settings (``runs``,
-    ``iterations``, ``threshold``, ...) every discovered benchmark gets, as field names of
-    :class:`duet_bench.config.BenchmarkConfig`.
+    ``options`` holds the adapter's own keys; ``settings`` the
+    benchmark settings (``runs``, ``iterations``, ``threshold``, ...) every discovered benchmark
+    gets, as field names of :class:`duet_bench.config.BenchmarkConfig`.
     """
 
     adapter: str
@@ -190,7 +211,7 @@ class Suite:
     path: str
     filter: str | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
-    settings: Mapping[str, Any] = field(default_factory=dict)
+    settings: BenchmarkFields = field(default_factory=lambda: BenchmarkFields())
     env: Mapping[str, str] = field(default_factory=dict)
 
 
