@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal, TypeAlias, TypedDict
+from typing import Any, Literal, TypeAlias, TypedDict, TypeVar
 
 from duet_bench import limits
 from duet_bench.defaults import (
@@ -195,13 +195,45 @@ class BenchmarkConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class AdapterOptions:
+    """An adapter's own options of a suite entry (``min_time``, ``benchtime``, ...): each adapter
+    has its record deriving from this one (``GoOptions``, ...), with None for an option the
+    entry does not give, and parses the entry's keys into it (its ``options`` parsers,
+    :func:`duet_bench.config.suites.parse_suites`). This base record is an adapter's without
+    options."""
+
+
+Options = TypeVar("Options", bound=AdapterOptions)
+
+
+def options_of(suite: Suite, kind: type[Options]) -> Options:
+    """``suite``'s options as its adapter's record ``kind`` (the defaults when it gives none).
+
+    Raises
+    ------
+    ValueError
+        The suite holds another adapter's options (a suite built in code, not read).
+    """
+    options = suite.options
+    if isinstance(options, kind):
+        return options
+    if type(options) is AdapterOptions:
+        return kind()
+    raise ValueError(
+        f"suite {suite.name!r} ({suite.adapter}) holds {type(options).__name__}, "
+        f"not {kind.__name__}"
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class Suite:
     """One suite entry, validated.
 
     ``path`` is relative to the version's directory: a test path (pytest-benchmark), a binary
     built by the ``build`` command (Google Benchmark), a package (``./pkg``, go), a bench target
     (cargo). ``filter`` is the benchmark tool's own selection syntax, applied at discovery.
-    ``options`` holds the adapter's own keys; ``settings`` the
+    ``options`` holds the adapter's own keys, parsed into its record (:class:`AdapterOptions`,
+    read with :func:`options_of`); ``settings`` the
     benchmark settings (``runs``, ``iterations``, ``threshold``, ...) every discovered benchmark
     gets, as field names of :class:`duet_bench.config.BenchmarkConfig`.
     """
@@ -210,7 +242,7 @@ class Suite:
     name: str
     path: str
     filter: str | None = None
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: AdapterOptions = field(default_factory=AdapterOptions)
     settings: BenchmarkFields = field(default_factory=lambda: BenchmarkFields())
     env: Mapping[str, str] = field(default_factory=dict)
 

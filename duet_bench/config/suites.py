@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from duet_bench.config.model import BenchmarkFields, Suite
+from duet_bench.config.model import AdapterOptions, BenchmarkFields, Suite
 from duet_bench.config.values import env_table
 from duet_bench.defaults import BENCHMARK_FILE_KEYS
 from duet_bench.errors import ConfigError
@@ -194,7 +194,12 @@ class _Suites:
                 index=index,
             )
         adapter_name, adapter = self._adapter(index, item)
-        options: Mapping[str, Callable[[str, Any], Any]] = getattr(adapter, "options", {})
+        # The adapter's parsers of its own keys, each (options, key, value) -> options with
+        # that key's field set (typed by the adapter's record), and its record without options.
+        options: Mapping[str, Callable[[Any, str, Any], AdapterOptions]] = getattr(
+            adapter, "options", {}
+        )
+        parsed_options: AdapterOptions = getattr(adapter, "no_options", AdapterOptions())
         known_keys = [*COMMON_KEYS, *options, *self.settings, "env"]
         for key in item:
             if key not in known_keys:
@@ -239,7 +244,6 @@ class _Suites:
             )
         settings = BenchmarkFields()
         env: Mapping[str, str] = {}
-        parsed_options: dict[str, Any] = {}
         for key, raw in item.items():
             try:
                 if key == "env":
@@ -247,7 +251,7 @@ class _Suites:
                 elif key in self.settings:
                     settings.update(self.settings[key](key, raw))
                 elif key in options:
-                    parsed_options[key] = options[key](key, raw)
+                    parsed_options = options[key](parsed_options, key, raw)
             except Exception as e:
                 problem = getattr(e, "problem", None)
                 if problem is None:
