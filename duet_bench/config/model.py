@@ -61,6 +61,43 @@ RECOMMENDATION_KEYS = (
 WORD_RECOMMENDATIONS = ("method", "metric", "crossover")
 
 
+@dataclass(frozen=True, slots=True)
+class RecommendedSettings:
+    """What ``duet calibrate --write`` sets in a table of the configuration (the keys of
+    :data:`RECOMMENDATION_KEYS`; tomlkit writes them, :mod:`duet_bench.config.writer`). None
+    leaves the key as the file has it."""
+
+    runs: int | None = None
+    iterations: int | None = None
+    warmup: int | None = None
+    method: Method | None = None
+    metric: MetricChoice | None = None
+    crossover: Crossover | None = None
+    #: Measuring until decided, when calibration's simulation reached its target.
+    min_runs: int | None = None
+    max_runs: int | None = None
+
+    def __post_init__(self) -> None:
+        _check_fields(self, RECOMMENDATION_KEYS)
+
+    def to_toml(self) -> dict[str, int | str]:
+        """The keys to set and their values, in :data:`RECOMMENDATION_KEYS`' order."""
+        words: tuple[tuple[str, str | None], ...] = (
+            ("method", self.method),
+            ("metric", self.metric),
+            ("crossover", self.crossover),
+        )
+        numbers: tuple[tuple[str, int | None], ...] = (
+            ("runs", self.runs),
+            ("iterations", self.iterations),
+            ("warmup", self.warmup),
+            ("min_runs", self.min_runs),
+            ("max_runs", self.max_runs),
+        )
+        given = {k: v for k, v in (*words, *numbers) if v is not None}
+        return {k: given[k] for k in RECOMMENDATION_KEYS if k in given}
+
+
 Form: TypeAlias = Literal["duet", "pyproject"]
 
 

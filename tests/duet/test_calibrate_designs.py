@@ -287,7 +287,7 @@ def test_the_recommendation_writes_crossover_and_the_loader_reads_it(
     from dataclasses import replace
 
     rec = replace(rec, crossover=crossover)  # type: ignore[arg-type]
-    values = rec.values()
+    values = rec.recommendation().to_toml()
     assert ("crossover" in values) == (crossover is not None)
     write_recommendation(path, benchmark="parse", values=values)
     bench = load_config(path).benchmark("parse")
