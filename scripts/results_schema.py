@@ -87,7 +87,12 @@ SHAPES: dict[type, Shape] = {
             }
         },
     ),
-    BenchmarkRecord: Shape(required=("name", "runs"), fields={"method": {"enum": list(METHODS)}}),
+    # ``settings`` (the recorded plan, :class:`duet_bench.results.plan.RecordedPlan`): an object
+    # whose keys a newer duet may extend; its reader checks the types of the keys it knows.
+    BenchmarkRecord: Shape(
+        required=("name", "runs"),
+        fields={"method": {"enum": list(METHODS)}, "settings": {"type": "object"}},
+    ),
     RunRecord: Shape(
         required=("index", "status", "baseline", "candidate"),
         closed=True,

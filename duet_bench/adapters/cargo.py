@@ -46,13 +46,13 @@ import os
 import re
 import shutil
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from duet_bench.adapters.base import Checkout
 from duet_bench.adapters.tools import WORK_DIR, command_in, find_tool, run_tool
 from duet_bench.config import BenchmarkConfig
-from duet_bench.config.model import Suite
+from duet_bench.config.model import AdapterOptions, Suite, options_of
 from duet_bench.config.suites import positive_integer, positive_seconds, slug, word
 from duet_bench.errors import ConfigError
 from duet_bench.isolation.privileges import call_as
@@ -207,6 +207,28 @@ def bench_executables(messages: str) -> dict[str, str]:
     return found
 
 
+@dataclass(frozen=True, slots=True)
+class CargoOptions(AdapterOptions):
+    """A cargo suite's own options: the ``bench`` target, the ``cargo`` program, the
+    ``target_dir``, the ``iteration_time`` duet plans calls for, and criterion's own timing
+    (``warm_up_time``, ``measurement_time``, ``sample_size``: :data:`TIMED_OPTIONS`)."""
+
+    bench: str | None = None
+    cargo: str | None = None
+    target_dir: str | None = None
+    iteration_time: float | None = None
+    warm_up_time: float | None = None
+    measurement_time: float | None = None
+    sample_size: int | None = None
+
+    @property
+    def timed(self) -> bool:
+        """Whether the entry gives criterion's own timing (then duet plans no calls)."""
+        return any(
+            v is not None for v in (self.warm_up_time, self.measurement_time, self.sample_size)
+        )
+
+
 class Cargo:
     name = "cargo"
     iteration = (
@@ -215,15 +237,16 @@ class Cargo:
         "same on both sides; the sample is criterion's ns/iter and the invocation's CPU time "
         "per call"
     )
-    options: Mapping[str, Callable[[str, Any], Any]] = {
-        "bench": word,
-        "cargo": word,
-        "target_dir": word,
-        "iteration_time": positive_seconds,
-        "warm_up_time": positive_seconds,
-        "measurement_time": positive_seconds,
-        "sample_size": positive_integer,
+    options: Mapping[str, Callable[[CargoOptions, str, Any], CargoOptions]] = {
+        "bench": lambda o, k, v: replace(o, bench=word(k, v)),
+        "cargo": lambda o, k, v: replace(o, cargo=word(k, v)),
+        "target_dir": lambda o, k, v: replace(o, target_dir=word(k, v)),
+        "iteration_time": lambda o, k, v: replace(o, iteration_time=positive_seconds(k, v)),
+        "warm_up_time": lambda o, k, v: replace(o, warm_up_time=positive_seconds(k, v)),
+        "measurement_time": lambda o, k, v: replace(o, measurement_time=positive_seconds(k, v)),
+        "sample_size": lambda o, k, v: replace(o, sample_size=positive_integer(k, v)),
     }
+    no_options = CargoOptions()
 
     def __init__(self) -> None:
         #: (suite, benchmark) -> its plan, from the latest discovery of the suite (both
@@ -231,19 +254,20 @@ class Cargo:
         self._plans: dict[tuple[str, str], Plan | None] = {}
 
     def discover(self, suite: Suite, checkout: Checkout) -> tuple[str, ...]:
-        cargo = find_tool(suite, "cargo", "cargo", CARGO_FALLBACKS)
+        options = options_of(suite, CargoOptions)
+        cargo = find_tool(suite, "cargo", "cargo", CARGO_FALLBACKS, options.cargo)
         crate = checkout.directory / suite.path
         if not (crate / "Cargo.toml").is_file():
             raise ConfigError(
                 f"suite {suite.name!r}: no Cargo.toml in {suite.path} ({crate})",
                 fix="point path at the crate's directory, relative to the repository root",
             )
-        bench = suite.options.get("bench")
+        bench = options.bench
         # Each version builds in its own target directory, whatever CARGO_TARGET_DIR says: with
         # one directory for both, cargo finds the second version "fresh" (its freshness check
         # follows the first version's dep-info) and hands back the first version's executable,
         # so both sides would run the same code (seen in this adapter's own test).
-        target_dir = crate / str(suite.options.get("target_dir", DEFAULT_TARGET_DIR))
+        target_dir = crate / (options.target_dir or DEFAULT_TARGET_DIR)
         argv = [
             cargo,
             "bench",
@@ -299,7 +323,7 @@ class Cargo:
                 line[: -len(suffix)] for line in listed.splitlines() if line.endswith(suffix)
             )
         )
-        if found and not any(k in suite.options for k in TIMED_OPTIONS):
+        if found and not options.timed:
             self._probe(suite, checkout, str(copy), found)
         return found
 
@@ -337,16 +361,16 @@ class Cargo:
             cwd=cwd,
         )
         seen = probes(verbose, medians(bencher))
-        time_s = float(suite.options.get("iteration_time", DEFAULT_ITERATION_TIME_S))
+        time_s = options_of(suite, CargoOptions).iteration_time or DEFAULT_ITERATION_TIME_S
         for name in names:
             self._plans[(suite.name, name)] = plan(seen.get(name), time_s)
 
     def benchmark(self, suite: Suite, name: str) -> BenchmarkConfig:
-        options = suite.options
+        options = options_of(suite, CargoOptions)
         executable = os.path.relpath(executable_path(suite), os.path.normpath(suite.path))
         program = executable if executable.startswith("../") else "./" + executable
         chosen = self._plans.get((suite.name, name))
-        if chosen is not None and not any(k in options for k in TIMED_OPTIONS):
+        if chosen is not None and not options.timed:
             argv = [
                 program,
                 "--bench",
@@ -370,11 +394,11 @@ class Cargo:
                 "--exact",
                 name,
                 "--warm-up-time",
-                f"{options.get('warm_up_time', DEFAULT_WARM_UP_TIME_S):g}",
+                f"{options.warm_up_time or DEFAULT_WARM_UP_TIME_S:g}",
                 "--measurement-time",
-                f"{options.get('measurement_time', DEFAULT_MEASUREMENT_TIME_S):g}",
+                f"{options.measurement_time or DEFAULT_MEASUREMENT_TIME_S:g}",
                 "--sample-size",
-                str(options.get("sample_size", DEFAULT_SAMPLE_SIZE)),
+                str(options.sample_size or DEFAULT_SAMPLE_SIZE),
                 "--output-format",
                 "bencher",
                 "--discard-baseline",

@@ -75,7 +75,7 @@ def suite_benchmark(suite: Suite, name: str, operations: int | None = None) -> B
         b = adapter.benchmark(suite, name)
     else:
         b = cast(Counted, adapter).benchmark(suite, name, operations)
-    return replace(b, **dict(suite.settings), env={**suite.env, **b.env})
+    return replace(b, **suite.settings, env={**suite.env, **b.env})
 
 
 def expand(

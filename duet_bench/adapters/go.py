@@ -30,12 +30,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from duet_bench.adapters.base import Checkout
 from duet_bench.adapters.tools import WORK_DIR, command_in, find_tool, run_tool
 from duet_bench.config import BenchmarkConfig
-from duet_bench.config.model import Suite
+from duet_bench.config.model import AdapterOptions, Suite, options_of
 from duet_bench.config.suites import slug, word
 from duet_bench.errors import ConfigError
 from duet_bench.isolation.privileges import call_as
@@ -84,6 +85,15 @@ def result_counts(text: str) -> dict[str, int]:
     return {name: int(count) for name, count in _RESULT_NAME.findall(text)}
 
 
+@dataclass(frozen=True, slots=True)
+class GoOptions(AdapterOptions):
+    """A go suite's own options: ``benchtime`` (a duration or a count ``1000x``), ``go`` (the
+    go program)."""
+
+    benchtime: str | None = None
+    go: str | None = None
+
+
 class Go:
     name = "go"
     iteration = (
@@ -91,10 +101,14 @@ class Go:
         "sub-benchmark (-test.bench ^Name$/^Sub$), a fixed count of operations (-test.benchtime "
         "Nx); the sample is its ns/op, the CPU sample the process's CPU time over N"
     )
-    options: Mapping[str, Callable[[str, Any], Any]] = {"benchtime": word, "go": word}
+    options: Mapping[str, Callable[[GoOptions, str, Any], GoOptions]] = {
+        "benchtime": lambda o, k, v: replace(o, benchtime=word(k, v)),
+        "go": lambda o, k, v: replace(o, go=word(k, v)),
+    }
+    no_options = GoOptions()
 
     def discover(self, suite: Suite, checkout: Checkout) -> tuple[str, ...]:
-        go = find_tool(suite, "go", "go", GO_FALLBACKS)
+        go = find_tool(suite, "go", "go", GO_FALLBACKS, options_of(suite, GoOptions).go)
         binary = checkout.directory / binary_path(suite)
 
         def make_room() -> None:
@@ -142,7 +156,7 @@ class Go:
         ``benchtime`` when it is a count (``1000x``), else the count Go itself chooses for that
         time in the baseline (one run of every selected benchmark with ``-test.benchtime`` that
         time, as the version's user: its result line's count)."""
-        benchtime = str(suite.options.get("benchtime", DEFAULT_BENCHTIME))
+        benchtime = options_of(suite, GoOptions).benchtime or DEFAULT_BENCHTIME
         if fixed := re.fullmatch(r"([0-9]+)x", benchtime):
             return {name: max(1, int(fixed[1])) for name in names}
         if not names:
@@ -178,7 +192,7 @@ class Go:
         return {name: counts[name] for name in names}
 
     def benchmark(self, suite: Suite, name: str, operations: int | None = None) -> BenchmarkConfig:
-        benchtime = suite.options.get("benchtime", DEFAULT_BENCHTIME)
+        benchtime = options_of(suite, GoOptions).benchtime or DEFAULT_BENCHTIME
         if operations is not None:
             benchtime = f"{operations}x"
         binary = os.path.relpath(binary_path(suite), os.path.normpath(suite.path))

@@ -35,12 +35,13 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from duet_bench.adapters.base import Checkout
 from duet_bench.adapters.tools import program_path, run_tool
 from duet_bench.config import BenchmarkConfig
-from duet_bench.config.model import Suite
+from duet_bench.config.model import AdapterOptions, Suite, options_of
 from duet_bench.config.suites import positive_seconds
 from duet_bench.errors import ConfigError
 
@@ -58,6 +59,13 @@ def filter_for(name: str) -> str:
     return "^" + "".join("\\" + c if c in _REGEX_SPECIAL else c for c in name) + "$"
 
 
+@dataclass(frozen=True, slots=True)
+class GoogleBenchmarkOptions(AdapterOptions):
+    """A google-benchmark suite's own option: ``min_time`` (seconds)."""
+
+    min_time: float | None = None
+
+
 class GoogleBenchmark:
     name = "google-benchmark"
     iteration = (
@@ -65,7 +73,10 @@ class GoogleBenchmark:
         "(--benchmark_filter=^name$, JSON output); the sample is the library's real and CPU "
         "time per operation (real or manual time only for /real_time and /manual_time)"
     )
-    options: Mapping[str, Callable[[str, Any], Any]] = {"min_time": positive_seconds}
+    options: Mapping[str, Callable[[GoogleBenchmarkOptions, str, Any], GoogleBenchmarkOptions]] = {
+        "min_time": lambda o, k, v: replace(o, min_time=positive_seconds(k, v))
+    }
+    no_options = GoogleBenchmarkOptions()
 
     def discover(self, suite: Suite, checkout: Checkout) -> tuple[str, ...]:
         binary = checkout.directory / suite.path
@@ -83,7 +94,8 @@ class GoogleBenchmark:
         return tuple(dict.fromkeys(line.strip() for line in out.splitlines() if line.strip()))
 
     def benchmark(self, suite: Suite, name: str) -> BenchmarkConfig:
-        min_time = suite.options.get("min_time", DEFAULT_MIN_TIME_S)
+        given = options_of(suite, GoogleBenchmarkOptions).min_time
+        min_time = DEFAULT_MIN_TIME_S if given is None else given
         argv = [
             program_path(suite.path),
             f"--benchmark_filter={filter_for(name)}",

@@ -31,13 +31,14 @@ import itertools
 import os
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Any
 
 from duet_bench.adapters.base import Checkout
 from duet_bench.adapters.tools import WORK_DIR, command_in, find_tool, run_tool
 from duet_bench.config import BenchmarkConfig
-from duet_bench.config.model import Suite
+from duet_bench.config.model import AdapterOptions, Suite, options_of
 from duet_bench.config.suites import positive_seconds, word
 from duet_bench.errors import ConfigError
 from duet_bench.isolation.privileges import call_as
@@ -123,6 +124,21 @@ def _millis(seconds: float) -> str:
     return f"{max(1, round(seconds * 1000))}ms"
 
 
+@dataclass(frozen=True, slots=True)
+class JmhOptions(AdapterOptions):
+    """A jmh suite's own options: the programs (``mvn``, ``java``, ``javac``), the benchmarks
+    ``jar``, ``jvm_args`` appended to the forked JVM's, and JMH's ``warmup_time`` and
+    ``measurement_time`` (seconds)."""
+
+    mvn: str | None = None
+    java: str | None = None
+    javac: str | None = None
+    jar: str | None = None
+    jvm_args: str | None = None
+    warmup_time: float | None = None
+    measurement_time: float | None = None
+
+
 class Jmh:
     name = "jmh"
     iteration = (
@@ -130,15 +146,16 @@ class Jmh:
         "started together on both sides by duet's profiler; the sample is JMH's score in ns/op "
         "and the forked JVM's CPU time per operation"
     )
-    options: Mapping[str, Callable[[str, Any], Any]] = {
-        "mvn": word,
-        "java": word,
-        "javac": word,
-        "jar": word,
-        "jvm_args": word,
-        "warmup_time": positive_seconds,
-        "measurement_time": positive_seconds,
+    options: Mapping[str, Callable[[JmhOptions, str, Any], JmhOptions]] = {
+        "mvn": lambda o, k, v: replace(o, mvn=word(k, v)),
+        "java": lambda o, k, v: replace(o, java=word(k, v)),
+        "javac": lambda o, k, v: replace(o, javac=word(k, v)),
+        "jar": lambda o, k, v: replace(o, jar=word(k, v)),
+        "jvm_args": lambda o, k, v: replace(o, jvm_args=word(k, v)),
+        "warmup_time": lambda o, k, v: replace(o, warmup_time=positive_seconds(k, v)),
+        "measurement_time": lambda o, k, v: replace(o, measurement_time=positive_seconds(k, v)),
     }
+    no_options = JmhOptions()
 
     def discover(self, suite: Suite, checkout: Checkout) -> tuple[str, ...]:
         project = checkout.directory / suite.path
@@ -148,9 +165,10 @@ class Jmh:
                 fix="point path at the Maven project of the JMH benchmarks (Gradle is not "
                 "supported), relative to the repository root",
             )
-        mvn = find_tool(suite, "mvn", "mvn", MVN_FALLBACKS)
-        javac = find_tool(suite, "javac", "javac", JAVAC_FALLBACKS)
-        java = find_tool(suite, "java", "java", JAVA_FALLBACKS)
+        options = options_of(suite, JmhOptions)
+        mvn = find_tool(suite, "mvn", "mvn", MVN_FALLBACKS, options.mvn)
+        javac = find_tool(suite, "javac", "javac", JAVAC_FALLBACKS, options.javac)
+        java = find_tool(suite, "java", "java", JAVA_FALLBACKS, options.java)
         run_tool(
             [mvn, "-B", "-q", "-DskipTests", "package"],
             suite=suite,
@@ -158,7 +176,7 @@ class Jmh:
             what="build the JMH benchmarks",
             cwd=project,
         )
-        jar = project / str(suite.options.get("jar", DEFAULT_JAR))
+        jar = project / (options.jar or DEFAULT_JAR)
         if not jar.is_file():
             raise ConfigError(
                 f"suite {suite.name!r}: mvn package built no {jar.relative_to(checkout.directory)}",
@@ -199,14 +217,14 @@ class Jmh:
         return parse_listing(listed)
 
     def benchmark(self, suite: Suite, name: str) -> BenchmarkConfig:
-        options = suite.options
+        options = options_of(suite, JmhOptions)
         method, params = split_name(name)
-        jar = str(options.get("jar", DEFAULT_JAR))
+        jar = options.jar or DEFAULT_JAR
         # Relative to the project's directory, where both JVMs run (JMH's fork inherits the
         # host's class path and working directory).
         classes = os.path.relpath(CLASSES_DIR, os.path.normpath(suite.path))
         argv = [
-            str(options.get("java", "java")),
+            options.java or "java",
             "-Djmh.ignoreLock=true",
             "-cp",
             f"{jar}:{classes}",
@@ -217,12 +235,12 @@ class Jmh:
             argv += ["-p", f"{key}={value}"]
         argv += [
             "-w",
-            _millis(options.get("warmup_time", DEFAULT_WARMUP_TIME_S)),
+            _millis(options.warmup_time or DEFAULT_WARMUP_TIME_S),
             "-r",
-            _millis(options.get("measurement_time", DEFAULT_MEASUREMENT_TIME_S)),
+            _millis(options.measurement_time or DEFAULT_MEASUREMENT_TIME_S),
         ]
-        if "jvm_args" in options:
-            argv += ["-jvmArgsAppend", str(options["jvm_args"])]
+        if options.jvm_args is not None:
+            argv += ["-jvmArgsAppend", options.jvm_args]
         return BenchmarkConfig(
             name=f"{suite.name}/{name}",
             kind="native",

@@ -8,7 +8,7 @@ version's directory (``benchmarks/test_parse.py::test_parse[small]``). Each beco
 pytest on that one test, and the test's ``benchmark(fn, *args)`` call hands ``fn`` to the
 worker's measured loop (docs/adapters.md, "pytest-benchmark").
 
-Suite options (``[suite.options]``): ``args``, extra pytest arguments (a list of strings, or
+The suite's own option: ``args``, extra pytest arguments (a list of strings, or
 one string of shell words) used at discovery and in every run, for what the project's
 ``addopts`` would have given (``-p myplugin``, ``--import-mode=importlib``).
 """
@@ -21,13 +21,15 @@ import os
 import shlex
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from duet_bench.adapters.base import Checkout
 from duet_bench.config import BenchmarkConfig
-from duet_bench.config.model import Suite
+from duet_bench.config.model import AdapterOptions, Suite, options_of
+from duet_bench.config.suites import OptionError
 from duet_bench.errors import ConfigError
 from duet_bench.harness import duet_pytest
 from duet_bench.isolation.jobs import run_job_captured
@@ -45,19 +47,39 @@ NODEID_VARIABLE = "DUET_PYTEST_NODEID"
 ARGS_VARIABLE = "DUET_PYTEST_ARGS"
 #: Collection of a large suite imports every test module: minutes, not hours.
 DISCOVERY_TIMEOUT_S = 600.0
-_OPTIONS = frozenset({"args"})
 _OUTPUT_TAIL_CHARS = 3000
 
 
-def _suite_args(suite: Suite) -> list[str]:
-    unknown = sorted(set(suite.options) - _OPTIONS)
-    if unknown:
-        raise ConfigError(
-            f"suite {suite.name!r}: the pytest-benchmark adapter has no option "
-            f"{', '.join(map(repr, unknown))}",
-            fix='its only option is args (extra pytest arguments), e.g. args = ["-p", "myplugin"]',
+@dataclass(frozen=True, slots=True)
+class PytestOptions(AdapterOptions):
+    """A pytest-benchmark suite's own option: ``args``, extra pytest arguments, as the entry
+    gives them (a list of strings, or one string of shell words)."""
+
+    args: tuple[str, ...] | str | None = None
+
+
+def _args(key: str, value: Any) -> tuple[str, ...] | str:
+    """The ``args`` of a suite entry: a list of strings, or one string of shell words."""
+    if isinstance(value, str):
+        try:
+            shlex.split(value)
+        except ValueError as e:
+            raise OptionError(
+                f"{value!r} is not valid shell words: {e}",
+                'write args as a list of strings, e.g. args = ["-p", "myplugin"]',
+            ) from None
+        return value
+    if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
+        raise OptionError(
+            f"must be a list of strings, got {value!r}", 'write e.g. args = ["-p", "myplugin"]'
         )
-    args = suite.options.get("args", [])
+    return tuple(value)
+
+
+def _suite_args(suite: Suite) -> list[str]:
+    args = options_of(suite, PytestOptions).args
+    if args is None:
+        return []
     if isinstance(args, str):
         try:
             return shlex.split(args)
@@ -66,11 +88,6 @@ def _suite_args(suite: Suite) -> list[str]:
                 f"suite {suite.name!r}: args = {args!r} is not valid shell words: {e}",
                 fix='write args as a list of strings, e.g. args = ["-p", "myplugin"]',
             ) from e
-    if not isinstance(args, list | tuple) or not all(isinstance(a, str) for a in args):
-        raise ConfigError(
-            f"suite {suite.name!r}: args must be a list of strings, got {args!r}",
-            fix='write e.g. args = ["-p", "myplugin"]',
-        )
     return list(args)
 
 
@@ -89,6 +106,10 @@ class PytestBenchmarkAdapter:
         "running test, its fixtures set up before the first iteration and torn down after the "
         "last"
     )
+    options: Mapping[str, Callable[[PytestOptions, str, Any], PytestOptions]] = {
+        "args": lambda o, k, v: replace(o, args=_args(k, v))
+    }
+    no_options = PytestOptions()
 
     def discover(self, suite: Suite, checkout: Checkout) -> tuple[str, ...]:
         if checkout.python is None:
@@ -128,10 +149,8 @@ class PytestBenchmarkAdapter:
         args = _suite_args(suite)
         if args:
             env[ARGS_VARIABLE] = shlex.join(args)
-        settings: dict[str, Any] = dict(suite.settings)
-        env.update(settings.pop("env", None) or {})
         return BenchmarkConfig(
-            name=f"{suite.name}/{name}", kind="python", callable=DRIVER, env=env, **settings
+            name=f"{suite.name}/{name}", kind="python", callable=DRIVER, env=env, **suite.settings
         )
 
 

@@ -25,12 +25,14 @@ WORK_DIR = ".duet-adapters"
 DISCOVERY_TIMEOUT_S = 1800.0
 
 
-def find_tool(suite: Suite, option: str, program: str, fallbacks: Sequence[str]) -> str:
-    """The program to run: the suite's option (``go = "/opt/go/bin/go"``), then ``PATH``, then
-    the usual install places (``/usr/local/go/bin/go``, ``~/.cargo/bin/cargo``), which are not
-    on every user's ``PATH`` (CI runners, sudo, systemd units)."""
-    given = suite.options.get(option)
-    if isinstance(given, str):
+def find_tool(
+    suite: Suite, option: str, program: str, fallbacks: Sequence[str], given: str | None
+) -> str:
+    """The program to run: ``given``, the suite's option ``option`` (``go = "/opt/go/bin/go"``),
+    then ``PATH``, then the usual install places (``/usr/local/go/bin/go``,
+    ``~/.cargo/bin/cargo``), which are not on every user's ``PATH`` (CI runners, sudo, systemd
+    units)."""
+    if given is not None:
         return given
     found = shutil.which(program)
     if found:

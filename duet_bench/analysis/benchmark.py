@@ -145,7 +145,7 @@ def _stopping(
 ) -> Stopping | None:
     """Every look of a benchmark measured until decided, and where it stopped; None for a fixed
     design."""
-    design = UntilDecided.from_settings(record.settings)
+    design = UntilDecided.from_plan(record.settings)
     if design is None:
         return None
     looks = looks_of(
@@ -197,7 +197,7 @@ def _run_machine_ns(run: RunRecord, method: str) -> int | None:
 
 
 def _crossover_setting(record: BenchmarkRecord) -> str | None:
-    value = record.settings.get("crossover")
+    value = record.settings.crossover
     return value if value in ("iteration", "run") else None
 
 

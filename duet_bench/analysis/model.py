@@ -5,8 +5,8 @@ per metric (:class:`MetricEstimate`) and per benchmark (:class:`BenchmarkAnalysi
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -28,6 +28,7 @@ from duet_bench.defaults import (
 from duet_bench.errors import ResultsError
 from duet_bench.metrics import DEFAULT_METRIC, MetricChoice, MetricName, choices
 from duet_bench.results import analysis as stored
+from duet_bench.results.plan import RecordedAnalysis
 
 if TYPE_CHECKING:
     from duet_bench.analysis.stopping import Stopping
@@ -58,9 +59,17 @@ class AnalysisSettings:
         if self.metric not in choices():
             raise ValueError(f"metric must be one of {', '.join(choices())}, got {self.metric}")
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> RecordedAnalysis:
         """The settings as a benchmark's results keep them (``settings.analysis``)."""
-        return {k: getattr(self, k) for k in ANALYSIS_KEYS}
+        return RecordedAnalysis(
+            confidence=self.confidence,
+            threshold=self.threshold,
+            reps=self.reps,
+            seed=self.seed,
+            interval=self.interval,
+            winsorize=self.winsorize,
+            metric=self.metric,
+        )
 
     @classmethod
     def from_record(
@@ -79,20 +88,18 @@ class AnalysisSettings:
         ResultsError
             The recorded settings are not valid settings.
         """
-        stored = record.settings.get("analysis")
-        values: dict[str, Any] = cls().to_record()
-        if isinstance(stored, Mapping):
-            values.update({k: stored[k] for k in ANALYSIS_KEYS if k in stored})
-        elif (metric := recorded_metric(record)) is not None:
-            values["metric"] = metric
-        if given is not None:
-            values.update({k: getattr(given, k) for k in ANALYSIS_KEYS if k in names})
+        recorded = record.settings.analysis
         try:
-            problem = _recorded_problem(values)
-            if problem:
-                raise ValueError(problem)
-            return cls(**values)
-        except (TypeError, ValueError) as e:
+            if recorded is not None:
+                out = _recorded(recorded)
+            elif (metric := recorded_metric(record)) is not None:
+                out = cls(metric=metric)
+            else:
+                out = cls()
+            if given is not None:
+                out = replace(out, **{k: getattr(given, k) for k in ANALYSIS_KEYS if k in names})
+            return out
+        except ValueError as e:
             raise ResultsError(
                 f"benchmark {record.name!r}: the analysis settings recorded with it "
                 f"(settings.analysis) are not valid: {e}",
@@ -101,23 +108,32 @@ class AnalysisSettings:
             ) from None
 
 
-def _recorded_problem(values: Mapping[str, Any]) -> str | None:
-    """Types AnalysisSettings does not check itself (a JSON file may hold anything)."""
-    numbers: Sequence[str] = ("confidence", "threshold")
-    for k in numbers:
-        v = values[k]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            return f"{k} must be a finite number, got {v!r}"
-    for k in ("reps", "seed"):
-        if isinstance(values[k], bool) or not isinstance(values[k], int):
-            return f"{k} must be an integer, got {values[k]!r}"
-    if not isinstance(values["winsorize"], bool):
-        return f"winsorize must be true or false, got {values['winsorize']!r}"
-    if values["interval"] not in INTERVALS:
-        return f"interval must be one of {', '.join(INTERVALS)}, got {values['interval']!r}"
-    if values["metric"] not in choices():
-        return f"metric must be one of {', '.join(choices())}, got {values['metric']!r}"
-    return None
+def _recorded(recorded: RecordedAnalysis) -> AnalysisSettings:
+    """The settings ``recorded`` records, the built-in default for each it lacks.
+
+    Raises
+    ------
+    ValueError
+        A value that is not one of its choices or out of its range.
+    """
+    default = AnalysisSettings()
+    interval = default.interval if recorded.interval is None else recorded.interval
+    metric = default.metric if recorded.metric is None else recorded.metric
+    intervals = [i for i in INTERVALS if i == interval]
+    if not intervals:
+        raise ValueError(f"interval must be one of {', '.join(INTERVALS)}, got {interval!r}")
+    metrics = [m for m in choices() if m == metric]
+    if not metrics:
+        raise ValueError(f"metric must be one of {', '.join(choices())}, got {metric!r}")
+    return AnalysisSettings(
+        confidence=default.confidence if recorded.confidence is None else recorded.confidence,
+        threshold=default.threshold if recorded.threshold is None else recorded.threshold,
+        reps=default.reps if recorded.reps is None else recorded.reps,
+        seed=default.seed if recorded.seed is None else recorded.seed,
+        interval=intervals[0],
+        winsorize=default.winsorize if recorded.winsorize is None else recorded.winsorize,
+        metric=metrics[0],
+    )
 
 
 def recorded_metric(record: BenchmarkRecord) -> MetricChoice | None:

@@ -20,7 +20,7 @@ import numpy as np
 from duet_bench import units
 from duet_bench.analysis.verdict import Verdict, verdict
 from duet_bench.errors import UsageError
-from duet_bench.results import BenchmarkRecord
+from duet_bench.results import BenchmarkRecord, RecordedDesign, RecordedPlan
 from duet_bench.results import analysis as stored
 from duet_stats.stopping import stopping_bounds, stopping_intervals
 
@@ -71,28 +71,25 @@ class UntilDecided:
                 fix="give e.g. --budget 10m",
             )
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> RecordedDesign:
         """What a benchmark's ``settings.until_decided`` keeps."""
-        return {
-            "min_runs": self.min_runs,
-            "max_runs": self.max_runs,
-            "budget_s": self.budget_s,
-            "shape": SHAPE,
-        }
+        return RecordedDesign(
+            min_runs=self.min_runs, max_runs=self.max_runs, budget_s=self.budget_s, shape=SHAPE
+        )
 
     @staticmethod
-    def from_settings(settings: Mapping[str, Any]) -> UntilDecided | None:
-        """The design a benchmark's ``settings`` recorded, or None (a fixed design)."""
-        m = settings.get("until_decided")
-        if not isinstance(m, Mapping):
+    def from_plan(plan: RecordedPlan) -> UntilDecided | None:
+        """The design a benchmark's recorded plan names, or None (a fixed design)."""
+        m = plan.until_decided
+        if m is None:
             return None
-        lo, hi, budget = m.get("min_runs"), m.get("max_runs"), m.get("budget_s")
-        if not isinstance(lo, int) or not isinstance(hi, int) or not 3 <= lo <= hi:
+        lo, hi, budget = m.min_runs, m.max_runs, m.budget_s
+        if lo is None or hi is None or not 3 <= lo <= hi:
             return None
         return UntilDecided(
             min_runs=lo,
             max_runs=hi,
-            budget_s=float(budget) if isinstance(budget, (int, float)) and budget > 0 else None,
+            budget_s=float(budget) if budget is not None and budget > 0 else None,
         )
 
 
@@ -134,22 +131,23 @@ def until_decided(
 def check_continuation(
     earlier: BenchmarkRecord,
     *,
-    settings: Mapping[str, Any],
-    versions: Mapping[str, Any],
+    plan: RecordedPlan,
+    versions: Mapping[str, object],
     design: UntilDecided | None,
     source: str,
 ) -> None:
-    """Refuse to continue ``earlier`` (``--continue``) unless the new measurement is the same
-    rule with a maximum at least as large: the same commands, plan and analysis settings, the same
-    first look, and ``earlier`` undecided. Then the continued measurement is the one that had
-    planned the larger maximum from the start (docs/statistics.md, "Continuing an undecided
-    measurement"), and its verdict keeps its level."""
-    old = UntilDecided.from_settings(earlier.settings)
+    """Refuse to continue ``earlier`` (``--continue``) unless the new measurement (its recorded
+    ``plan``) is the same rule with a maximum at least as large: the same commands, plan and
+    analysis settings, the same first look, and ``earlier`` undecided. Then the continued
+    measurement is the one that had planned the larger maximum from the start
+    (docs/statistics.md, "Continuing an undecided measurement"), and its verdict keeps its
+    level."""
+    old = UntilDecided.from_plan(earlier.settings)
     name = earlier.name
     if old is None:
         raise UsageError(
             f"{source}: {name!r} was measured with a fixed design of "
-            f"{earlier.settings.get('runs')} runs: more runs read together with them would be a "
+            f"{earlier.settings.runs} runs: more runs read together with them would be a "
             "second look at the same test, which its error rate does not allow",
             fix="measure again with --max-runs or --budget, which stop when decided",
         )
@@ -174,17 +172,23 @@ def check_continuation(
             f"--max-runs {design.max_runs} (it had {old.max_runs} and measured "
             f"{len(earlier.runs)} runs: give more)"
         )
-    for key in ("iterations", "warmup", "method", "crossover", "seed"):
-        if earlier.settings.get(key) != settings.get(key):
-            problems.append(f"{key} {settings.get(key)!r} (it had {earlier.settings.get(key)!r})")
-    old_analysis = earlier.settings.get("analysis")
-    new_analysis = settings.get("analysis")
-    if isinstance(old_analysis, Mapping) and isinstance(new_analysis, Mapping):
-        for key in ("confidence", "threshold", "metric", "winsorize"):
-            if old_analysis.get(key) != new_analysis.get(key):
-                problems.append(
-                    f"{key} {new_analysis.get(key)!r} (it had {old_analysis.get(key)!r})"
-                )
+    was = earlier.settings
+    pairs: list[tuple[str, object, object]] = [
+        ("iterations", plan.iterations, was.iterations),
+        ("warmup", plan.warmup, was.warmup),
+        ("method", plan.method, was.method),
+        ("crossover", plan.crossover, was.crossover),
+        ("seed", plan.seed, was.seed),
+    ]
+    if was.analysis is not None and plan.analysis is not None:
+        new_a, old_a = plan.analysis, was.analysis
+        pairs += [
+            ("confidence", new_a.confidence, old_a.confidence),
+            ("threshold", new_a.threshold, old_a.threshold),
+            ("metric", new_a.metric, old_a.metric),
+            ("winsorize", new_a.winsorize, old_a.winsorize),
+        ]
+    problems += [f"{key} {now!r} (it had {had!r})" for key, now, had in pairs if now != had]
     if dict(earlier.versions) != dict(versions):
         problems.append("other commands than the ones it measured")
     if problems:

@@ -166,7 +166,7 @@ class Comparer:
             "run": self.overrides,
         }
         if design is not None:
-            key["until_decided"] = design.to_record()
+            key["until_decided"] = design.to_record().to_dict()
         self.key = json.loads(
             json.dumps(
                 key,
@@ -294,7 +294,7 @@ class Comparer:
         try:
             check_continuation(
                 record,
-                settings={**record.settings, "seed": seed, "analysis": self.settings.to_record()},
+                plan=replace(record.settings, seed=seed, analysis=self.settings.to_record()),
                 versions=record.versions,
                 design=self.design,
                 source=str(path),

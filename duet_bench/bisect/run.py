@@ -96,7 +96,7 @@ class Bisection:
             "metric": self.metric,
             "max_runs": self.max_runs,
             "until_decided": (
-                self.until_decided.to_record() if self.until_decided is not None else None
+                self.until_decided.to_record().to_dict() if self.until_decided is not None else None
             ),
             "spread_share": self.spread_share,
             "first_parent": True,

@@ -25,13 +25,8 @@ from duet_bench.calibrate.interleave import (
     with_designs,
 )
 from duet_bench.calibrate.model import ConfigTarget
-from duet_bench.config import (
-    RECOMMENDATION_KEYS,
-    WORD_RECOMMENDATIONS,
-    Config,
-    find_config,
-    load_config,
-)
+from duet_bench.config import Config, find_config, load_config
+from duet_bench.config.model import RecommendedSettings
 from duet_bench.config.writer import write_recommendation
 from duet_bench.errors import BenchmarkFailed, ConfigError, ResultsError
 from duet_bench.isolation import RunAs
@@ -215,13 +210,15 @@ def config_target(config_path: str | None, bench: str | None) -> ConfigTarget | 
     return ConfigTarget(path, form, benchmark=config.select_one(bench).name)
 
 
-def _until_decided_values(cal: Calibration) -> dict[str, int]:
-    """min_runs and max_runs of measuring until decided, when the simulation reached its
-    target (docs/calibration.md); nothing otherwise."""
+def _with_until_decided(
+    cal: Calibration, recommendation: RecommendedSettings
+) -> RecommendedSettings:
+    """``recommendation`` with min_runs and max_runs of measuring until decided, when the
+    simulation reached its target (docs/calibration.md); as it is otherwise."""
     u = cal.until_decided
     if u is None or not u.reachable:
-        return {}
-    return {"min_runs": u.min_runs, "max_runs": u.max_runs}
+        return recommendation
+    return replace(recommendation, min_runs=u.min_runs, max_runs=u.max_runs)
 
 
 def write_recommended(cal: Calibration, target: ConfigTarget | None) -> str:
@@ -244,13 +241,12 @@ def write_recommended(cal: Calibration, target: ConfigTarget | None) -> str:
             "--write found no configuration file (duet.toml, or [tool.duet] in pyproject.toml)",
             fix="create duet.toml, or name the file with --config PATH",
         )
-    values: dict[str, int | str] = {
-        k: (str(v) if k in WORD_RECOMMENDATIONS else int(v))
-        for k, v in {**rec.values(), **_until_decided_values(cal)}.items()
-        if k in RECOMMENDATION_KEYS
-    }
+    recommendation = _with_until_decided(cal, rec.recommendation())
     write_recommendation(
-        target.path, benchmark=target.benchmark, values=values, suite=target.suite_index
+        target.path,
+        benchmark=target.benchmark,
+        values=recommendation.to_toml(),
+        suite=target.suite_index,
     )
     if target.suite is not None:
         where = f"suite {target.suite!r}: every benchmark it finds"

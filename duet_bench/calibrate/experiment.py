@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
+from duet_bench.config.model import RecommendedSettings
 from duet_bench.metrics import MetricName
 from duet_stats import FloatArray
 from duet_stats.planning import (
@@ -151,20 +152,20 @@ class Recommendation:
     #: won; None otherwise (the configuration's setting is left as it is).
     crossover: Literal["iteration", "run"] | None = None
 
-    def values(self) -> dict[str, Any]:
+    def recommendation(self) -> RecommendedSettings:
         """What ``--write`` puts into the configuration."""
-        return {
-            "runs": self.runs,
-            "iterations": self.iterations,
-            "warmup": self.warmup,
-            "method": self.method,
-            "metric": self.metric,
-            **({"crossover": self.crossover} if self.crossover is not None else {}),
-        }
+        return RecommendedSettings(
+            runs=self.runs,
+            iterations=self.iterations,
+            warmup=self.warmup,
+            method=self.method,
+            metric=self.metric,
+            crossover=self.crossover,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            **self.values(),
+            **self.recommendation().to_toml(),
             "threshold": self.threshold,
             "confidence": self.confidence,
             "target_half_width": self.target_half_width,

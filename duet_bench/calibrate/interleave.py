@@ -92,13 +92,13 @@ def _join(joined: ResultsDocument | None, block: ResultsDocument) -> ResultsDocu
         runs = record.runs + tuple(
             replace(r, index=len(record.runs) + k) for k, r in enumerate(new.runs)
         )
-        settings = {**record.settings, "runs": len(runs)}
+        settings = replace(record.settings, runs=len(runs))
         # A python benchmark's calls per iteration are measured afresh by every block's session:
         # keep each block's count when they differ (the ratio of a run compares equal work).
-        counts = record.settings.get("inner_loops_by_block") or [record.settings.get("inner_loops")]
-        counts = [*counts, new.settings.get("inner_loops")]
+        counts = (*(record.settings.inner_loops_by_block or (record.settings.inner_loops,)),)
+        counts = (*counts, new.settings.inner_loops)
         if len(set(counts)) > 1:
-            settings["inner_loops_by_block"] = counts
+            settings = replace(settings, inner_loops_by_block=counts)
         out.append(replace(record, runs=runs, settings=settings))
     environment = {
         **joined.environment,
@@ -150,7 +150,7 @@ def design_of(record: BenchmarkRecord) -> Design:
     crossover and swapped the sides between runs."""
     if record.method == "sequential":
         return "sequential"
-    return "iteration" if record.settings.get("crossover") == "iteration" else "run"
+    return "iteration" if record.settings.crossover == "iteration" else "run"
 
 
 def design_records(doc: ResultsDocument, main: BenchmarkRecord) -> dict[Design, BenchmarkRecord]:

@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from duet_bench.metrics import get, names
-from duet_bench.results import BenchmarkRecord, ResultsDocument
+from duet_bench.results import BenchmarkRecord, RecordedPlan, ResultsDocument
 from duet_bench.results.analysis import (
     AnalysisBlock,
     Interference,
@@ -118,12 +118,11 @@ def _positive(x: object) -> float | None:
 
 
 def _sanitize_benchmark(b: BenchmarkRecord) -> BenchmarkRecord:
-    runs = b.settings.get("runs")
     b = replace(
         b,
         name=text(b.name),
         note=_opt_text(b.note),
-        settings={"runs": runs} if _is_int(runs) else {},
+        settings=RecordedPlan(runs=b.settings.runs),
     )
     a = b.analysis
     return b if a is None else replace(b, analysis=_sanitize_analysis(a))

@@ -108,11 +108,7 @@ def _continuing(
         )
     check_continuation(
         earlier,
-        settings={
-            **bench.settings(),
-            "seed": options.seed,
-            "analysis": analysis.to_record(),
-        },
+        plan=replace(bench.recorded(), seed=options.seed, analysis=analysis.to_record()),
         versions={"baseline": bench.baseline.describe(), "candidate": bench.candidate.describe()},
         design=bench.until_decided,
         source=f"--continue {source}",

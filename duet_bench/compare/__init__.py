@@ -45,7 +45,7 @@ from duet_bench.compare.configuration import (
 from duet_bench.config import Config
 from duet_bench.errors import ConfigError, DuetError, UsageError, VersionError
 from duet_bench.plan import BenchmarkSettings, BenchmarkSpec, for_suite, select_shard
-from duet_bench.results import BenchmarkRecord, ResultsDocument, load_given
+from duet_bench.results import BenchmarkRecord, RecordedPlan, ResultsDocument, load_given
 from duet_bench.session import MachineOptions, measure, session_options
 from duet_bench.versions import Versions
 
@@ -343,11 +343,11 @@ def _earlier(
         if stopping is None or stopping.decided_after is None:
             check_continuation(
                 earlier,
-                settings={
-                    **spec.settings(),
-                    "seed": seed,
-                    "analysis": planned[spec.name].analysis.to_record(),
-                },
+                plan=replace(
+                    spec.recorded(),
+                    seed=seed,
+                    analysis=planned[spec.name].analysis.to_record(),
+                ),
                 # The worktrees' paths change between invocations; the commits are checked.
                 versions=earlier.versions,
                 design=spec.until_decided,
@@ -411,7 +411,7 @@ def _with_unmeasured(
             )
         ]
     for record, judged_with in records:
-        record = replace(record, settings={"analysis": judged_with.to_record()})
+        record = replace(record, settings=RecordedPlan(analysis=judged_with.to_record()))
         analysis = analyze_benchmark(record, judged_with).to_block()
         doc = doc.with_benchmark(replace(record, analysis=analysis))
     return doc

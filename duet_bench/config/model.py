@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, TypedDict, TypeVar
 
 from duet_bench import limits
 from duet_bench.defaults import (
@@ -61,6 +61,43 @@ RECOMMENDATION_KEYS = (
 WORD_RECOMMENDATIONS = ("method", "metric", "crossover")
 
 
+@dataclass(frozen=True, slots=True)
+class RecommendedSettings:
+    """What ``duet calibrate --write`` sets in a table of the configuration (the keys of
+    :data:`RECOMMENDATION_KEYS`; tomlkit writes them, :mod:`duet_bench.config.writer`). None
+    leaves the key as the file has it."""
+
+    runs: int | None = None
+    iterations: int | None = None
+    warmup: int | None = None
+    method: Method | None = None
+    metric: MetricChoice | None = None
+    crossover: Crossover | None = None
+    #: Measuring until decided, when calibration's simulation reached its target.
+    min_runs: int | None = None
+    max_runs: int | None = None
+
+    def __post_init__(self) -> None:
+        _check_fields(self, RECOMMENDATION_KEYS)
+
+    def to_toml(self) -> dict[str, int | str]:
+        """The keys to set and their values, in :data:`RECOMMENDATION_KEYS`' order."""
+        words: tuple[tuple[str, str | None], ...] = (
+            ("method", self.method),
+            ("metric", self.metric),
+            ("crossover", self.crossover),
+        )
+        numbers: tuple[tuple[str, int | None], ...] = (
+            ("runs", self.runs),
+            ("iterations", self.iterations),
+            ("warmup", self.warmup),
+            ("min_runs", self.min_runs),
+            ("max_runs", self.max_runs),
+        )
+        given = {k: v for k, v in (*words, *numbers) if v is not None}
+        return {k: given[k] for k in RECOMMENDATION_KEYS if k in given}
+
+
 Form: TypeAlias = Literal["duet", "pyproject"]
 
 
@@ -106,6 +143,27 @@ def _check_fields(record: object, names: Sequence[str]) -> None:
             problem = range_problem(name, value)
             if problem:
                 raise ValueError(f"{type(record).__name__}.{name} {problem}")
+
+
+class BenchmarkFields(TypedDict, total=False):
+    """The benchmark settings a table of the file gives, each under its field name of
+    :class:`BenchmarkConfig` (``timeout`` is ``timeout_s``): what a ``[[suite]]`` entry gives to
+    every benchmark it finds (:attr:`Suite.settings`), and what a ``[[benchmark]]`` table and
+    the suite-wide keys are built from. Only the keys the file gives are present."""
+
+    runs: int
+    min_runs: int
+    max_runs: int
+    budget_s: float
+    iterations: int
+    warmup: int
+    timeout_s: float
+    memory_limit_bytes: int
+    threshold: float
+    confidence: float
+    method: Method
+    crossover: Crossover
+    metric: MetricChoice
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,23 +232,55 @@ class BenchmarkConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class AdapterOptions:
+    """An adapter's own options of a suite entry (``min_time``, ``benchtime``, ...): each adapter
+    has its record deriving from this one (``GoOptions``, ...), with None for an option the
+    entry does not give, and parses the entry's keys into it (its ``options`` parsers,
+    :func:`duet_bench.config.suites.parse_suites`). This base record is an adapter's without
+    options."""
+
+
+Options = TypeVar("Options", bound=AdapterOptions)
+
+
+def options_of(suite: Suite, kind: type[Options]) -> Options:
+    """``suite``'s options as its adapter's record ``kind`` (the defaults when it gives none).
+
+    Raises
+    ------
+    ValueError
+        The suite holds another adapter's options (a suite built in code, not read).
+    """
+    options = suite.options
+    if isinstance(options, kind):
+        return options
+    if type(options) is AdapterOptions:
+        return kind()
+    raise ValueError(
+        f"suite {suite.name!r} ({suite.adapter}) holds {type(options).__name__}, "
+        f"not {kind.__name__}"
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class Suite:
     """One suite entry, validated.
 
     ``path`` is relative to the version's directory: a test path (pytest-benchmark), a binary
     built by the ``build`` command (Google Benchmark), a package (``./pkg``, go), a bench target
     (cargo). ``filter`` is the benchmark tool's own selection syntax, applied at discovery.
-    ``options`` holds the adapter's own keys; ``settings`` the benchmark settings (``runs``,
-    ``iterations``, ``threshold``, ...) every discovered benchmark gets, as field names of
-    :class:`duet_bench.config.BenchmarkConfig`.
+    ``options`` holds the adapter's own keys, parsed into its record (:class:`AdapterOptions`,
+    read with :func:`options_of`); ``settings`` the
+    benchmark settings (``runs``, ``iterations``, ``threshold``, ...) every discovered benchmark
+    gets, as field names of :class:`duet_bench.config.BenchmarkConfig`.
     """
 
     adapter: str
     name: str
     path: str
     filter: str | None = None
-    options: Mapping[str, Any] = field(default_factory=dict)
-    settings: Mapping[str, Any] = field(default_factory=dict)
+    options: AdapterOptions = field(default_factory=AdapterOptions)
+    settings: BenchmarkFields = field(default_factory=lambda: BenchmarkFields())
     env: Mapping[str, str] = field(default_factory=dict)
 
 

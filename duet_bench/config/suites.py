@@ -22,14 +22,15 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from duet_bench.config.model import Suite
+from duet_bench.config.model import AdapterOptions, BenchmarkFields, Suite
+from duet_bench.config.values import env_table
 from duet_bench.defaults import BENCHMARK_FILE_KEYS
 from duet_bench.errors import ConfigError
 from duet_bench.manual import cite
 
-#: A parser of one setting, as in ``duet_bench.config``: (key, value) -> value, raising an exception
-#: with ``problem`` and ``fix`` attributes.
-KeyParser = tuple[Callable[[str, Any], Any], str]
+#: A parser of one benchmark setting, as in ``duet_bench.config``: (key, value) -> the field it
+#: fills, raising an exception with ``problem`` and ``fix`` attributes.
+SettingParser = Callable[[str, Any], BenchmarkFields]
 
 #: The keys every suite entry has, whatever its adapter.
 COMMON_KEYS = ("adapter", "path", "name", "filter", "env")
@@ -111,11 +112,11 @@ def _line_of(text: str, form: str, index: int, key: str | None) -> int | None:
 
 
 class _Suites:
-    def __init__(self, path: Path, form: str, text: str, settings: Mapping[str, KeyParser]):
+    def __init__(self, path: Path, form: str, text: str, settings: Mapping[str, SettingParser]):
         self.path = path
         self.form = form
         self.text = text
-        self.settings = {k: settings[k] for k in (*BENCHMARK_FILE_KEYS, "env") if k in settings}
+        self.settings = {k: settings[k] for k in BENCHMARK_FILE_KEYS if k in settings}
 
     def error(
         self, problem: str, fix: str, *, index: int, table: Any = None, key: str | None = None
@@ -193,8 +194,13 @@ class _Suites:
                 index=index,
             )
         adapter_name, adapter = self._adapter(index, item)
-        options: Mapping[str, Callable[[str, Any], Any]] = getattr(adapter, "options", {})
-        known_keys = [*COMMON_KEYS, *options, *self.settings]
+        # The adapter's parsers of its own keys, each (options, key, value) -> options with
+        # that key's field set (typed by the adapter's record), and its record without options.
+        options: Mapping[str, Callable[[Any, str, Any], AdapterOptions]] = getattr(
+            adapter, "options", {}
+        )
+        parsed_options: AdapterOptions = getattr(adapter, "no_options", AdapterOptions())
+        known_keys = [*COMMON_KEYS, *options, *self.settings, "env"]
         for key in item:
             if key not in known_keys:
                 close = difflib.get_close_matches(key, known_keys, n=1, cutoff=0.6)
@@ -236,19 +242,16 @@ class _Suites:
                 table=item,
                 key="name",
             )
-        settings: dict[str, Any] = {}
-        env: dict[str, str] = {}
-        parsed_options: dict[str, Any] = {}
+        settings = BenchmarkFields()
+        env: Mapping[str, str] = {}
         for key, raw in item.items():
-            parser: Callable[[str, Any], Any] | None = None
-            if key in self.settings:
-                parser, target = self.settings[key]
-            elif key in options:
-                parser, target = options[key], key
-            if parser is None:
-                continue
             try:
-                value = parser(key, raw)
+                if key == "env":
+                    env = env_table(key, raw)
+                elif key in self.settings:
+                    settings.update(self.settings[key](key, raw))
+                elif key in options:
+                    parsed_options = options[key](parsed_options, key, raw)
             except Exception as e:
                 problem = getattr(e, "problem", None)
                 if problem is None:
@@ -256,12 +259,6 @@ class _Suites:
                 raise self.error(
                     problem, getattr(e, "fix", None) or _DOCS, index=index, table=item, key=key
                 ) from None
-            if key == "env":
-                env = value
-            elif key in self.settings:
-                settings[target] = value
-            else:
-                parsed_options[key] = value
         name = text.get("name") or default_name(adapter_name, text["path"])
         return Suite(
             adapter=adapter_name,
@@ -282,7 +279,7 @@ def default_name(adapter: str, path: str) -> str:
 
 
 def parse_suites(
-    value: Any, path: Path, form: str, text: str, settings: Mapping[str, KeyParser]
+    value: Any, path: Path, form: str, text: str, settings: Mapping[str, SettingParser]
 ) -> tuple[Suite, ...]:
     """The validated suite entries (``()`` when the configuration has none).
 

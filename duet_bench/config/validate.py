@@ -10,12 +10,14 @@ from __future__ import annotations
 import copy
 import difflib
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from duet_bench.config.model import (
     DEFAULT_PYTHON,
     BenchmarkConfig,
+    BenchmarkFields,
     Config,
     Defaults,
     Form,
@@ -39,60 +41,71 @@ from duet_bench.config.values import (
     string,
     type_name,
 )
-from duet_bench.defaults import CROSSOVERS, ISOLATIONS, KINDS, METHODS
+from duet_bench.defaults import (
+    CROSSOVERS,
+    ISOLATIONS,
+    KINDS,
+    METHODS,
+    SUITE_ONLY_KEYS,
+    Isolation,
+    Kind,
+)
 from duet_bench.errors import ConfigError
 from duet_bench.metrics import METRIC_CHOICES
 
-#: Keys of the suite table, each with its parser and the field it fills.
-SUITE_KEY_PARSERS: dict[str, tuple[Callable[[str, Any], Any], str]] = {
-    "runs": (lambda k, v: in_range(k, "runs", integer(k, v)), "runs"),
-    "min_runs": (lambda k, v: in_range(k, "min_runs", integer(k, v)), "min_runs"),
-    "max_runs": (lambda k, v: in_range(k, "max_runs", integer(k, v)), "max_runs"),
-    "budget": (duration_s, "budget_s"),
-    "iterations": (lambda k, v: in_range(k, "iterations", integer(k, v)), "iterations"),
-    "warmup": (lambda k, v: in_range(k, "warmup", integer(k, v)), "warmup"),
-    "confidence": (lambda k, v: in_range(k, "confidence", number(k, v)), "confidence"),
-    "threshold": (lambda k, v: in_range(k, "threshold", number(k, v)), "threshold"),
-    "isolation": (lambda k, v: choice(k, v, ISOLATIONS), "isolation"),
-    "memory_limit": (size_bytes, "memory_limit_bytes"),
-    "timeout": (lambda k, v: in_range(k, "timeout_s", number(k, v)), "timeout_s"),
-    "method": (lambda k, v: choice(k, v, METHODS), "method"),
-    "crossover": (lambda k, v: choice(k, v, CROSSOVERS), "crossover"),
-    "metric": (lambda k, v: choice(k, v, METRIC_CHOICES), "metric"),
-    "max_failures": (lambda k, v: in_range(k, "max_failures", integer(k, v)), "max_failures"),
-    "build": (string, "build"),
-    "python": (string, "python"),
-    "benchmark": (lambda k, v: v, "benchmark"),  # validated table by table
-    "suite": (lambda k, v: v, "suite"),  # validated by duet_bench.config.suites
+#: A parser of one benchmark setting of the file: (key, value) -> the field it fills, or
+#: :class:`~duet_bench.config.values.Invalid`.
+SettingParser = Callable[[str, Any], BenchmarkFields]
+
+#: The benchmark settings by their key in the file
+#: (:data:`duet_bench.defaults.BENCHMARK_FILE_KEYS`): what a ``[[benchmark]]`` table, a
+#: ``[[suite]]`` entry and the suite-wide keys may set, each as the typed field it fills.
+SETTING_PARSERS: dict[str, SettingParser] = {
+    "runs": lambda k, v: BenchmarkFields(runs=in_range(k, "runs", integer(k, v))),
+    "min_runs": lambda k, v: BenchmarkFields(min_runs=in_range(k, "min_runs", integer(k, v))),
+    "max_runs": lambda k, v: BenchmarkFields(max_runs=in_range(k, "max_runs", integer(k, v))),
+    "budget": lambda k, v: BenchmarkFields(budget_s=duration_s(k, v)),
+    "iterations": lambda k, v: BenchmarkFields(iterations=in_range(k, "iterations", integer(k, v))),
+    "warmup": lambda k, v: BenchmarkFields(warmup=in_range(k, "warmup", integer(k, v))),
+    "timeout": lambda k, v: BenchmarkFields(timeout_s=in_range(k, "timeout_s", number(k, v))),
+    "memory_limit": lambda k, v: BenchmarkFields(memory_limit_bytes=size_bytes(k, v)),
+    "threshold": lambda k, v: BenchmarkFields(threshold=in_range(k, "threshold", number(k, v))),
+    "confidence": lambda k, v: BenchmarkFields(confidence=in_range(k, "confidence", number(k, v))),
+    "method": lambda k, v: BenchmarkFields(method=choice(k, v, METHODS)),
+    "crossover": lambda k, v: BenchmarkFields(crossover=choice(k, v, CROSSOVERS)),
+    "metric": lambda k, v: BenchmarkFields(metric=choice(k, v, METRIC_CHOICES)),
 }
 
 
-#: Keys of a ``[[benchmark]]`` table.
-BENCHMARK_KEY_PARSERS: dict[str, tuple[Callable[[str, Any], Any], str]] = {
-    "name": (benchmark_name, "name"),
-    "command": (string, "command"),
-    "python": (callable_name, "callable"),
-    "native": (string, "native"),
-    "setup": (callable_name, "setup"),
-    **{
-        k: SUITE_KEY_PARSERS[k]
-        for k in (
-            "runs",
-            "min_runs",
-            "max_runs",
-            "budget",
-            "iterations",
-            "warmup",
-            "timeout",
-            "memory_limit",
-            "threshold",
-            "confidence",
-            "method",
-            "crossover",
-            "metric",
-        )
-    },
-    "env": (env_table, "env"),
+def _isolation(key: str, value: Any) -> Isolation:
+    return choice(key, value, ISOLATIONS)
+
+
+def _max_failures(key: str, value: Any) -> int:
+    return in_range(key, "max_failures", integer(key, value))
+
+
+#: Keys of the suite table, each with its parser (the ``[[benchmark]]`` and ``[[suite]]``
+#: tables are validated table by table).
+SUITE_KEY_PARSERS: dict[str, Callable[[str, Any], object]] = {
+    **SETTING_PARSERS,
+    "isolation": _isolation,
+    "max_failures": _max_failures,
+    "build": string,
+    "python": string,
+    "benchmark": lambda k, v: v,
+    "suite": lambda k, v: v,
+}
+
+#: Keys of a ``[[benchmark]]`` table, each with its parser.
+BENCHMARK_KEY_PARSERS: dict[str, Callable[[str, Any], object]] = {
+    "name": benchmark_name,
+    "command": string,
+    "python": callable_name,
+    "native": string,
+    "setup": callable_name,
+    **SETTING_PARSERS,
+    "env": env_table,
 }
 
 
@@ -189,37 +202,46 @@ class Validator:
     # -- the tables
 
     def config(self, table: Mapping[str, Any]) -> Config:
-        values: dict[str, Any] = {}
+        settings = BenchmarkFields()
+        isolation: Isolation | None = None
+        max_failures = build = python = None
         for key, value in table.items():
             if key not in SUITE_KEY_PARSERS:
                 raise self._unknown(
                     key, SUITE_KEY_PARSERS, BENCHMARK_KEY_PARSERS, index=None, table=None
                 )
-            parse, target = SUITE_KEY_PARSERS[key]
             try:
-                values[target] = parse(key, value)
+                if key in SETTING_PARSERS:
+                    settings.update(SETTING_PARSERS[key](key, value))
+                elif key == "isolation":
+                    isolation = _isolation(key, value)
+                elif key == "max_failures":
+                    max_failures = _max_failures(key, value)
+                elif key == "build":
+                    build = string(key, value)
+                elif key == "python":
+                    python = string(key, value)
             except Invalid as e:
                 raise self.error(e.problem, e.fix, key=key) from None
 
-        suites = parse_suites(
-            table.get("suite"), self.path, self.form, self.text, BENCHMARK_KEY_PARSERS
-        )
-        values.pop("suite", None)
+        suites = parse_suites(table.get("suite"), self.path, self.form, self.text, SETTING_PARSERS)
         benchmarks = self._benchmarks(table.get("benchmark"), optional=bool(suites))
-        python = values.pop("python", None)
         if python is None and any(b.kind == "python" for b in benchmarks):
             python = DEFAULT_PYTHON
-        build = values.pop("build", None)
-        values.pop("benchmark", None)
+        defaults = Defaults(**settings)
+        if isolation is not None:
+            defaults = replace(defaults, isolation=isolation)
+        if max_failures is not None:
+            defaults = replace(defaults, max_failures=max_failures)
         return Config(
             path=self.path,
-            defaults=Defaults(**values),
+            defaults=defaults,
             build=build,
             python=python,
             benchmarks=benchmarks,
             raw=copy.deepcopy(dict(table)),
             suites=suites,
-            given=frozenset(values),
+            given=frozenset([*settings, *(k for k in SUITE_ONLY_KEYS if k in table)]),
         )
 
     def _benchmarks(self, value: Any, optional: bool = False) -> tuple[BenchmarkConfig, ...]:
@@ -266,18 +288,31 @@ class Validator:
                 "[[benchmark]] section",
                 index=index,
             )
-        values: dict[str, Any] = {}
+        settings = BenchmarkFields()
+        name = setup = None
+        env: Mapping[str, str] = {}
+        kinds: dict[Kind, str] = {}
         for key, raw in item.items():
             if key not in BENCHMARK_KEY_PARSERS:
                 raise self._unknown(
                     key, BENCHMARK_KEY_PARSERS, SUITE_KEY_PARSERS, index=index, table=item
                 )
-            parse, target = BENCHMARK_KEY_PARSERS[key]
             try:
-                values[target] = parse(key, raw)
+                if key == "name":
+                    name = benchmark_name(key, raw)
+                elif key in ("command", "native"):
+                    kinds["command" if key == "command" else "native"] = string(key, raw)
+                elif key == "python":
+                    kinds["python"] = callable_name(key, raw)
+                elif key == "setup":
+                    setup = callable_name(key, raw)
+                elif key == "env":
+                    env = env_table(key, raw)
+                else:
+                    settings.update(SETTING_PARSERS[key](key, raw))
             except Invalid as e:
                 raise self.error(e.problem, e.fix, index=index, table=item, key=key) from None
-        if "name" not in values:
+        if name is None:
             raise self.error(
                 "has no name",
                 f"add name = {EXAMPLES['name']} (names identify results and select "
@@ -285,12 +320,11 @@ class Validator:
                 index=index,
                 table=item,
             )
-        kinds = [k for k in KINDS if k in item]
         if len(kinds) != 1:
             problem = (
                 "says neither command, python nor native"
                 if not kinds
-                else f"has both {' and '.join(kinds)}"
+                else f"has both {' and '.join(k for k in KINDS if k in kinds)}"
             )
             raise self.error(
                 f'{problem}: a benchmark is exactly one of command = "shell command", '
@@ -299,8 +333,8 @@ class Validator:
                 index=index,
                 table=item,
             )
-        kind = kinds[0]
-        if "setup" in values and kind != "python":
+        ((kind, what),) = kinds.items()
+        if setup is not None and kind != "python":
             raise self.error(
                 f"is only for python benchmarks, and this is a {kind} benchmark",
                 "remove setup (a command can prepare its input itself)",
@@ -308,6 +342,12 @@ class Validator:
                 table=item,
                 key="setup",
             )
-        if kind == "native":
-            values["command"] = values.pop("native")
-        return BenchmarkConfig(kind=kind, **values)
+        return BenchmarkConfig(
+            name=name,
+            kind=kind,
+            command=None if kind == "python" else what,
+            callable=what if kind == "python" else None,
+            setup=setup,
+            env=env,
+            **settings,
+        )

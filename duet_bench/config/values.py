@@ -13,7 +13,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from duet_bench.config.model import range_problem
 from duet_bench.defaults import (
@@ -32,6 +32,10 @@ from duet_bench.manual import cite
 from duet_bench.metrics import DEFAULT_METRIC
 from duet_bench.units import parse_duration, parse_size
 from duet_bench.untrusted import name_too_long
+
+T = TypeVar("T")
+#: One of a setting's words (a method, a crossover, a metric): its Literal type.
+Word = TypeVar("Word", bound=str)
 
 #: Where messages send the reader.
 DOCS = f"see {cite('configuration.md')}"
@@ -160,16 +164,18 @@ def string(key: str, value: Any, example: str | None = None) -> str:
     return value
 
 
-def in_range(key: str, name: str, value: Any) -> Any:
+def in_range(key: str, name: str, value: T) -> T:
     problem = range_problem(name, value)
     if problem:
         raise Invalid(problem, f"write e.g. {key} = {EXAMPLES[key]}")
     return value
 
 
-def choice(key: str, value: Any, choices: Sequence[str]) -> str:
+def choice(key: str, value: Any, choices: Sequence[Word]) -> Word:
+    """``value`` when it is one of ``choices`` (as its type: a method, a metric)."""
     text = string(key, value)
-    if text not in choices:
+    chosen = [c for c in choices if c == text]
+    if not chosen:
         # A prefix ("seq") is the likeliest meaning; difflib catches typos ("cgroups").
         close = [c for c in choices if c.startswith(text)] or difflib.get_close_matches(
             text, choices, n=1
@@ -178,7 +184,7 @@ def choice(key: str, value: Any, choices: Sequence[str]) -> str:
             f"must be one of {', '.join(map(repr, choices))}, got {show(value)}",
             f'write {key} = "{close[0] if close else choices[0]}"',
         )
-    return text
+    return chosen[0]
 
 
 def size_bytes(key: str, value: Any) -> int:

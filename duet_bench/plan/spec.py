@@ -28,6 +28,7 @@ from duet_bench.defaults import (
 )
 from duet_bench.errors import UsageError
 from duet_bench.limits import runs_problem
+from duet_bench.results.plan import RecordedPlan
 from duet_bench.settings import Given, Resolved, resolve
 
 if TYPE_CHECKING:
@@ -129,22 +130,20 @@ class BenchmarkSpec:
     def kind(self) -> Kind:
         return self.baseline.kind
 
-    def settings(self) -> dict[str, object]:
-        return {
-            "runs": self.runs,
-            "iterations": self.iterations,
-            "warmup": self.warmup,
-            "timeout_s": self.timeout_s,
-            "memory_limit_bytes": self.memory_limit_bytes,
-            "pids_max": self.pids_max,
-            "method": self.method,
-            "crossover": self.crossover,
-            **(
-                {}
-                if self.until_decided is None
-                else {"until_decided": self.until_decided.to_record()}
-            ),
-        }
+    def recorded(self) -> RecordedPlan:
+        """The plan as a benchmark's results record it (the session adds ``seed``,
+        ``inner_loops`` and ``analysis``)."""
+        return RecordedPlan(
+            runs=self.runs,
+            iterations=self.iterations,
+            warmup=self.warmup,
+            timeout_s=self.timeout_s,
+            memory_limit_bytes=self.memory_limit_bytes,
+            pids_max=self.pids_max,
+            method=self.method,
+            crossover=self.crossover,
+            until_decided=None if self.until_decided is None else self.until_decided.to_record(),
+        )
 
 
 # --------------------------------------------------------------------------------------------

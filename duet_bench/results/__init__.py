@@ -9,6 +9,8 @@ atomically after every run, so a crash never loses what was measured. The schema
 - :mod:`~duet_bench.results.analysis`: the analysis block of a benchmark, typed
   (:class:`~duet_bench.results.analysis.AnalysisBlock`); :mod:`~duet_bench.results.values` the
   one lenient reader of its numbers
+- :mod:`~duet_bench.results.plan`: a benchmark's recorded plan (its ``settings``), typed
+  (:class:`~duet_bench.results.plan.RecordedPlan`)
 - :mod:`~duet_bench.results.read`: reading with validation (``from_dict``)
 - :mod:`~duet_bench.results.load`: opening a file and reading it (``load``, ``load_given``)
 - :mod:`~duet_bench.results.write`: writing (``to_dict``, ``dumps``, ``save``)
@@ -34,10 +36,12 @@ from duet_bench.results.model import (
     SideRecord,
     replace_name,
 )
+from duet_bench.results.plan import ABSENT, RecordedAnalysis, RecordedDesign, RecordedPlan
 from duet_bench.results.read import from_dict
 from duet_bench.results.write import benchmark_dict, dumps, save, to_dict, write_atomic
 
 __all__ = [
+    "ABSENT",
     "METHODS",
     "READABLE_VERSIONS",
     "RUN_STATUSES",
@@ -48,6 +52,9 @@ __all__ = [
     "SIDE_SERIES",
     "BenchmarkRecord",
     "JSONObject",
+    "RecordedAnalysis",
+    "RecordedDesign",
+    "RecordedPlan",
     "ResultsDocument",
     "RunRecord",
     "SideName",

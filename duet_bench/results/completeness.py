@@ -71,7 +71,7 @@ def completeness(doc: ResultsDocument) -> Completeness:
     complete = state.get("complete", True) is not False
     stopped = state.get("stopped")
     done = sum(_done(b) for b in doc.benchmarks)
-    planned = sum(max(_runs(b.settings.get("runs"), len(b.runs)), _done(b)) for b in doc.benchmarks)
+    planned = sum(max(_runs(b.settings.runs, len(b.runs)), _done(b)) for b in doc.benchmarks)
     names = {b.name for b in doc.benchmarks}
     not_started = [b.name for b in doc.benchmarks if not b.runs and b.note is None]
     for entry in state.get("planned") or ():

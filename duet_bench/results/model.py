@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeAlias
 
 from duet_bench.results.analysis import AnalysisBlock
+from duet_bench.results.plan import RecordedPlan
 
 #: Bump only with an entry in the schema history of docs/results-schema.md.
 SCHEMA = "duet-results/3"
@@ -106,10 +107,11 @@ class BenchmarkRecord:
     method: str = "duet"
     #: Per side: what was measured (``command``, ``commit``, ``interpreter``, ...).
     versions: Mapping[str, Any] = field(default_factory=dict)
-    #: The plan: ``runs``, ``iterations``, ``warmup``, ``timeout_s``, ..., and ``analysis``: the
-    #: settings it was judged with (:meth:`duet_bench.analysis.model.AnalysisSettings.to_record`),
-    #: which ``duet analyze`` and ``duet report`` use again unless an option says otherwise.
-    settings: Mapping[str, Any] = field(default_factory=dict)
+    #: The plan (the file's ``settings``): ``runs``, ``iterations``, ``warmup``, ``timeout_s``,
+    #: ..., and ``analysis``: the settings it was judged with
+    #: (:meth:`duet_bench.analysis.model.AnalysisSettings.to_record`), which ``duet analyze`` and
+    #: ``duet report`` use again unless an option says otherwise.
+    settings: RecordedPlan = field(default_factory=RecordedPlan)
     #: ``None`` until analysed; then the record :mod:`duet_bench.analysis` made
     #: (:class:`duet_bench.results.analysis.AnalysisBlock`).
     analysis: AnalysisBlock | None = None

@@ -7,9 +7,12 @@ every error names the field and the fix. A gzip-compressed file is read as if un
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import fields
 from typing import Any
 
+from duet_bench.defaults import ANALYSIS_KEYS
 from duet_bench.errors import ResultsError
 from duet_bench.limits import MAX_COUNTER, MAX_SAMPLE_NS, show
 from duet_bench.results.analysis import KEYS, AnalysisBlock
@@ -28,8 +31,11 @@ from duet_bench.results.model import (
     SideName,
     SideRecord,
 )
+from duet_bench.results.plan import ABSENT, Absent, RecordedAnalysis, RecordedDesign, RecordedPlan
 
 log = logging.getLogger(__name__)
+
+_PLAN_KEYS = tuple(f.name for f in fields(RecordedPlan) if f.name != "unknown")
 
 
 class _Reader:
@@ -259,6 +265,96 @@ def _run(rd: _Reader, raw: Any, where: str) -> RunRecord:
     )
 
 
+def _number(rd: _Reader, value: Any, where: str) -> float | None:
+    """A finite number as written (an integer stays one, so a rewrite keeps the text)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise rd.fail(where, f"expected a finite number, got {_kind(value)} {value!r}")
+    return value
+
+
+def _flag(rd: _Reader, value: Any, where: str) -> bool | None:
+    if value is not None and not isinstance(value, bool):
+        raise rd.fail(where, f"expected true or false, got {_kind(value)} {value!r}")
+    return value
+
+
+def _limit(rd: _Reader, m: Mapping[str, Any], key: str, where: str) -> int | Absent | None:
+    if key not in m:
+        return ABSENT
+    return rd.integer(m[key], f"{where}.{key}", optional=True)
+
+
+def _unknown(m: Mapping[str, Any], known: Collection[str]) -> dict[str, object]:
+    return {k: v for k, v in m.items() if k not in known}
+
+
+def _recorded_analysis(rd: _Reader, raw: Any, where: str) -> RecordedAnalysis | None:
+    if raw is None:
+        return None
+    m = rd.obj(raw, where)
+    return RecordedAnalysis(
+        confidence=_number(rd, m.get("confidence"), f"{where}.confidence"),
+        threshold=_number(rd, m.get("threshold"), f"{where}.threshold"),
+        reps=rd.integer(m.get("reps"), f"{where}.reps", optional=True),
+        seed=rd.integer(m.get("seed"), f"{where}.seed", optional=True),
+        interval=rd.string(m.get("interval"), f"{where}.interval", optional=True),
+        winsorize=_flag(rd, m.get("winsorize"), f"{where}.winsorize"),
+        metric=rd.string(m.get("metric"), f"{where}.metric", optional=True),
+        unknown=_unknown(m, ANALYSIS_KEYS),
+    )
+
+
+def _recorded_design(rd: _Reader, raw: Any, where: str) -> RecordedDesign | None:
+    if raw is None:
+        return None
+    m = rd.obj(raw, where)
+    return RecordedDesign(
+        min_runs=rd.integer(m.get("min_runs"), f"{where}.min_runs", optional=True),
+        max_runs=rd.integer(m.get("max_runs"), f"{where}.max_runs", optional=True),
+        budget_s=_number(rd, m.get("budget_s"), f"{where}.budget_s"),
+        shape=rd.string(m.get("shape"), f"{where}.shape", optional=True),
+        unknown=_unknown(m, ("min_runs", "max_runs", "budget_s", "shape")),
+    )
+
+
+def _plan(rd: _Reader, raw: Any, where: str) -> RecordedPlan:
+    """A benchmark's ``settings``: each known key of its type (or refused, naming it), the others
+    kept as they are."""
+    if raw is None:
+        return RecordedPlan()
+    m = rd.obj(raw, where)
+    by_block = m.get("inner_loops_by_block")
+    if by_block is not None and not isinstance(by_block, list):
+        raise rd.fail(f"{where}.inner_loops_by_block", f"expected a list, got {_kind(by_block)}")
+
+    def integer(key: str) -> int | None:
+        return rd.integer(m.get(key), f"{where}.{key}", optional=True)
+
+    return RecordedPlan(
+        runs=integer("runs"),
+        iterations=integer("iterations"),
+        warmup=integer("warmup"),
+        timeout_s=_number(rd, m.get("timeout_s"), f"{where}.timeout_s"),
+        memory_limit_bytes=_limit(rd, m, "memory_limit_bytes", where),
+        pids_max=_limit(rd, m, "pids_max", where),
+        method=rd.string(m.get("method"), f"{where}.method", optional=True),
+        crossover=rd.string(m.get("crossover"), f"{where}.crossover", optional=True),
+        until_decided=_recorded_design(rd, m.get("until_decided"), f"{where}.until_decided"),
+        seed=integer("seed"),
+        inner_loops=integer("inner_loops"),
+        inner_loops_by_block=None
+        if by_block is None
+        else tuple(
+            rd.integer(n, f"{where}.inner_loops_by_block[{i}]", optional=True)
+            for i, n in enumerate(by_block)
+        ),
+        analysis=_recorded_analysis(rd, m.get("analysis"), f"{where}.analysis"),
+        unknown=_unknown(m, _PLAN_KEYS),
+    )
+
+
 def _benchmark(rd: _Reader, raw: Any, where: str) -> BenchmarkRecord:
     m = rd.obj(raw, where)
     rd.keys(m, where, _BENCH_FIELDS, {"name", "runs"}, tolerate=True)
@@ -279,7 +375,7 @@ def _benchmark(rd: _Reader, raw: Any, where: str) -> BenchmarkRecord:
         kind=rd.string(m.get("kind"), f"{where}.kind", optional=True),
         method=rd.choice(m.get("method", "duet"), f"{where}.method", METHODS),
         versions=rd.free(m.get("versions"), f"{where}.versions"),
-        settings=rd.free(m.get("settings"), f"{where}.settings"),
+        settings=_plan(rd, m.get("settings"), f"{where}.settings"),
         analysis=None if analysis is None else AnalysisBlock.from_dict(analysis),
         note=rd.string(m.get("note"), f"{where}.note", optional=True),
     )

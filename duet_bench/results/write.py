@@ -66,8 +66,9 @@ def benchmark_dict(b: BenchmarkRecord) -> JSONObject:
     out["method"] = b.method
     if b.versions:
         out["versions"] = dict(b.versions)
-    if b.settings:
-        out["settings"] = dict(b.settings)
+    plan = b.settings.to_dict()
+    if plan:
+        out["settings"] = plan
     if b.note is not None:
         out["note"] = b.note
     if b.analysis is not None:

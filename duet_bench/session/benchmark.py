@@ -141,16 +141,16 @@ class Measuring:
             calibrate_inner_loops(bench, ctx, cpu=plans[0].cpus["baseline"])
             if earlier is None
             # Continued: the runs already measured fixed how many calls an iteration makes.
-            else int(earlier.settings.get("inner_loops") or 1)
+            else earlier.settings.inner_loops or 1
         )
         self.analysis_settings = options.per_benchmark.get(bench.name, options.analysis)
-        settings = {
-            **bench.settings(),
-            "seed": options.seed,
-            "inner_loops": self.inner_loops,
+        settings = replace(
+            bench.recorded(),
+            seed=options.seed,
+            inner_loops=self.inner_loops,
             # What duet analyze and duet report analyse with again, unless told otherwise.
-            "analysis": self.analysis_settings.to_record(),
-        }
+            analysis=self.analysis_settings.to_record(),
+        )
         record = BenchmarkRecord(
             name=bench.name,
             runs=() if earlier is None else earlier.runs,

@@ -34,7 +34,7 @@ def tool(program: str, fallbacks: Sequence[str]) -> str | None:
     None: the tests skip exactly when the adapter would refuse."""
     probe = Suite(adapter=program, name="probe", path=".")
     try:
-        return find_tool(probe, program, program, fallbacks)
+        return find_tool(probe, program, program, fallbacks, None)
     except ConfigError:
         return None
 

@@ -12,7 +12,13 @@ from pathlib import Path
 import pytest
 
 from duet_bench.adapters.base import Checkout
-from duet_bench.adapters.go import ADAPTER, GO_FALLBACKS, bench_pattern, result_names
+from duet_bench.adapters.go import (
+    ADAPTER,
+    GO_FALLBACKS,
+    GoOptions,
+    bench_pattern,
+    result_names,
+)
 from duet_bench.analysis.benchmark import allocation_note
 from duet_bench.analysis.document import analyze_document
 from duet_bench.analysis.model import AnalysisSettings
@@ -319,15 +325,15 @@ def test_the_filter_is_gos_bench_pattern_and_a_time_gives_each_leaf_its_count(
     (tmp_path / "go.mod").write_text("module example.com/names\n\ngo 1.21\n")
     (package / "names_test.go").write_text((FIXTURES / "names_test.go").read_text())
     where = Checkout(directory=tmp_path)
-    suite = Suite(adapter="go", name="n", path="names", filter="Na$/deep", options={"go": GO})
+    suite = Suite(adapter="go", name="n", path="names", filter="Na$/deep", options=GoOptions(go=GO))
     found = ADAPTER.discover(suite, where)
     assert found == ("BenchmarkNa/deep/er", "BenchmarkNa/deep/e")
-    timed = replace(suite, options={"go": GO, "benchtime": "20ms"})
+    timed = replace(suite, options=GoOptions(go=GO, benchtime="20ms"))
     counts = ADAPTER.operations(timed, where, found)
     # Go's own count for 20 ms of an empty loop: far more than one.
     assert set(counts) == set(found)
     assert all(n > 1000 for n in counts.values()), counts
-    fixed = replace(suite, options={"go": GO, "benchtime": "250x"})
+    fixed = replace(suite, options=GoOptions(go=GO, benchtime="250x"))
     assert ADAPTER.operations(fixed, where, found) == dict.fromkeys(found, 250)
     command = ADAPTER.benchmark(timed, found[1], counts[found[1]]).command
     assert f"-test.benchtime {counts[found[1]]}x" in command

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from duet_bench.adapters.jmh import ADAPTER, MVN_FALLBACKS, parse_listing
+from duet_bench.adapters.jmh import ADAPTER, MVN_FALLBACKS, JmhOptions, parse_listing
 from duet_bench.config.model import Suite
 from duet_bench.harness import duet_barrier as db
 from tests.adapters.suites import ISOLATION, compare, tool
@@ -374,7 +374,7 @@ def test_one_duet_run_is_one_jmh_fork_of_that_combination() -> None:
         adapter="jmh",
         name="jvm",
         path="bench",
-        options={"warmup_time": 0.05, "measurement_time": 0.25, "jvm_args": "-Xmx1g -XX:+UseG1GC"},
+        options=JmhOptions(warmup_time=0.05, measurement_time=0.25, jvm_args="-Xmx1g -XX:+UseG1GC"),
     )
     config = ADAPTER.benchmark(suite, "bench.B.run:size=64,mode=fast")
     assert config.name == "jvm/bench.B.run:size=64,mode=fast"

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from duet_bench.adapters.base import Checkout
-from duet_bench.adapters.pytest_benchmark import ADAPTER, HARNESS
+from duet_bench.adapters.pytest_benchmark import ADAPTER, HARNESS, PytestOptions
 from duet_bench.analysis import AnalysisSettings
 from duet_bench.config import load_config
 from duet_bench.config.model import Suite
@@ -123,7 +123,7 @@ def suite(path: str = ".", filter: str | None = None, **options: Any) -> Suite:
         name="pb",
         path=path,
         filter=filter,
-        options=options,
+        options=PytestOptions(**options),
         env=FOREIGN_ADDOPTS,
     )
 
@@ -177,8 +177,6 @@ def test_discovery_failures_say_what_pytest_said(suite_copy: Path, bare_python: 
         ADAPTER.discover(suite(), Checkout(suite_copy, str(suite_copy / "no" / "python")))
     with pytest.raises(ConfigError, match="none is configured"):
         ADAPTER.discover(suite(), Checkout(suite_copy, None))
-    with pytest.raises(ConfigError, match="no option 'workers'"):
-        ADAPTER.discover(suite(workers=2), Checkout(suite_copy, python))
 
 
 def test_a_filter_that_matches_nothing_is_an_empty_suite(suite_copy: Path) -> None:
@@ -196,7 +194,7 @@ def test_each_test_becomes_a_python_benchmark_run_by_the_driver() -> None:
         adapter="pytest-benchmark",
         name="pb",
         path="benchmarks",
-        options={"args": ["-p", "myplugin"]},
+        options=PytestOptions(args=("-p", "myplugin")),
         settings={"runs": 7, "threshold": 0.05},
         env={"MODE": "fast"},
     )

@@ -10,7 +10,8 @@ import pytest
 
 from duet_bench.adapters.base import Checkout
 from duet_bench.adapters.google_benchmark import ADAPTER as GOOGLE_BENCHMARK
-from duet_bench.adapters.google_benchmark import filter_for
+from duet_bench.adapters.google_benchmark import GoogleBenchmarkOptions, filter_for
+from duet_bench.adapters.pytest_benchmark import PytestOptions
 from duet_bench.adapters.registry import get_adapter
 from duet_bench.config import load_config
 from duet_bench.errors import ConfigError
@@ -42,7 +43,7 @@ def test_a_suite_alone_is_a_configuration_and_its_settings_are_parsed(tmp_path: 
     (suite,) = config.suites
     assert suite.name == "google-benchmark-bench_parse"
     assert suite.filter == "BM_Parse"
-    assert suite.options == {"min_time": 0.1}
+    assert suite.options == GoogleBenchmarkOptions(min_time=0.1)
     assert suite.settings == {"runs": 7, "timeout_s": 30.0, "memory_limit_bytes": 1 << 30}
     assert suite.env == {"LANG": "C"}
     b = GOOGLE_BENCHMARK.benchmark(suite, "BM_Parse/64")
@@ -88,6 +89,22 @@ def test_an_unknown_key_names_the_line_and_the_closest_key(tmp_path: Path) -> No
         e.value.message
     )
     assert "did you mean 'min_time'?" in (e.value.fix or "")
+
+
+def test_an_adapter_parses_its_own_options_into_its_record(tmp_path: Path) -> None:
+    """pytest-benchmark's one option, ``args``, as a list or as shell words; any other key of
+    the entry is refused, naming the keys of that adapter."""
+    entry = '[[suite]]\nadapter = "pytest-benchmark"\npath = "benchmarks"\n'
+    listed = load(tmp_path, entry + 'args = ["-p", "myplugin"]\n')
+    assert listed.suites[0].options == PytestOptions(args=("-p", "myplugin"))
+    words = load(tmp_path, entry + 'args = "-p myplugin"\n')
+    assert words.suites[0].options == PytestOptions(args="-p myplugin")
+    with pytest.raises(ConfigError, match="args must be a list of strings"):
+        load(tmp_path, entry + "args = [1]\n")
+    with pytest.raises(ConfigError, match="args 'a \"b' is not valid shell words"):
+        load(tmp_path, entry + "args = 'a \"b'\n")
+    with pytest.raises(ConfigError, match="workers is not a key of a pytest-benchmark suite"):
+        load(tmp_path, entry + "workers = 2\n")
 
 
 def test_an_unknown_adapter_names_the_closest(tmp_path: Path) -> None:

@@ -186,7 +186,7 @@ def test_when_sides_disturb_each_other_sequential_pays() -> None:
     assert "--method sequential" in c.method_reason
     assert c.recommended is not None
     assert c.recommended.method == "sequential"
-    assert c.recommended.values()["method"] == "sequential"
+    assert c.recommended.recommendation().method == "sequential"
 
 
 def test_accuracy_gain_against_a_measured_sequential_aa() -> None:
@@ -586,7 +586,7 @@ def test_cpu_time_is_chosen_for_cpu_bound_code_that_another_process_preempts() -
     assert widths["cpu"]["duet"] * 5 < widths["wall"]["duet"]
     assert cal.recommended is not None
     assert cal.recommended.metric == "cpu"
-    assert cal.recommended.values()["metric"] == "cpu"
+    assert cal.recommended.recommendation().metric == "cpu"
     assert cal.to_dict()["metric"]["chosen"] == "cpu"
 
 
@@ -626,7 +626,7 @@ def test_wall_time_less_run_queue_delay_can_be_asked_for() -> None:
     assert cal.metric == "wall-runq"
     assert cal.metric_reason == "wall time less run-queue delay, as asked (--metric wall-runq)"
     assert cal.recommended is not None
-    assert cal.recommended.values()["metric"] == "wall-runq"
+    assert cal.recommended.recommendation().metric == "wall-runq"
     # Every registered metric is calibrated (the record has CPU time and run-queue delay).
     assert set(cal.widths_by_metric) == set(metrics.names())
 
@@ -648,7 +648,7 @@ def test_code_that_sleeps_and_is_preempted_gets_wall_time_less_run_queue_delay()
     assert widths["wall"]["duet"] is not None
     assert widths["wall-runq"]["duet"] * 3 < widths["wall"]["duet"]
     assert cal.recommended is not None
-    assert cal.recommended.values()["metric"] == "wall-runq"
+    assert cal.recommended.recommendation().metric == "wall-runq"
 
 
 def aa_record_without_cpu() -> Any:

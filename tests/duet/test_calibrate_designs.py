@@ -26,7 +26,7 @@ from duet_bench.calibrate.interleave import blocks, design_of, design_specs
 from duet_bench.config import load_config
 from duet_bench.config.writer import write_recommendation
 from duet_bench.plan import BenchmarkSpec, SideSpec
-from duet_bench.results import BenchmarkRecord
+from duet_bench.results import BenchmarkRecord, RecordedPlan
 
 SETTINGS = AnalysisSettings(reps=2000, threshold=0.02)
 
@@ -253,8 +253,9 @@ def test_design_specs_and_the_design_of_a_record() -> None:
     assert [s.name for s in specs] == ["noop", "noop [per-run]", "noop [sequential]"]
     assert [(s.method, s.crossover) for s in specs][:2] == [("duet", "iteration"), ("duet", "run")]
     assert specs[2].method == "sequential"
-    assert design_of(BenchmarkRecord("a", (), settings={"crossover": "iteration"})) == "iteration"
-    assert design_of(BenchmarkRecord("a", (), settings={"crossover": "run"})) == "run"
+    iteration, run = RecordedPlan(crossover="iteration"), RecordedPlan(crossover="run")
+    assert design_of(BenchmarkRecord("a", (), settings=iteration)) == "iteration"
+    assert design_of(BenchmarkRecord("a", (), settings=run)) == "run"
     assert design_of(BenchmarkRecord("a", ())) == "run"  # a file from before crossover
     assert design_of(BenchmarkRecord("a", (), method="sequential")) == "sequential"
 
@@ -286,7 +287,7 @@ def test_the_recommendation_writes_crossover_and_the_loader_reads_it(
     from dataclasses import replace
 
     rec = replace(rec, crossover=crossover)  # type: ignore[arg-type]
-    values = rec.values()
+    values = rec.recommendation().to_toml()
     assert ("crossover" in values) == (crossover is not None)
     write_recommendation(path, benchmark="parse", values=values)
     bench = load_config(path).benchmark("parse")

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from duet_bench import config as config_mod
 from duet_bench.config import load_config
+from duet_bench.config.model import RecommendedSettings
 from duet_bench.config.writer import edit_text, write_recommendation
 from duet_bench.errors import ConfigError
 from duet_bench.settings import resolve
@@ -514,3 +515,21 @@ def test_fuzz_editor_changes_only_the_recommended_keys(
                 re.fullmatch(rf"{m.group(1)}{re.escape(m.group(2))}\d+{re.escape(m.group(3))}", n)
                 for n in new.splitlines()
             )
+
+
+def test_the_recommended_settings_are_typed_and_written_in_their_order(tmp_path: Path) -> None:
+    """What calibrate --write sets: the keys given, in RECOMMENDATION_KEYS' order, checked on
+    construction with the file's range rules."""
+    settings = RecommendedSettings(max_runs=30, method="duet", runs=12, min_runs=5)
+    assert list(settings.to_toml().items()) == [
+        ("runs", 12),
+        ("method", "duet"),
+        ("min_runs", 5),
+        ("max_runs", 30),
+    ]
+    assert RecommendedSettings().to_toml() == {}
+    with pytest.raises(ValueError, match="runs must be at least"):
+        RecommendedSettings(runs=1)
+    path = write(tmp_path / "duet.toml", DUET_TOML)
+    write_recommendation(path, benchmark=None, values=settings.to_toml())
+    assert load_config(path).defaults.runs == 12

@@ -118,8 +118,36 @@ def test_the_cpu_of_every_iteration_survives_a_round_trip() -> None:
     data["benchmarks"][0]["settings"] = {"crossover": "iteration"}
     doc = results.from_dict(data)
     assert doc.benchmarks[0].runs[0].baseline.iteration_cpus == (1, 0)
-    assert doc.benchmarks[0].settings["crossover"] == "iteration"
+    assert doc.benchmarks[0].settings.crossover == "iteration"
     assert results.from_dict(json.loads(results.dumps(doc))) == doc
+
+
+def test_the_recorded_plan_is_typed_and_rewritten_as_it_was_read() -> None:
+    """``settings`` is read once into its record: a limit null (no limit) and a limit absent (an
+    older file) stay apart, a key this duet does not know is kept, a known key of the wrong type
+    is refused with its place."""
+    data = minimal()
+    data["benchmarks"][0]["settings"] = {
+        "runs": 12,
+        "timeout_s": 60,
+        "memory_limit_bytes": None,
+        "crossover": "iteration",
+        "until_decided": {"min_runs": 5, "max_runs": 9, "budget_s": None, "shape": "pocock"},
+        "analysis": {"threshold": 0.5, "metric": "wall", "future": [1]},
+        "from_a_newer_duet": {"x": 1},
+    }
+    plan = results.from_dict(data).benchmarks[0].settings
+    assert (plan.runs, plan.memory_limit_bytes, plan.pids_max) == (12, None, results.ABSENT)
+    assert plan.until_decided == results.RecordedDesign(5, 9, None, "pocock")
+    assert plan.analysis is not None
+    assert plan.analysis.threshold == 0.5
+    assert plan.unknown == {"from_a_newer_duet": {"x": 1}}
+    back = results.to_dict(results.from_dict(data))["benchmarks"][0]["settings"]
+    assert json.dumps(back) == json.dumps(data["benchmarks"][0]["settings"])
+    data["benchmarks"][0]["settings"]["runs"] = "12"
+    with pytest.raises(ResultsError, match=r"settings\.runs: expected an integer"):
+        results.from_dict(data)
+    assert "settings" not in results.to_dict(results.from_dict(minimal()))["benchmarks"][0]
 
 
 @pytest.mark.parametrize(

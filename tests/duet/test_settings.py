@@ -239,7 +239,7 @@ def _record_with(analysis: AnalysisSettings) -> results.BenchmarkRecord:
     b = results.load(FIXTURE).benchmarks[0]
     return replace(
         b,
-        settings={**b.settings, "analysis": analysis.to_record()},
+        settings=replace(b.settings, analysis=analysis.to_record()),
         analysis=analyze_benchmark(b, analysis).to_block(),
     )
 
@@ -256,12 +256,26 @@ def test_for_record_uses_the_recorded_settings_unless_given() -> None:
         == 0.01
     )
     # A file written before the settings were recorded: the metric its analysis asked for.
-    old = replace(b, settings={})
+    old = replace(b, settings=results.RecordedPlan())
     assert AnalysisSettings.from_record(old) == AnalysisSettings(metric="wall")
-    # A file edited by hand into nonsense is refused with the way out.
-    broken = replace(b, settings={"analysis": {**recorded.to_record(), "threshold": "x"}})
+    # A file edited by hand into nonsense is refused with the way out: a value out of range
+    # when analysed, a value of the wrong type when read.
+    broken = replace(
+        b, settings=results.RecordedPlan(analysis=replace(recorded.to_record(), threshold=-1))
+    )
     with pytest.raises(ResultsError, match=r"settings\.analysis\) are not valid: threshold"):
         AnalysisSettings.from_record(broken)
+    unknown = replace(
+        b, settings=results.RecordedPlan(analysis=replace(recorded.to_record(), interval="x"))
+    )
+    with pytest.raises(ResultsError, match=r"settings\.analysis\) are not valid: interval"):
+        AnalysisSettings.from_record(unknown)
+    data = results.to_dict(results.ResultsDocument(benchmarks=(b,)))
+    data["benchmarks"][0]["settings"]["analysis"]["threshold"] = "x"
+    with pytest.raises(
+        ResultsError, match=r"settings\.analysis\.threshold: expected a finite number"
+    ):
+        results.from_dict(data)
 
 
 def test_analyze_and_report_keep_a_recorded_threshold(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from duet_bench.analysis.stopping import UntilDecided, until_decided
 from duet_bench.config.read import load_config
 from duet_bench.errors import UsageError
 from duet_bench.plan import for_suite
+from duet_bench.results import RecordedDesign, RecordedPlan
 from duet_bench.results import analysis as stored
 from duet_bench.settings import Given
 
@@ -141,10 +142,11 @@ def test_the_design_from_the_settings_and_their_origins() -> None:
         until_decided(8, None, None, {"min_runs": "--min-runs"})
     with pytest.raises(UsageError, match="below --min-runs"):
         UntilDecided(min_runs=10, max_runs=6)
-    assert UntilDecided.from_settings({"until_decided": UntilDecided(7, 9, 60.0).to_record()}) == (
-        UntilDecided(7, 9, 60.0)
-    )
-    assert UntilDecided.from_settings({}) is None
+    recorded = RecordedPlan(until_decided=UntilDecided(7, 9, 60.0).to_record())
+    assert UntilDecided.from_plan(recorded) == UntilDecided(7, 9, 60.0)
+    assert UntilDecided.from_plan(RecordedPlan()) is None
+    # A design the file records out of order is read as a fixed design.
+    assert UntilDecided.from_plan(RecordedPlan(until_decided=RecordedDesign(9, 7))) is None
 
 
 def test_durations_and_clock_times() -> None:
@@ -174,7 +176,7 @@ def test_a_suite_measured_until_decided_by_the_configuration_and_the_options(
         UntilDecided(min_runs=6, max_runs=30, budget_s=600.0),
     ]
     assert [b.spec.runs for b in built] == [30, 30]
-    assert built[0].spec.settings()["until_decided"] == {
+    assert built[0].spec.recorded().to_dict()["until_decided"] == {
         "min_runs": 5,
         "max_runs": 30,
         "budget_s": 600.0,
