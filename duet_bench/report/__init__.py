@@ -37,13 +37,13 @@ def render(
     if fmt == "text":
         return render_text(report, color=color, width=width or WIDTH)
     if fmt == "markdown":
-        return render_markdown(report.doc)
+        return render_markdown(report)
     if fmt == "junit":
         return render_junit(report.doc)
     if fmt == "openmetrics":
         return render_openmetrics(report.doc)
     if fmt == "html":
-        return render_html(report.doc, plots=plots)
+        return render_html(report, plots=plots)
     if fmt != "json":
         raise ValueError(f"unknown report format {fmt!r}; one of {', '.join(FORMATS)}")
     from dataclasses import replace

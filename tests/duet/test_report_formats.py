@@ -27,6 +27,7 @@ from duet_bench.analysis import AnalysisSettings, analyze_document
 from duet_bench.report import FORMATS, render
 from duet_bench.report.html import inline_svg, render_html
 from duet_bench.report.junit import render_junit, xml_safe
+from duet_bench.report.model import report_of
 from duet_bench.report.openmetrics import label_value, render_openmetrics
 from duet_bench.results import (
     BenchmarkRecord,
@@ -409,7 +410,7 @@ _PAGE_TAGS = {
 def test_html_is_standalone_with_confidence_next_to_every_interval(
     basic: ResultsDocument,
 ) -> None:
-    page = render_html(basic)
+    page = render_html(report_of(basic))
     parsed = tags_of(page)
     assert set(parsed.tags) <= _PAGE_TAGS
     assert not [a for a, v in parsed.attrs if a in ("src", "href")]  # no external resources
@@ -427,7 +428,7 @@ def test_html_is_standalone_with_confidence_next_to_every_interval(
 
 
 def test_html_escapes_an_evil_name(evil: ResultsDocument) -> None:
-    page = render_html(evil)
+    page = render_html(report_of(evil))
     parsed = tags_of(page)
     assert set(parsed.tags) <= _PAGE_TAGS
     assert "img" not in parsed.tags
@@ -439,7 +440,7 @@ def test_html_escapes_an_evil_name(evil: ResultsDocument) -> None:
 
 def test_html_affinity_only_warns(basic: ResultsDocument) -> None:
     doc = replace(basic, environment={"isolation": "affinity-only"})
-    assert "affinity-only isolation: CPU time of orphaned children" in render_html(doc)
+    assert "affinity-only isolation: CPU time of orphaned children" in render_html(report_of(doc))
 
 
 _SVG_TEXT = """<?xml version="1.0" encoding="utf-8" standalone="no"?>
@@ -474,7 +475,7 @@ def test_inline_svg_is_sanitised_and_ids_are_unique() -> None:
 
 
 def test_html_inlines_plots(basic: ResultsDocument) -> None:
-    page = render_html(basic, plots={"first <plot>": _SVG_TEXT, "second": _SVG_TEXT})
+    page = render_html(report_of(basic), plots={"first <plot>": _SVG_TEXT, "second": _SVG_TEXT})
     assert page.count("<svg ") == 2
     assert page.count("<figure>") == 2
     assert 'id="f0-glyph"' in page
