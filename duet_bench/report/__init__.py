@@ -39,9 +39,9 @@ def render(
     if fmt == "markdown":
         return render_markdown(report)
     if fmt == "junit":
-        return render_junit(report.doc)
+        return render_junit(report)
     if fmt == "openmetrics":
-        return render_openmetrics(report.doc)
+        return render_openmetrics(report)
     if fmt == "html":
         return render_html(report, plots=plots)
     if fmt != "json":

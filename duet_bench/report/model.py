@@ -27,7 +27,25 @@ from duet_bench.report.rows import (
 from duet_bench.results import BenchmarkRecord, ResultsDocument
 from duet_bench.results.completeness import Completeness, completeness
 
-__all__ = ["Report", "report_of"]
+__all__ = ["BenchmarkView", "Report", "measured_ns", "report_of"]
+
+
+@dataclass(frozen=True, slots=True)
+class BenchmarkView:
+    """What a report shows of one benchmark beyond its :class:`Row`: how long it was measured
+    and what its record says of itself (the JUnit report's test case)."""
+
+    row: Row
+    #: Seconds spent measuring it (:func:`measured_ns`), 3 significant digits, or None.
+    measured_s: str | None
+    #: At least one run succeeded.
+    ok_runs: bool
+    #: The record's own note (why it was not measured), or None.
+    record_note: str | None
+    #: Iterations per run, as the analysis counted them, or None.
+    iterations: int | None
+    #: The analysis note as it stands (the row splits it into notes and details), or None.
+    analysis_note: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,16 +79,15 @@ class Report:
     threshold: float | None
     #: ``5%``: :attr:`threshold` in percent with 3 significant digits, or None.
     threshold_text: str | None
+    #: One view per benchmark, beside its row (:attr:`rows`), in the document's order.
+    benchmarks: tuple[BenchmarkView, ...]
+    #: Seconds spent measuring every benchmark (``0`` when nothing was recorded).
+    measured_s: str
 
     @property
     def incomplete(self) -> str | None:
         """``interrupted after 12 of 40 runs (...)`` for an incomplete document, else None."""
         return self.completeness.sentence
-
-    @property
-    def benchmarks(self) -> tuple[tuple[BenchmarkRecord, Row], ...]:
-        """Each benchmark's record beside its row."""
-        return tuple(zip(self.doc.benchmarks, self.rows, strict=True))
 
     def sentence(self, name: Callable[[str], str]) -> str:
         """The summary sentence with every benchmark name formatted by ``name`` (markdown makes
@@ -98,9 +115,50 @@ def _versions(doc: ResultsDocument) -> tuple[Mapping[str, Any], Mapping[str, Any
     return base, head
 
 
+def measured_ns(b: BenchmarkRecord) -> int | None:
+    """Time spent measuring ``b``: per run the recorded wall time, else its iterations.
+
+    The two sides of a duet run at the same time, so a run lasts as long as the slower side;
+    the sequential method runs them one after the other, so there the sides add up. None when
+    nothing was recorded.
+    """
+    total = 0
+    known = False
+    for r in b.runs:
+        sides = (r.baseline, r.candidate)
+        walls = [s.wall_ns for s in sides if s.wall_ns is not None]
+        if len(walls) == 2:
+            spans = walls
+        else:
+            spans = [sum(s.warmup_ns) + sum(s.iterations_ns) for s in sides]
+        if not any(spans):
+            continue
+        known = True
+        total += sum(spans) if b.method == "sequential" else max(spans)
+    return total if known else None
+
+
+def _seconds(ns: int) -> str:
+    return units.sig(ns / 1e9)
+
+
+def _view(b: BenchmarkRecord, r: Row, ns: int | None) -> BenchmarkView:
+    a = b.analysis
+    return BenchmarkView(
+        row=r,
+        measured_s=None if ns is None else _seconds(ns),
+        ok_runs=bool(b.ok_runs()),
+        record_note=b.note,
+        iterations=None if a is None else a.iterations,
+        analysis_note=None if a is None else a.note,
+    )
+
+
 def report_of(doc: ResultsDocument) -> Report:
     """The report of an analysed document, computed once for every format."""
     items = [row(b) for b in doc.benchmarks]
+    spans = [measured_ns(b) for b in doc.benchmarks]
+    views = tuple(map(_view, doc.benchmarks, items, spans))
     shared = common_confidence(items)
     threshold = next((r.threshold for r in items if r.threshold is not None), None)
     return Report(
@@ -117,4 +175,6 @@ def report_of(doc: ResultsDocument) -> Report:
         versions=_versions(doc),
         threshold=threshold,
         threshold_text=None if threshold is None else units.sig(threshold * 100) + "%",
+        benchmarks=views,
+        measured_s=_seconds(sum(ns for ns in spans if ns is not None)),
     )
