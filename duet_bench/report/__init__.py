@@ -1,6 +1,7 @@
 """Reports over an analysed results document: one module per format.
 
-Only this package and the CLI print; every renderer is a pure function ``document -> str``.
+Only this package and the CLI print; every renderer is a pure function ``Report -> str`` over the
+:class:`~duet_bench.report.model.Report` built once from the document (:func:`report_of`).
 """
 
 from __future__ import annotations
