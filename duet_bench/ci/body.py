@@ -22,6 +22,7 @@ from collections.abc import Callable
 from duet_bench.ci.sanitize import sanitize
 from duet_bench.errors import UsageError
 from duet_bench.report.markdown import ALL_BENCHMARKS, render_markdown
+from duet_bench.report.model import report_of
 from duet_bench.results import ResultsDocument
 
 #: The marker that makes a comment ours; ``key`` lets several suites keep one comment each.
@@ -98,7 +99,7 @@ def build_body(
 
         doc = analyze_document(doc, AnalysisSettings())
     url = safe_url(details_url)
-    report = neutralize(render_markdown(sanitize(doc))).rstrip("\n")
+    report = neutralize(render_markdown(report_of(sanitize(doc)))).rstrip("\n")
     footer = (
         f"<sub>Full results, raw samples and plots: [the CI artifact]({url})</sub>" if url else ""
     )

@@ -18,6 +18,7 @@ import click
 from duet_bench.errors import Outcome
 from duet_bench.report import render
 from duet_bench.report.layout import terminal_width
+from duet_bench.report.model import Report
 
 
 def color_for(stream: Any) -> bool:
@@ -50,16 +51,19 @@ def finish(
     max_failures: int | None,
     *,
     missing: Sequence[str] = (),
+    report: Report | None = None,
 ) -> Outcome:
-    """Print the report, then the outcome by contract: raise (exit 3) when a benchmark is broken
-    or ``missing`` in one version (that outranks a regression: a verdict from a broken suite is
-    not to be trusted), else :attr:`Outcome.FAILS` on a regression per ``--fail-on``, else
-    :attr:`Outcome.OK`."""
+    """Print the report (from ``report``, ``doc``'s report when the command built it already
+    for the files it wrote), then the outcome by contract: raise (exit 3) when a benchmark is
+    broken or ``missing`` in one version (that outranks a regression: a verdict from a broken
+    suite is not to be trusted), else :attr:`Outcome.FAILS` on a regression per ``--fail-on``,
+    else :attr:`Outcome.OK`."""
     # Deferred: duet_bench.session loads numpy, and duet --help imports every command.
     from duet_bench.session import raise_if_broken
 
     color, width = fmt == "text" and color_for(sys.stdout), terminal_width(sys.stdout)
-    click.echo(render(doc, fmt, color=color, width=width), nl=False)  # type: ignore[arg-type]
+    shown = doc if report is None else report
+    click.echo(render(shown, fmt, color=color, width=width), nl=False)  # type: ignore[arg-type]
     click.echo(f"results: {out}", err=True)
     raise_if_broken(doc, max_failures, missing=missing)
     return outcome_of(doc, fail_on)

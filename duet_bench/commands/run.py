@@ -22,6 +22,7 @@ from duet_bench.errors import Outcome, UsageError
 from duet_bench.options.measuring import RunOptions
 from duet_bench.plan import build
 from duet_bench.report.files import write_reports
+from duet_bench.report.model import report_of
 from duet_bench.results import load_given
 from duet_bench.untrusted import for_terminal
 
@@ -149,6 +150,7 @@ def measure_run(o: RunOptions) -> Outcome:
     )
     interrupts.install()
     doc = measure([bench], options)
+    report = report_of(doc)  # once, for the files and the terminal
     if not is_file_form(o.out):
-        write_reports(doc, out.parent, plots=False)
-    return finish(doc, str(out), o.fmt, o.fail_on, o.machine.max_failures)
+        write_reports(report, out.parent, plots=False)
+    return finish(doc, str(out), o.fmt, o.fail_on, o.machine.max_failures, report=report)

@@ -1,6 +1,7 @@
 """Reports over an analysed results document: one module per format.
 
-Only this package and the CLI print; every renderer is a pure function ``document -> str``.
+Only this package and the CLI print; every renderer is a pure function ``Report -> str`` over the
+:class:`~duet_bench.report.model.Report` built once from the document (:func:`report_of`).
 """
 
 from __future__ import annotations
@@ -12,14 +13,14 @@ from duet_bench.report.html import render_html
 from duet_bench.report.junit import render_junit
 from duet_bench.report.layout import WIDTH
 from duet_bench.report.markdown import render_markdown
+from duet_bench.report.model import Report, report_of
 from duet_bench.report.openmetrics import render_openmetrics
 from duet_bench.report.text import render_text
 from duet_bench.results import ResultsDocument, dumps
-from duet_bench.results.completeness import completeness
 
 
 def render(
-    doc: ResultsDocument,
+    doc: ResultsDocument | Report,
     fmt: Format,
     *,
     color: bool = False,
@@ -30,23 +31,25 @@ def render(
 
     ``color`` and ``width`` are for ``text`` (a terminal; :func:`duet_bench.report.layout.
     terminal_width` gives the width, 100 columns by default); ``plots`` (caption -> SVG
-    document) for ``html``, which inlines them.
+    document) for ``html``, which inlines them. A :class:`Report` already built
+    (:func:`report_of`) is rendered as it is: several formats of one document share it.
     """
+    report = doc if isinstance(doc, Report) else report_of(doc)
     if fmt == "text":
-        return render_text(doc, color=color, width=width or WIDTH)
+        return render_text(report, color=color, width=width or WIDTH)
     if fmt == "markdown":
-        return render_markdown(doc)
+        return render_markdown(report)
     if fmt == "junit":
-        return render_junit(doc)
+        return render_junit(report)
     if fmt == "openmetrics":
-        return render_openmetrics(doc)
+        return render_openmetrics(report)
     if fmt == "html":
-        return render_html(doc, plots=plots)
+        return render_html(report, plots=plots)
     if fmt != "json":
         raise ValueError(f"unknown report format {fmt!r}; one of {', '.join(FORMATS)}")
     from dataclasses import replace
 
-    incomplete = completeness(doc).sentence
+    data, incomplete = report.doc, report.incomplete
     if incomplete:  # said in the state, next to complete: false
-        doc = replace(doc, state={**doc.state, "completeness": incomplete})
-    return dumps(doc)
+        data = replace(data, state={**data.state, "completeness": incomplete})
+    return dumps(data)

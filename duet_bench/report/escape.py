@@ -49,3 +49,10 @@ def markdown_text(text: str, *, limit: int | None = 200) -> str:
 def html_text(text: str) -> str:
     """Escape untrusted text for HTML element content or a quoted attribute."""
     return visible(str(text)).translate(_HTML)
+
+
+def shown_text(text: object) -> str:
+    """Untrusted text for a writer that escapes markup itself (ElementTree's XML and SVG
+    attributes, OpenMetrics label values): only the invisible and control characters shown as
+    U+FFFD (:func:`duet_bench.untrusted.visible`)."""
+    return visible(str(text))

@@ -11,6 +11,7 @@ from duet_bench import extras, files
 from duet_bench.defaults import Format
 from duet_bench.errors import ResultsError
 from duet_bench.report import render
+from duet_bench.report.model import Report, report_of
 from duet_bench.results import ResultsDocument
 
 log = logging.getLogger(__name__)
@@ -24,8 +25,12 @@ PLOTS_NOT_DRAWN = (
 )
 
 
-def write_reports(doc: ResultsDocument, out_dir: Path, *, plots: bool = True) -> list[Path]:
-    """report.md, junit.xml, metrics.txt and plots/ next to results.json."""
+def write_reports(
+    doc: ResultsDocument | Report, out_dir: Path, *, plots: bool = True
+) -> list[Path]:
+    """report.md, junit.xml, metrics.txt and plots/ next to results.json, all from one
+    :class:`~duet_bench.report.model.Report` (``doc``'s, or ``doc`` when it is one already)."""
+    report = doc if isinstance(doc, Report) else report_of(doc)
     written = []
     reports: tuple[tuple[str, Format], ...] = (
         ("report.md", "markdown"),
@@ -38,7 +43,7 @@ def write_reports(doc: ResultsDocument, out_dir: Path, *, plots: bool = True) ->
     plots_missing = plots and not extras.available("matplotlib")
     for name, fmt in reports:
         try:
-            text = render(doc, fmt)
+            text = render(report, fmt)
         except ValueError as e:  # a format this build does not have
             log.warning("could not write %s: %s", name, e)
             continue
@@ -59,7 +64,7 @@ def write_reports(doc: ResultsDocument, out_dir: Path, *, plots: bool = True) ->
         from duet_bench.report.plots import write_plots  # matplotlib: about 0.5 s to import
 
         try:
-            written += write_plots(doc, out_dir / "plots")
+            written += write_plots(report.doc, out_dir / "plots")
         except OSError as e:
             raise ResultsError(
                 f"{out_dir / 'plots'}: could not write the plots ({e.strerror or e}); the "

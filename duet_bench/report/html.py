@@ -15,23 +15,12 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from duet_bench import units
-from duet_bench.report.escape import html_text
-from duet_bench.report.rows import (
-    Row,
-    common_confidence,
-    isolation_line,
-    metric_line,
-    rows,
-    summary_sentence,
-    title,
-)
-from duet_bench.results import ResultsDocument
-from duet_bench.results.completeness import completeness
-from duet_bench.untrusted import visible
+from duet_bench.report.escape import html_text, shown_text
+from duet_bench.report.model import Report
+from duet_bench.report.rows import Row
 
 #: Verdict -> (symbol, the marker shape of the forest plot it stands for).
 SYMBOLS = {
@@ -90,7 +79,7 @@ def _verdict(word: str) -> str:
 def _ratio(r: Row) -> str:
     if r.interval == "n/a":
         return f'{r.ratio} <span class="ci">(no interval)</span>' if r.ratio != "n/a" else "n/a"
-    conf = f"{units.percent(r.confidence)} CI" if r.confidence is not None else "CI"
+    conf = f"{r.confidence_text} CI" if r.confidence_text else "CI"
     return f'{r.ratio} <span class="ci">{r.interval} {conf}</span>'
 
 
@@ -100,7 +89,7 @@ def _change(r: Row) -> str:
     return f'{r.change} <span class="ci">{r.change_interval}</span>'
 
 
-def _table(items: list[Row]) -> list[str]:
+def _table(items: Sequence[Row]) -> list[str]:
     """One row per benchmark: the numbers of the metric that decided (named in its column),
     then the metrics that did not decide, each with its own interval."""
     other = any(r.other for r in items)
@@ -136,13 +125,10 @@ def _table(items: list[Row]) -> list[str]:
     return out
 
 
-def _commits(doc: ResultsDocument) -> str | None:
-    versions: Any = doc.config.get("versions") or {}
-    if not isinstance(versions, Mapping):
+def _commits(report: Report) -> str | None:
+    if report.versions is None:
         return None
-    base, head = versions.get("baseline"), versions.get("candidate")
-    if not isinstance(base, Mapping) or not isinstance(head, Mapping):
-        return None
+    base, head = report.versions
 
     def label(v: Mapping[str, Any]) -> str:
         sha = str(v.get("commit") or "")[:12]
@@ -153,20 +139,19 @@ def _commits(doc: ResultsDocument) -> str | None:
     return f"<strong>BASE</strong> {label(base)} → <strong>HEAD</strong> {label(head)}"
 
 
-def _facts(doc: ResultsDocument, items: list[Row]) -> list[str]:
+def _facts(report: Report) -> list[str]:
     facts = []
-    commits = _commits(doc)
+    commits = _commits(report)
     if commits:
         facts.append(commits)
-    iso = isolation_line(doc)
-    if iso:
-        facts.append(html_text(iso))
-    shared = common_confidence(items)
-    if shared is not None:
-        facts.append(f"confidence {units.percent(shared)}")
-    threshold = next((b.analysis.threshold for b in doc.benchmarks if b.analysis), None)
+    if report.isolation:
+        facts.append(html_text(report.isolation))
+    if report.confidence_text is not None:
+        facts.append(f"confidence {report.confidence_text}")
+    # The first analysed benchmark's threshold (a row without a decided metric has none).
+    threshold = next((r.threshold_text for r in report.rows if r.decided is not None), None)
     if threshold is not None:
-        facts.append(f"threshold {units.sig(threshold * 100)}%")
+        facts.append(f"threshold {threshold}")
     return facts
 
 
@@ -216,11 +201,11 @@ def inline_svg(svg: str, prefix: str, *, aria_label: str | None = None) -> str:
     root.set("xmlns", _SVG[1:-1])
     root.set("role", "img")
     if aria_label is not None:
-        root.set("aria-label", visible(aria_label))  # ElementTree escapes it
+        root.set("aria-label", shown_text(aria_label))  # ElementTree escapes it
     return ET.tostring(root, encoding="unicode")
 
 
-def _notes(items: list[Row]) -> list[str]:
+def _notes(items: Sequence[Row]) -> list[str]:
     """What would decide an inconclusive benchmark and the notes; then the details of how the
     numbers were made."""
 
@@ -242,10 +227,10 @@ def _notes(items: list[Row]) -> list[str]:
     return out
 
 
-def render_html(doc: ResultsDocument, *, plots: Mapping[str, str] | None = None) -> str:
+def render_html(report: Report, *, plots: Mapping[str, str] | None = None) -> str:
     """A standalone HTML page; ``plots`` maps a caption to an SVG document to inline."""
-    items = rows(doc)
-    heading = "duet: " + title(items)
+    items = report.rows
+    heading = "duet: " + report.title
     out = [
         "<!DOCTYPE html>",
         '<html lang="en">',
@@ -259,23 +244,23 @@ def render_html(doc: ResultsDocument, *, plots: Mapping[str, str] | None = None)
         "<body>",
         "<main>",
         f"<h1>{html_text(heading)}</h1>",
-        f'<p class="summary">{html_text(summary_sentence(items))}</p>',
+        f'<p class="summary">{html_text(report.summary)}</p>',
     ]
-    incomplete = completeness(doc).sentence
+    incomplete = report.incomplete
     if incomplete:
         out.append(
             f'<p class="warning" role="alert"><strong>Incomplete:</strong> '
             f"{html_text(incomplete)}</p>"
         )
-    facts = _facts(doc, items)
+    facts = _facts(report)
     if facts:
         out.append(f'<p class="facts">{" · ".join(facts)}</p>')
-    if doc.environment.get("isolation") == "affinity-only":
+    if report.affinity_only:
         out.append(
             '<p class="warning" role="alert"><strong>Warning:</strong> affinity-only '
             "isolation: CPU time of orphaned children and peak memory are unreliable.</p>"
         )
-    decided = metric_line(items, doc)
+    decided = report.metric_line
     if decided:
         out.append(f'<p class="decided">{html_text(decided[0].upper() + decided[1:])}.</p>')
     out += _table(items)
@@ -290,8 +275,9 @@ def render_html(doc: ResultsDocument, *, plots: Mapping[str, str] | None = None)
                 f"<figcaption>{html_text(caption)}</figcaption>",
                 "</figure>",
             ]
-    version = doc.tool.get("version")
-    made = f"duet-bench {html_text(str(version))}" if version else "duet-bench"
-    when = f", results of {html_text(doc.created)}" if doc.created else ""
+    version = report.tool_version()
+    made = f"duet-bench {html_text(version)}" if version else "duet-bench"
+    created = report.doc.created
+    when = f", results of {html_text(created)}" if created else ""
     out += [f"<footer>Made by {made}{when}.</footer>", "</main>", "</body>", "</html>"]
     return "\n".join(out) + "\n"

@@ -12,22 +12,12 @@ every benchmark with the metrics that did not decide, the notes no reader acts o
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from duet_bench import units
 from duet_bench.report.escape import markdown_text
-from duet_bench.report.rows import (
-    Row,
-    common_confidence,
-    isolation_line,
-    metric_line,
-    rows,
-    summary_sentence,
-    title,
-)
-from duet_bench.results import ResultsDocument
-from duet_bench.results.completeness import completeness
+from duet_bench.report.model import Report
+from duet_bench.report.rows import Row
 
 _ICON = {
     "regression": "🔴",
@@ -41,11 +31,12 @@ _ICON = {
 ALL_BENCHMARKS = "<details><summary>All benchmarks</summary>"
 
 
-def _table(items: list[Row], shared: float | None, *, others: bool) -> list[str]:
+def _table(items: Sequence[Row], shared: str | None, *, others: bool) -> list[str]:
     """BASE | HEAD | change | interval | verdict, and with ``others`` the metrics that did not
-    decide (the deciding metric is the one the numbers come from)."""
+    decide (the deciding metric is the one the numbers come from); ``shared`` is the
+    confidence every row shares (``99%``), else None."""
     other = others and any(r.other for r in items)
-    level = f"{units.percent(shared)} interval" if shared is not None else "interval"
+    level = f"{shared} interval" if shared is not None else "interval"
     out = [
         f"| benchmark | BASE | HEAD | change | {level} | verdict |"
         + (" other metrics |" if other else ""),
@@ -53,8 +44,8 @@ def _table(items: list[Row], shared: float | None, *, others: bool) -> list[str]
     ]
     for r in items:
         interval = "" if r.change_interval == "n/a" else r.change_interval
-        if shared is None and r.confidence is not None and interval:
-            interval += f" {units.percent(r.confidence)}"
+        if shared is None and r.confidence_text and interval:
+            interval += f" {r.confidence_text}"
         verdict = f"{_ICON.get(r.verdict, '')} {r.verdict}"
         if r.runs_failed:
             verdict += f" ({r.runs_failed} failed run{'s' if r.runs_failed > 1 else ''})"
@@ -75,17 +66,15 @@ def _label(v: Mapping[str, Any]) -> str:
     return f"`{ref}`" if ref else (sha or "?")
 
 
-def versions_line(doc: ResultsDocument) -> str | None:
+def versions_line(report: Report) -> str | None:
     """``**BASE** `main` (1a2b3c4d5e6f) → **HEAD** `topic` (6f5e4d3c2b1a)``."""
-    versions: Mapping[str, Any] = doc.config.get("versions") or {}
-    base = versions.get("baseline") if isinstance(versions, Mapping) else None
-    head = versions.get("candidate") if isinstance(versions, Mapping) else None
-    if not isinstance(base, Mapping) or not isinstance(head, Mapping):
+    if report.versions is None:
         return None
+    base, head = report.versions
     return f"**BASE** {_label(base)} → **HEAD** {_label(head)}"
 
 
-def _attention(items: list[Row]) -> list[str]:
+def _attention(items: Sequence[Row]) -> list[str]:
     """What would decide each inconclusive benchmark, the notes a reader needs and the failed
     runs: one bullet each (interference is counted in the metric line, detailed in the fold)."""
     out = []
@@ -102,25 +91,25 @@ def _attention(items: list[Row]) -> list[str]:
     return out
 
 
-def render_markdown(doc: ResultsDocument) -> str:
+def render_markdown(report: Report) -> str:
     """See the module docstring for the order; every benchmark is folded away below."""
-    items = rows(doc)
-    shared = common_confidence(items)
+    items = report.rows
+    shared = report.confidence_text
     out = [
-        "## duet: " + markdown_text(title(items), limit=None),
+        "## duet: " + markdown_text(report.title, limit=None),
         "",
     ]
-    incomplete = completeness(doc).sentence
+    incomplete = report.incomplete
     if incomplete:
         out += [f"**Incomplete:** {markdown_text(incomplete, limit=600)}", ""]
     out += [
-        summary_sentence(items, name=lambda n: f"**{markdown_text(n)}**"),
+        report.sentence(name=lambda n: f"**{markdown_text(n)}**"),
         "",
     ]
-    versions = versions_line(doc)
+    versions = versions_line(report)
     if versions:
         out += [versions, ""]
-    decided = metric_line(items, doc)
+    decided = report.metric_line
     if decided:
         out += [markdown_text(decided[0].upper() + decided[1:], limit=None) + ".", ""]
     shown = [r for r in items if r.needs_attention]
@@ -130,8 +119,8 @@ def render_markdown(doc: ResultsDocument) -> str:
     if attention:
         out += [*attention, ""]
     out += [ALL_BENCHMARKS, "", *_table(items, shared, others=True), "", "</details>", ""]
-    out += _folded_details(doc, items)
-    if doc.environment.get("isolation") == "affinity-only":
+    out += _folded_details(report)
+    if report.affinity_only:
         out += [
             "> [!WARNING]",
             "> affinity-only isolation: CPU time of orphaned children and peak memory "
@@ -141,20 +130,18 @@ def render_markdown(doc: ResultsDocument) -> str:
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-def _folded_details(doc: ResultsDocument, items: list[Row]) -> list[str]:
+def _folded_details(report: Report) -> list[str]:
     """How the numbers were made: why each metric decided, what the others said, interference,
     the notes no reader acts on, and the machine."""
     details = [
         f"- **{markdown_text(r.name)}**: {markdown_text(d, limit=600)}"
-        for r in items
+        for r in report.rows
         for d in (r.decided_line(), *r.details)
         if d
     ]
-    iso = isolation_line(doc)
-    facts = [markdown_text(iso, limit=None)] if iso else []
-    threshold = next((r.threshold for r in items if r.threshold is not None), None)
-    if threshold is not None:
-        facts.append(f"threshold ±{units.sig(threshold * 100)}%")
+    facts = [markdown_text(report.isolation, limit=None)] if report.isolation else []
+    if report.threshold_text is not None:
+        facts.append(f"threshold ±{report.threshold_text}")
     if not details and not facts:
         return []
     out = ["<details><summary>How these numbers were made</summary>", ""]

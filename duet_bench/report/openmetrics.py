@@ -21,10 +21,8 @@ import re
 from dataclasses import dataclass
 
 from duet_bench.metrics import names
-from duet_bench.results import ResultsDocument
-from duet_bench.results.analysis import AnalysisBlock, SideSummary
-from duet_bench.results.completeness import completeness
-from duet_bench.untrusted import visible
+from duet_bench.report.escape import shown_text
+from duet_bench.report.model import Report
 
 _LABEL_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n"})
 # C0/C1 controls except newline (escaped above), line/paragraph separators, lone surrogates.
@@ -33,7 +31,7 @@ _UNSAFE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
 def label_value(text: object) -> str:
     """An OpenMetrics label value (without the quotes)."""
-    return visible(_UNSAFE.sub("\ufffd", str(text))).translate(_LABEL_ESCAPES)
+    return shown_text(_UNSAFE.sub("\ufffd", str(text))).translate(_LABEL_ESCAPES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +69,7 @@ _RUNS = _Family(
 _FAMILIES = (_RATIO, _CI_LOW, _CI_HIGH, _BASE, _CAND, _VERDICT, _METRIC_RATIO, _INTERFERED, _RUNS)
 
 
-def _seconds(side: SideSummary | None) -> float | None:
-    ns = None if side is None else side.median_ns
+def _seconds(ns: float | None) -> float | None:
     return None if ns is None else ns / 1e9
 
 
@@ -80,7 +77,7 @@ def _labels(**labels: str) -> str:
     return "{" + ",".join(f'{k}="{label_value(v)}"' for k, v in labels.items()) + "}"
 
 
-def render_openmetrics(doc: ResultsDocument) -> str:
+def render_openmetrics(report: Report) -> str:
     """The analysed document as OpenMetrics text, ending with ``# EOF``."""
     samples: dict[str, list[str]] = {f.name: [] for f in _FAMILIES}
 
@@ -92,14 +89,16 @@ def render_openmetrics(doc: ResultsDocument) -> str:
         # them (a ratio to 1e-8, a time in seconds to the nanosecond below 1 s).
         samples[family.name].append(f"{family.name}{_labels(**labels)} {float(value):.9g}")
 
-    for b in doc.benchmarks:
-        a = b.analysis or AnalysisBlock()
+    for b in report.doc.benchmarks:
+        a = b.analysis
+        if a is None:  # not analysed: no number to give
+            continue
         add(_RATIO, a.ratio, benchmark=b.name)
         level = {"confidence": f"{a.confidence:g}"} if a.confidence is not None else {}
         add(_CI_LOW, a.ci_low, benchmark=b.name, **level)
         add(_CI_HIGH, a.ci_high, benchmark=b.name, **level)
-        add(_BASE, _seconds(a.baseline), benchmark=b.name)
-        add(_CAND, _seconds(a.candidate), benchmark=b.name)
+        for family, side in ((_BASE, a.baseline), (_CAND, a.candidate)):
+            add(family, _seconds(None if side is None else side.median_ns), benchmark=b.name)
         for key in names():
             if (m := a.metrics.get(key)) is not None:
                 add(_METRIC_RATIO, m.ratio, benchmark=b.name, metric=key)
@@ -110,7 +109,7 @@ def render_openmetrics(doc: ResultsDocument) -> str:
                 f"{_VERDICT.name}{_labels(benchmark=b.name, verdict=a.verdict)} 1"
             )
 
-    done = completeness(doc)
+    done = report.completeness
     if not done.complete:
         samples[_RUNS.name] += [
             f'{_RUNS.name}{{runs="done"}} {done.done}',

@@ -94,6 +94,10 @@ class Row:
     details: tuple[str, ...] = ()
     #: Measured until decided: ``decided after 6 of up to 40 runs (1 min 12 s)``, else None.
     stopping: str | None = None
+    #: :attr:`confidence` as the reports print it (``99%``), else "".
+    confidence_text: str = ""
+    #: :attr:`threshold` in percent with 3 significant digits (``5%``), else None.
+    threshold_text: str | None = None
 
     @property
     def changed(self) -> bool:
@@ -211,6 +215,8 @@ def row(b: BenchmarkRecord) -> Row:
         notes=notes,
         details=details,
         stopping=stopping,
+        confidence_text="" if a.confidence is None else units.percent(a.confidence),
+        threshold_text=None if a.threshold is None else f"{units.sig(a.threshold * 100)}%",
     )
 
 

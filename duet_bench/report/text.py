@@ -4,7 +4,10 @@ the terminal, the other metrics and notes under it, then the sentence that sums 
 The width is the terminal's (:func:`duet_bench.report.layout.terminal_width`), 100 columns
 when the output is not a terminal. When the table would be wider, the ratio column goes first
 (the change column says the same in percent), then the runs column, then benchmark names are
-shortened where the two commands they name are alike (:func:`duet_bench.units.differing_name`).
+shortened where the two commands they name are alike (:meth:`Report.short_names
+<duet_bench.report.model.Report.short_names>`). What is printed comes from the :class:`Report`
+built once; what reaches the terminal passes :func:`duet_bench.untrusted.for_terminal` (the
+terminal's escaping, as markdown and HTML have theirs), line by line as laid out.
 """
 
 from __future__ import annotations
@@ -12,17 +15,8 @@ from __future__ import annotations
 import click
 
 from duet_bench.report.layout import WIDTH, wrap
-from duet_bench.report.rows import (
-    Row,
-    common_confidence,
-    isolation_line,
-    metric_line,
-    rows,
-    summary_sentence,
-)
-from duet_bench.results import ResultsDocument
-from duet_bench.results.completeness import completeness
-from duet_bench.units import differing_name, percent
+from duet_bench.report.model import Report
+from duet_bench.report.rows import Row
 from duet_bench.untrusted import for_terminal
 
 _COLORS = {"regression": "red", "improvement": "green", "inconclusive": "yellow"}
@@ -45,14 +39,15 @@ def table(header: list[str], body: list[list[str]], *, right: set[int]) -> list[
     return [fmt(header), *(fmt(line) for line in body)]
 
 
-def _columns(items: list[Row], shared: float | None) -> list[tuple[str, list[str], bool]]:
-    """(header, cells, right-aligned) of every column but the name, in display order."""
-    level = f" [{percent(shared)} CI]" if shared is not None else " [CI]"
+def _columns(items: tuple[Row, ...], shared: str | None) -> list[tuple[str, list[str], bool]]:
+    """(header, cells, right-aligned) of every column but the name, in display order;
+    ``shared`` is the confidence every row shares (``99%``), else None."""
+    level = f" [{shared} CI]" if shared is not None else " [CI]"
 
     def with_interval(point: str, interval: str, r: Row) -> str:
         if interval == "n/a":
             return point
-        own = f" {percent(r.confidence)}" if shared is None and r.confidence is not None else ""
+        own = f" {r.confidence_text}" if shared is None and r.confidence_text else ""
         return f"{point} {interval}{own}"
 
     return [
@@ -65,9 +60,10 @@ def _columns(items: list[Row], shared: float | None) -> list[tuple[str, list[str
     ]
 
 
-def _fit(items: list[Row], shared: float | None, width: int) -> tuple[list[str], int]:
-    """The table lines within ``width`` (see the module docstring) and the name width used."""
-    columns = _columns(items, shared)
+def _fit(report: Report, width: int) -> tuple[list[str], list[str]]:
+    """The table lines within ``width`` (see the module docstring) and the names as shortened."""
+    items = report.rows
+    columns = _columns(items, report.confidence_text)
 
     def needed(cols: list[tuple[str, list[str], bool]]) -> int:
         return sum(max(len(h), *(len(c) for c in cells)) + len(_GAP) for h, cells, _ in cols)
@@ -78,28 +74,27 @@ def _fit(items: list[Row], shared: float | None, width: int) -> tuple[list[str],
         longest = max(len("benchmark"), *(len(r.name) for r in items))
         if room >= min(longest, _MIN_NAME) or drop == ("ratio", "runs"):
             break
-    name_width = max(min(longest, room), _MIN_NAME)
-    names = [differing_name(r.name, name_width) for r in items]
+    names = report.short_names(max(min(longest, room), _MIN_NAME))
     header = ["benchmark", *(h for h, _, _ in kept)]
     body = [[n, *(cells[i] for _, cells, _ in kept)] for i, n in enumerate(names)]
     right = {i + 1 for i, (_, _, r) in enumerate(kept) if r}
-    return table(header, body, right=right), name_width
+    return table(header, body, right=right), names
 
 
-def render_text(doc: ResultsDocument, *, color: bool = False, width: int = WIDTH) -> str:
-    items = rows(doc)
+def render_text(report: Report, *, color: bool = False, width: int = WIDTH) -> str:
+    items = report.rows
     out: list[str] = []
-    incomplete = completeness(doc).sentence
+    incomplete = report.incomplete
     if incomplete:
         # Before anything else: every verdict below rests on part of what was planned.
         out += [f"INCOMPLETE: {for_terminal(incomplete)}", ""]
-    decided = metric_line(items, doc)
+    decided = report.metric_line
     if decided:
         # Which metric the verdicts rest on, and why, before the numbers that come from it.
         out += [wrap(decided[0].upper() + decided[1:], 2, width=width), ""]
     if not items:
-        return "\n".join([*out, summary_sentence(items)]) + "\n"
-    lines, name_width = _fit(items, common_confidence(items), width)
+        return "\n".join([*out, report.summary]) + "\n"
+    lines, names = _fit(report, width)
     # Names and notes come from the results file: no escape sequence reaches the terminal.
     lines = [for_terminal(line) for line in lines]
     if color:
@@ -108,24 +103,23 @@ def render_text(doc: ResultsDocument, *, color: bool = False, width: int = WIDTH
             if fg:
                 lines[i] = click.style(lines[i], fg=fg, bold=r.verdict == "regression")
     out += [*lines, ""]
-    notes = [for_terminal(n) for n in _notes(items, name_width, width)]
+    notes = [for_terminal(n) for n in _notes(items, names, width)]
     if notes:
         out += ["notes:", *notes, ""]
     # Why each metric decided, interference and the other metrics, then winsorization: for
     # whoever checks the method, after what a reader acts on.
     details = [
-        wrap(f"  {differing_name(r.name, name_width)}: {d}", 4, width=width)
-        for r in items
+        wrap(f"  {name}: {d}", 4, width=width)
+        for r, name in zip(items, names, strict=True)
         for d in (r.decided_line(), *r.details)
         if d
     ]
     if details:
         out += ["details:", *map(for_terminal, details), ""]
-    iso = isolation_line(doc)
-    if iso:
-        out.append(wrap(iso, 2, width=width))
-    out.append(for_terminal(wrap(summary_sentence(items), 2, width=width)))
-    if doc.environment.get("isolation") == "affinity-only":
+    if report.isolation:
+        out.append(wrap(report.isolation, 2, width=width))
+    out.append(for_terminal(wrap(report.summary, 2, width=width)))
+    if report.affinity_only:
         out.append(
             wrap(
                 "WARNING: affinity-only isolation: no cgroups, so CPU time of orphaned children "
@@ -137,11 +131,10 @@ def render_text(doc: ResultsDocument, *, color: bool = False, width: int = WIDTH
     return "\n".join(out) + "\n"
 
 
-def _notes(items: list[Row], name_width: int, width: int) -> list[str]:
+def _notes(items: tuple[Row, ...], names: list[str], width: int) -> list[str]:
     """Per benchmark: what would decide it and its notes."""
     out = []
-    for r in items:
-        name = differing_name(r.name, name_width)
+    for r, name in zip(items, names, strict=True):
         lines = []
         hint = r.decide_hint()
         if hint:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from duet_bench.analysis import AnalysisSettings, analyze_document
 from duet_bench.report.html import render_html
+from duet_bench.report.model import report_of
 from duet_bench.report.plots import (
     forest_figure,
     label,
@@ -154,7 +155,7 @@ def test_html_embeds_the_plots_as_inline_svg(tmp_path: Path) -> None:
     svgs = svg_plots(doc, written)
     assert next(iter(svgs)) == "Ratio candidate/baseline of every benchmark"
     assert len(svgs) == 5
-    page = render_html(doc, plots=svgs)
+    page = render_html(report_of(doc), plots=svgs)
     assert page.count("<svg ") == 5
     assert "<script" not in page
     assert "<img" not in page

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from duet_bench import results
+from duet_bench.defaults import Format
 from duet_bench.report.files import PLOTS_NOT_DRAWN, write_reports
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "results-basic.json"
@@ -34,3 +35,20 @@ def test_without_matplotlib_report_md_says_so_once_and_stderr_stays_quiet(
 def test_plots_not_wanted_say_nothing(tmp_path: Path) -> None:
     write_reports(results.load(FIXTURE), tmp_path, plots=False)
     assert "matplotlib" not in (tmp_path / "report.md").read_text()
+
+
+def test_one_report_built_once_writes_the_files_a_document_writes(tmp_path: Path) -> None:
+    """``duet run`` builds the Report once for the files and the terminal: the files are the
+    same bytes as those written from the document, and the terminal's text is ``render``'s."""
+    from duet_bench.report import render
+    from duet_bench.report.model import report_of
+
+    doc = results.load(FIXTURE)
+    report = report_of(doc)
+    write_reports(doc, tmp_path / "doc", plots=False)
+    write_reports(report, tmp_path / "report", plots=False)
+    for name in ("report.md", "junit.xml", "metrics.txt"):
+        assert (tmp_path / "report" / name).read_bytes() == (tmp_path / "doc" / name).read_bytes()
+    formats: tuple[Format, ...] = ("text", "markdown", "junit", "openmetrics", "html", "json")
+    for fmt in formats:
+        assert render(report, fmt) == render(doc, fmt)

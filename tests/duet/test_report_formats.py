@@ -27,6 +27,7 @@ from duet_bench.analysis import AnalysisSettings, analyze_document
 from duet_bench.report import FORMATS, render
 from duet_bench.report.html import inline_svg, render_html
 from duet_bench.report.junit import render_junit, xml_safe
+from duet_bench.report.model import report_of
 from duet_bench.report.openmetrics import label_value, render_openmetrics
 from duet_bench.results import (
     BenchmarkRecord,
@@ -171,7 +172,7 @@ def test_junit_is_valid_against_the_jenkins_schema(
     xmlschema = pytest.importorskip(
         "xmlschema", reason="xmlschema validates JUnit XML: pip install -e '.[dev]'"
     )
-    text = render_junit(request.getfixturevalue(which))
+    text = render_junit(report_of(request.getfixturevalue(which)))
     xmlschema.XMLSchema(str(XSD)).validate(text)
     with pytest.raises(xmlschema.XMLSchemaValidationError):  # the schema does bite
         xmlschema.XMLSchema(str(XSD)).validate(text.replace(' classname="duet"', ' kind="duet"', 1))
@@ -198,7 +199,7 @@ def validate_junit(text: str) -> ET.Element:
 
 
 def test_junit_is_valid_and_says_what_happened(basic: ResultsDocument) -> None:
-    suite = validate_junit(render_junit(basic))
+    suite = validate_junit(render_junit(report_of(basic)))
     cases = {c.get("name"): c for c in suite.findall("testcase")}
     assert list(cases) == [b.name for b in basic.benchmarks]
     failure = cases["parse-json"].find("failure")
@@ -224,7 +225,7 @@ def test_junit_is_valid_and_says_what_happened(basic: ResultsDocument) -> None:
 
 
 def test_junit_errors_for_a_benchmark_without_a_successful_run(evil: ResultsDocument) -> None:
-    suite = validate_junit(render_junit(evil))
+    suite = validate_junit(render_junit(report_of(evil)))
     case = next(c for c in suite.findall("testcase") if c.get("name") == "never-ran")
     error = case.find("error")
     assert error is not None
@@ -234,7 +235,7 @@ def test_junit_errors_for_a_benchmark_without_a_successful_run(evil: ResultsDocu
 
 
 def test_junit_keeps_an_evil_name_as_data(evil: ResultsDocument) -> None:
-    text = render_junit(evil)
+    text = render_junit(report_of(evil))
     suite = validate_junit(text)
     assert "<img" not in text
     assert "<script" not in text
@@ -245,7 +246,10 @@ def test_junit_keeps_an_evil_name_as_data(evil: ResultsDocument) -> None:
     assert xml_safe(EVIL) in names
     assert xml_safe(EVIL) == EVIL.replace("\x1b", "\\x1b")
     assert [el.tag for el in suite.iter()] == [
-        el.tag for el in ET.fromstring(render_junit(replace_name(evil, EVIL, "x")).encode()).iter()
+        el.tag
+        for el in ET.fromstring(
+            render_junit(report_of(replace_name(evil, EVIL, "x"))).encode()
+        ).iter()
     ]
 
 
@@ -255,7 +259,7 @@ def test_xml_safe_replaces_what_xml_cannot_carry() -> None:
 
 
 def test_junit_time_from_wall_time_when_recorded() -> None:
-    from duet_bench.report.junit import measured_ns
+    from duet_bench.report.model import measured_ns
 
     run = RunRecord(
         index=0,
@@ -314,7 +318,7 @@ def test_the_openmetrics_reader_refuses_what_the_format_forbids() -> None:
 
 
 def test_openmetrics_parses_back(basic: ResultsDocument) -> None:
-    families = parse_openmetrics(render_openmetrics(basic))
+    families = parse_openmetrics(render_openmetrics(report_of(basic)))
     assert list(families) == [
         "duet_ratio",
         "duet_ci_low",
@@ -360,7 +364,7 @@ def test_openmetrics_parses_back(basic: ResultsDocument) -> None:
 
 
 def test_openmetrics_escapes_label_values(evil: ResultsDocument) -> None:
-    text = render_openmetrics(evil)
+    text = render_openmetrics(report_of(evil))
     families = parse_openmetrics(text)
     ratio = families["duet_ratio"]["samples"]
     assert isinstance(ratio, list)
@@ -373,7 +377,7 @@ def test_openmetrics_escapes_label_values(evil: ResultsDocument) -> None:
 
 
 def test_openmetrics_of_an_empty_document() -> None:
-    assert render_openmetrics(ResultsDocument(benchmarks=())) == "# EOF\n"
+    assert render_openmetrics(report_of(ResultsDocument(benchmarks=()))) == "# EOF\n"
 
 
 # --------------------------------------------------------------------------------------------
@@ -409,7 +413,7 @@ _PAGE_TAGS = {
 def test_html_is_standalone_with_confidence_next_to_every_interval(
     basic: ResultsDocument,
 ) -> None:
-    page = render_html(basic)
+    page = render_html(report_of(basic))
     parsed = tags_of(page)
     assert set(parsed.tags) <= _PAGE_TAGS
     assert not [a for a, v in parsed.attrs if a in ("src", "href")]  # no external resources
@@ -427,7 +431,7 @@ def test_html_is_standalone_with_confidence_next_to_every_interval(
 
 
 def test_html_escapes_an_evil_name(evil: ResultsDocument) -> None:
-    page = render_html(evil)
+    page = render_html(report_of(evil))
     parsed = tags_of(page)
     assert set(parsed.tags) <= _PAGE_TAGS
     assert "img" not in parsed.tags
@@ -439,7 +443,7 @@ def test_html_escapes_an_evil_name(evil: ResultsDocument) -> None:
 
 def test_html_affinity_only_warns(basic: ResultsDocument) -> None:
     doc = replace(basic, environment={"isolation": "affinity-only"})
-    assert "affinity-only isolation: CPU time of orphaned children" in render_html(doc)
+    assert "affinity-only isolation: CPU time of orphaned children" in render_html(report_of(doc))
 
 
 _SVG_TEXT = """<?xml version="1.0" encoding="utf-8" standalone="no"?>
@@ -474,7 +478,7 @@ def test_inline_svg_is_sanitised_and_ids_are_unique() -> None:
 
 
 def test_html_inlines_plots(basic: ResultsDocument) -> None:
-    page = render_html(basic, plots={"first <plot>": _SVG_TEXT, "second": _SVG_TEXT})
+    page = render_html(report_of(basic), plots={"first <plot>": _SVG_TEXT, "second": _SVG_TEXT})
     assert page.count("<svg ") == 2
     assert page.count("<figure>") == 2
     assert 'id="f0-glyph"' in page

@@ -80,12 +80,13 @@ def test_fail_on_and_exit_codes(tmp_path: Path) -> None:
 def test_untrusted_names_are_escaped_in_markdown(tmp_path: Path) -> None:
     from duet_bench.analysis import AnalysisSettings, analyze_document
     from duet_bench.report.markdown import render_markdown
+    from duet_bench.report.model import report_of
     from duet_bench.results import load, replace_name
 
     doc = load(FIXTURES / "results-basic.json")
     evil = "</details><img src=x onerror=alert(1)> @octocat | [x](http://e)"
     doc = replace_name(doc, "parse-json", evil)
-    text = render_markdown(analyze_document(doc, AnalysisSettings(reps=500)))
+    text = render_markdown(report_of(analyze_document(doc, AnalysisSettings(reps=500))))
     assert "<img" not in text
     assert "</details><img" not in text
     assert "@octocat" not in text

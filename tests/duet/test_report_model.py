@@ -19,6 +19,7 @@ import pytest
 from duet_bench import metrics, results, units
 from duet_bench.analysis import AnalysisSettings, analyze_document
 from duet_bench.report import render
+from duet_bench.report.model import report_of
 from duet_bench.report.rows import rows
 from duet_bench.report.text import render_text
 from duet_bench.results import ResultsDocument
@@ -163,7 +164,7 @@ def test_the_runs_plot_has_one_panel_per_metric_each_with_its_own_interval(
 
 @pytest.mark.parametrize("width", [80, 100, 200])
 def test_the_text_report_fits_the_width(doc: ResultsDocument, width: int) -> None:
-    out = render_text(doc, width=width)
+    out = render_text(report_of(doc), width=width)
     longest = max(len(line) for line in out.splitlines())
     assert longest <= width, [line for line in out.splitlines() if len(line) > width]
     header = next(line for line in out.splitlines() if line.startswith("benchmark"))
