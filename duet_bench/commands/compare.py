@@ -23,6 +23,7 @@ from duet_bench.defaults import RESULTS_FORMATS
 from duet_bench.errors import EXIT_INFRASTRUCTURE, EXIT_USAGE, Outcome
 from duet_bench.options.measuring import CompareCommandOptions
 from duet_bench.report.files import write_reports
+from duet_bench.report.model import report_of
 from duet_bench.untrusted import for_terminal
 
 if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not load it
@@ -84,7 +85,8 @@ def compare_versions(o: CompareCommandOptions) -> Outcome:
         o.comparison, on_note=lambda text: click.echo(f"duet: {for_terminal(text)}", err=True)
     )
     out_dir = o.comparison.out_dir
-    write_reports(doc, out_dir, plots=o.comparison.plots)
+    report = report_of(doc)  # once, for the files and the terminal
+    write_reports(report, out_dir, plots=o.comparison.plots)
     max_failures = doc.config.get("max_failures", o.max_failures)
     missing = [] if o.allow_missing else doc.config.get("missing_in_baseline") or []
     outcome = finish(
@@ -94,6 +96,7 @@ def compare_versions(o: CompareCommandOptions) -> Outcome:
         o.fail_on,
         max_failures,
         missing=[str(name) for name in missing],
+        report=report,
     )
     if o.fmt == "text":
         click.echo(f"report: {out_dir / 'report.md'}", err=True)
