@@ -167,7 +167,9 @@ def sequences_of(doc: dict[str, Any], rep: int) -> list[dict[str, Any]]:
     rows = []
     for b in doc["benchmarks"]:
         a = b["analysis"]
-        s = a["stopping"]
+        s = a.get("stopping") or {}
+        if not s.get("looks"):
+            continue  # an interrupted suite's benchmark short of its first look: no sequence
         sd, needed = implied(s, a["ci_low"], a["ci_high"])
         rows.append(
             {
@@ -209,6 +211,7 @@ def summary(meta: dict[str, Any], rows: list[dict[str, Any]], suites: list[dict[
     false = counts.get("regression", 0) + counts.get("improvement", 0)
     undecided = counts.get("inconclusive", 0)
     cut = sum(1 for r in rows if r["stopped"] == "budget spent")
+    cut_off = sum(1 for r in rows if r["stopped"] == "stopped before the last run")
     metrics: dict[str, int] = {}
     for r in rows:
         metrics[r["metric"]] = metrics.get(r["metric"], 0) + 1
@@ -225,13 +228,13 @@ def summary(meta: dict[str, Any], rows: list[dict[str, Any]], suites: list[dict[
         "",
         "| sequences | no change | regression | improvement | inconclusive | "
         "false verdicts, 95% upper bound (Clopper-Pearson) | inconclusive, 95% upper bound | "
-        "cut by the budget |",
-        "|---|---|---|---|---|---|---|---|",
+        "cut by the budget | interrupted undecided |",
+        "|---|---|---|---|---|---|---|---|---|",
         f"| {n} | {counts.get('no change', 0)} | {counts.get('regression', 0)} | "
         f"{counts.get('improvement', 0)} | {undecided} | "
         f"{false} ({100 * false / n:.3g}%), <= {100 * upper_95(false, n):.3g}% | "
         f"{undecided} ({100 * undecided / n:.3g}%), <= {100 * upper_95(undecided, n):.3g}% | "
-        f"{cut} |",
+        f"{cut} | {cut_off} |",
         "",
         "| per sequence | median [5%, 95%] | max |",
         "|---|---|---|",
@@ -266,17 +269,79 @@ def summary(meta: dict[str, Any], rows: list[dict[str, Any]], suites: list[dict[
     if odd:
         lines += [
             "",
-            "| sequence | verdict | runs | ratio [interval] | per-run s.d. | "
-            "runs the rule would need at that s.d. |",
-            "|---|---|---|---|---|---|",
+            "| sequence | verdict | runs | machine time s | ratio [interval] | per-run s.d. | "
+            "runs the rule would need at that s.d. and mean | stopped |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for r in odd:
             lines.append(
-                f"| {r['rep']}/{r['name']} | {r['verdict']} | {r['runs']} | {r['ratio']:.3g} "
+                f"| {r['rep']}/{r['name']} | {r['verdict']} | {r['runs']} | "
+                f"{r['machine_s']:.3g} | {r['ratio']:.3g} "
                 f"[{r['ci_low']:.3g}, {r['ci_high']:.3g}] | {100 * r['per_run_sd']:.3g}% | "
-                f"{r['runs_needed'] or '> 40'} |"
+                f"{r['runs_needed'] or '> 40'} | {r['stopped'] or '-'} |"
             )
     return "\n".join(lines) + "\n"
+
+
+def analyzed(results: Path) -> dict[str, Any]:
+    """An interrupted suite's results.json analysed again (``duet analyze --format json``):
+    the file written after every run has the runs but not the analysis."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "duet_bench",
+            "analyze",
+            str(results),
+            "--format",
+            "json",
+            "--allow-incomplete",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode not in (0, 1, 2):
+        raise SystemExit(f"duet analyze failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    doc: dict[str, Any] = json.loads(done.stdout)
+    return doc
+
+
+def from_results(args: argparse.Namespace, dest: Path) -> None:
+    """``--results``: the summary of a suite measured before and interrupted."""
+    doc = analyzed(args.results)
+    with gzip.open(dest / "suite-0.results.json.gz", "wt") as f:
+        f.write(args.results.read_text())
+    rows = sequences_of(doc, 0)
+    env = doc["environment"]
+    before = float(env["load_average"][0])
+    after = float((env.get("load_average_after") or [before])[0])
+    suites = [{"rep": 0, "wall_s": float("nan"), "load_before": before, "load_after": after}]
+    meta = {
+        "label": args.label,
+        "what": f"{args.what}; interrupted, summarised from its results.json",
+        "workload": args.workload,
+        "bench": len(doc["benchmarks"]),
+        "budget": args.budget,
+        "command": " ".join(["python", *sys.argv]),
+        "commit": git(ROOT, "rev-parse", "HEAD").strip(),
+        "started": doc.get("created", "?"),
+        "ended": "interrupted",
+        "load_min": min(before, after),
+        "load_max": max(before, after),
+    }
+    write(dest, meta, rows, suites)
+
+
+def write(
+    dest: Path, meta: dict[str, Any], rows: list[dict[str, Any]], suites: list[dict[str, Any]]
+) -> None:
+    (dest / "sequences.json").write_text(
+        json.dumps({"meta": meta, "suites": suites, "sequences": rows}, indent=1) + "\n"
+    )
+    text = summary(meta, rows, suites)
+    (dest / "summary.md").write_text(text)
+    print(text)
 
 
 def main() -> None:
@@ -287,9 +352,18 @@ def main() -> None:
     parser.add_argument("--bench", type=int, default=50, help="benchmarks (sequences) per suite")
     parser.add_argument("--reps", type=int, default=1, help="suites measured one after the other")
     parser.add_argument("--budget", default="10h", help="large enough that no sequence is cut")
+    parser.add_argument(
+        "--results",
+        type=Path,
+        help="summarise this results.json of an interrupted suite instead of measuring",
+    )
+    parser.add_argument("--what", default="", help="with --results: what was measured")
     args = parser.parse_args()
     dest = OUT / args.label
     dest.mkdir(parents=True, exist_ok=True)
+    if args.results is not None:
+        from_results(args, dest)
+        return
     rows: list[dict[str, Any]] = []
     suites: list[dict[str, Any]] = []
     started = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
@@ -333,12 +407,7 @@ def main() -> None:
         "load_min": min(loads),
         "load_max": max(loads),
     }
-    (dest / "sequences.json").write_text(
-        json.dumps({"meta": meta, "suites": suites, "sequences": rows}, indent=1) + "\n"
-    )
-    text = summary(meta, rows, suites)
-    (dest / "summary.md").write_text(text)
-    print(text)
+    write(dest, meta, rows, suites)
 
 
 if __name__ == "__main__":
