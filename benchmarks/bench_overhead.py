@@ -107,7 +107,7 @@ def through_duet(
     return {
         "median_ns": float(np.median(durations)),
         "wall_per_iteration_ns": float(np.median(walls)) if walls else None,
-        "inner_loops": b.settings.get("inner_loops"),
+        "inner_loops": b.settings.inner_loops,
     }
 
 
