@@ -32,6 +32,7 @@ FIXTURE = Path(__file__).parent.parent / "fixtures" / "results-basic.json"
         (0.99, 0.985, 0.995, "no change"),
         (1.0, 0.95, 1.05, "inconclusive"),  # a wide interval is never "no change"
         (1.02, 1.001, 1.04, "regression"),  # exactly at the threshold counts
+        (1 / 1.02, 0.96, 0.999, "improvement"),  # exactly at the lower band edge counts too
         (1.025, 0.999, 1.05, "inconclusive"),  # contains 1
         (1.05, 1.0, 1.07, "inconclusive"),  # touches 1: not wholly above it
         (0.95, 0.93, 1.0, "inconclusive"),  # touches 1: not wholly below it
@@ -466,3 +467,70 @@ def test_short_runs_say_that_they_were_not_winsorized() -> None:
         _runs_with_an_outlier(MIN_ITERATIONS - 1), AnalysisSettings(winsorize=False)
     )
     assert off.note is None or "outliers" not in off.note
+
+
+def _estimate(metric: str, ratio: float, verdict_: str) -> Any:
+    from duet_bench.analysis.model import MetricEstimate, SideSummary
+
+    side = SideSummary(geomean_ns=1e6, median_ns=1e6, mean_ns=1e6)
+    return MetricEstimate(
+        metric=metric,  # type: ignore[arg-type]
+        ratio=ratio,
+        ci_low=ratio * 0.99,
+        ci_high=ratio * 1.01,
+        verdict=verdict_,  # type: ignore[arg-type]
+        winsorized=0,
+        baseline=side,
+        candidate=side,
+        log_ratios=np.zeros((2, 2)),
+    )
+
+
+@pytest.mark.parametrize(
+    ("wall", "cpu", "explained"),
+    [
+        ("regression", "no change", True),  # a change only wall time shows: time off the CPU
+        ("no change", "regression", False),  # CPU time higher, wall not: not time off the CPU
+        ("improvement", "regression", False),  # opposite changes: no such explanation either
+    ],
+)
+def test_a_disagreement_is_put_down_to_time_off_the_cpu_only_when_wall_alone_changed(
+    wall: str, cpu: str, explained: bool
+) -> None:
+    from duet_bench.analysis.choice import disagreement
+
+    ratios = {"regression": 1.1, "improvement": 0.9, "no change": 1.0}
+    estimates = {
+        "wall": _estimate("wall", ratios[wall], wall),
+        "cpu": _estimate("cpu", ratios[cpu], cpu),
+    }
+    for chosen in ("cpu", "wall"):
+        text = disagreement(estimates, chosen)  # type: ignore[arg-type]
+        assert text is not None
+        assert "which decided" in text, text
+        assert ("time off the CPU" in text) is explained, (chosen, text)
+
+
+def test_the_runs_needed_note_at_the_practical_limit_still_gives_the_number() -> None:
+    from duet_bench.analysis.runs_needed import PRACTICAL_RUNS, runs_needed_note
+
+    at = runs_needed_note(PRACTICAL_RUNS, runs_used=10, threshold=0.02)
+    assert at is not None
+    assert at.startswith(f"about {PRACTICAL_RUNS} runs in all"), at
+    above = runs_needed_note(1001, runs_used=10, threshold=0.02)  # docs: above 1,000 runs
+    assert above is not None
+    assert "practical number of runs" in above, above
+
+
+def test_runs_needed_works_from_two_runs_and_two_iterations() -> None:
+    from duet_bench.analysis.runs_needed import runs_needed
+
+    rng = np.random.default_rng(7)
+    log_ratios = rng.normal(0.01, 0.02, size=(6, 2))
+    needed = runs_needed(log_ratios, ratio=1.01, settings=AnalysisSettings())
+    assert needed is not None
+    assert needed > 0
+    assert runs_needed(log_ratios[:, :1], ratio=1.01, settings=AnalysisSettings()) is None
+    two_runs = rng.normal(0.01, 0.02, size=(2, 5))
+    assert runs_needed(two_runs, ratio=1.01, settings=AnalysisSettings()) is not None
+    assert runs_needed(two_runs[:1], ratio=1.01, settings=AnalysisSettings()) is None
