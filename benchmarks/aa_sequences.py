@@ -51,6 +51,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rounds_suite import git  # the same git, as a bench author, in a scratch repository
 from scipy.stats import beta
 
 from duet_stats.stopping import stopping_bounds
@@ -71,19 +72,6 @@ int main(void) {
     return 0;
 }
 """
-
-
-def git(cwd: Path, *args: str) -> str:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "bench",
-        "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-        "GIT_COMMITTER_NAME": "bench",
-        "GIT_COMMITTER_EMAIL": "bench@example.invalid",
-    }
-    return subprocess.run(
-        ["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True
-    ).stdout
 
 
 def make_suite(where: Path, workload: str, bench: int, module: str) -> Path:
