@@ -16,7 +16,7 @@ from duet_bench.commands.options import (
     run_options,
     until_decided_options,
 )
-from duet_bench.commands.output import format_option, is_file_form, out_option, results_path
+from duet_bench.commands.output import format_option, out_option
 from duet_bench.defaults import RESULTS_FORMATS
 from duet_bench.errors import Outcome, UsageError
 from duet_bench.options.measuring import RunOptions
@@ -127,8 +127,7 @@ def measure_run(o: RunOptions) -> Outcome:
     planned = build(o.name, o.sides.side("baseline"), o.sides.side("candidate"), resolved)
     bench = planned.spec
 
-    out = results_path(o.out)
-    options = o.machine.session(planned.analysis, "run", out)
+    options = o.machine.session(planned.analysis, "run", o.out.results)
     if o.continue_from is not None:
         options = _continuing(o.continue_from, bench, planned.analysis, options)
     click.echo(
@@ -151,6 +150,6 @@ def measure_run(o: RunOptions) -> Outcome:
     interrupts.install()
     doc = measure([bench], options)
     report = report_of(doc)  # once, for the files and the terminal
-    if not is_file_form(o.out):
-        write_reports(report, out.parent, plots=False)
-    return finish(doc, str(out), o.fmt, o.fail_on, o.machine.max_failures, report=report)
+    if o.out.reports_dir is not None:
+        write_reports(report, o.out.reports_dir, plots=False)
+    return finish(doc, str(o.out.results), o.fmt, o.fail_on, o.machine.max_failures, report=report)
