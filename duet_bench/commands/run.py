@@ -152,4 +152,4 @@ def measure_run(o: RunOptions) -> Outcome:
     report = report_of(doc)  # once, for the files and the terminal
     if o.out.reports_dir is not None:
         write_reports(report, o.out.reports_dir, plots=False)
-    return finish(doc, str(o.out.results), o.fmt, o.fail_on, o.machine.max_failures, report=report)
+    return finish(report, str(o.out.results), o.fmt, o.fail_on, o.machine.max_failures)

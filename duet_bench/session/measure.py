@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from duet_bench import __version__
 from duet_bench.environment import capture_environment, load_average
-from duet_bench.errors import BenchmarkFailed, ResultsError, UsageError
+from duet_bench.errors import BenchmarkFailed, UsageError
 from duet_bench.isolation import Backend, select_backend
 from duet_bench.isolation.leftovers import remove_stale_files as remove_stale_files
 from duet_bench.isolation.sandbox import side_isolation
@@ -30,7 +30,7 @@ from duet_bench.plan import BenchmarkSpec
 from duet_bench.progress import Progress
 from duet_bench.results import ResultsDocument
 from duet_bench.results.completeness import planned_state
-from duet_bench.results.reserve import save_reserving, write_state_in_place
+from duet_bench.results.reserve import save_reserving, save_state
 from duet_bench.runner import (
     RunnerContext,
     install_harness,
@@ -86,7 +86,7 @@ def measure(
             doc = _measure_all(benchmarks, doc, ctx, pair.cpus, options, progress)
         environment["load_average_after"] = _load_average_now()
         doc = replace(doc, environment=environment, state=_state(doc, complete=True))
-        _save_state(doc, options.out)
+        save_state(doc, options.out)
     return doc
 
 
@@ -254,23 +254,9 @@ def _measure_all(
     except BaseException as e:
         reason = getattr(e, "message", None) or type(e).__name__
         stopped = f"{reason} {where[0]}"
-        _save_state(replace(latest[0], state=_state(latest[0], stopped=stopped)), options.out)
+        save_state(replace(latest[0], state=_state(latest[0], stopped=stopped)), options.out)
         raise
     return latest[0]
-
-
-def _save_state(doc: ResultsDocument, out: Path) -> None:
-    """Save ``doc``, whose state changed; when the disk is full, write its state in the
-    room the file keeps for it (:mod:`duet_bench.results.reserve`) so that the file still says
-    whether and why it stopped. What changed besides the state is then lost, and said."""
-    try:
-        save_reserving(doc, out)
-    except ResultsError as e:
-        state = dict(doc.state)
-        lost = f"the results file could not be rewritten ({e.message}): the last changes are lost"
-        state["stopped"] = f"{state['stopped']}; {lost}" if state.get("stopped") else lost
-        write_state_in_place(out, state)
-        _warn(f"{out}: {lost}; its state was written in the room reserved for it")
 
 
 def broken_benchmarks(doc: ResultsDocument, max_failures: int | None) -> list[str]:
