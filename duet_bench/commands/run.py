@@ -21,7 +21,7 @@ from duet_bench.defaults import RESULTS_FORMATS
 from duet_bench.errors import Outcome, UsageError
 from duet_bench.options.measuring import RunOptions
 from duet_bench.plan import build
-from duet_bench.report.files import write_reports
+from duet_bench.report.files import write_text_reports
 from duet_bench.report.model import report_of
 from duet_bench.results import load_given
 from duet_bench.untrusted import for_terminal
@@ -151,5 +151,5 @@ def measure_run(o: RunOptions) -> Outcome:
     doc = measure([bench], options)
     report = report_of(doc)  # once, for the files and the terminal
     if o.out.reports_dir is not None:
-        write_reports(report, o.out.reports_dir, plots=False)
+        write_text_reports(report, o.out.reports_dir)
     return finish(report, str(o.out.results), o.fmt, o.fail_on, o.machine.max_failures)
