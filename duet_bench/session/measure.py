@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from duet_bench import __version__
+from duet_bench.analysis.stopping import check_continuation
 from duet_bench.environment import capture_environment, load_average
 from duet_bench.errors import BenchmarkFailed, UsageError
 from duet_bench.isolation import Backend, select_backend
@@ -28,7 +29,7 @@ from duet_bench.isolation.sandbox import side_isolation
 from duet_bench.lock import acquire as acquire_lock
 from duet_bench.plan import BenchmarkSpec
 from duet_bench.progress import Progress
-from duet_bench.results import ResultsDocument
+from duet_bench.results import ResultsDocument, load_given
 from duet_bench.results.completeness import planned_state
 from duet_bench.results.reserve import save_reserving, save_state
 from duet_bench.runner import (
@@ -88,6 +89,28 @@ def measure(
         doc = replace(doc, environment=environment, state=_state(doc, complete=True))
         save_state(doc, options.out)
     return doc
+
+
+def continuing(options: SessionOptions, source: str, bench: BenchmarkSpec) -> SessionOptions:
+    """``options`` extended by the measurement of ``bench`` in ``source`` (``duet run
+    --continue``), after :func:`duet_bench.analysis.stopping.check_continuation` has found it
+    the same rule."""
+    doc = load_given(source)
+    earlier = next((b for b in doc.benchmarks if b.name == bench.name), None)
+    if earlier is None:
+        names = ", ".join(repr(b.name) for b in doc.benchmarks) or "none"
+        raise UsageError(
+            f"--continue {source}: it holds no benchmark {bench.name!r} (it holds {names})",
+            fix="give the same commands (and --name) as the measurement you continue",
+        )
+    check_continuation(
+        earlier,
+        plan=replace(bench.recorded(), seed=options.seed, analysis=options.analysis.to_record()),
+        versions={"baseline": bench.baseline.describe(), "candidate": bench.candidate.describe()},
+        design=bench.until_decided,
+        source=f"--continue {source}",
+    )
+    return replace(options, earlier={bench.name: earlier})
 
 
 @contextlib.contextmanager
