@@ -90,13 +90,12 @@ def compare_versions(o: CompareCommandOptions) -> Outcome:
     max_failures = doc.config.get("max_failures", o.max_failures)
     missing = [] if o.allow_missing else doc.config.get("missing_in_baseline") or []
     outcome = finish(
-        doc,
+        report,
         str(out_dir / "results.json"),
         o.fmt,
         o.fail_on,
         max_failures,
         missing=[str(name) for name in missing],
-        report=report,
     )
     if o.fmt == "text":
         click.echo(f"report: {out_dir / 'report.md'}", err=True)

@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from duet_bench.defaults import Format
 from duet_bench.errors import Outcome
 from duet_bench.report import render
 from duet_bench.report.layout import terminal_width
@@ -44,26 +45,24 @@ def outcome_of(doc: Any, fail_on: str) -> Outcome:
 
 
 def finish(
-    doc: Any,
+    report: Report,
     out: str,
-    fmt: str,
+    fmt: Format,
     fail_on: str,
     max_failures: int | None,
     *,
     missing: Sequence[str] = (),
-    report: Report | None = None,
 ) -> Outcome:
-    """Print the report (from ``report``, ``doc``'s report when the command built it already
-    for the files it wrote), then the outcome by contract: raise (exit 3) when a benchmark is
-    broken or ``missing`` in one version (that outranks a regression: a verdict from a broken
-    suite is not to be trusted), else :attr:`Outcome.FAILS` on a regression per ``--fail-on``,
-    else :attr:`Outcome.OK`."""
+    """Print ``report`` (built once by the command, for the files it wrote too), then the
+    outcome by contract: raise (exit 3) when a benchmark is broken or ``missing`` in one
+    version (that outranks a regression: a verdict from a broken suite is not to be trusted),
+    else :attr:`Outcome.FAILS` on a regression per ``--fail-on``, else :attr:`Outcome.OK`."""
     # Deferred: duet_bench.session loads numpy, and duet --help imports every command.
     from duet_bench.session import raise_if_broken
 
+    outcome = outcome_of(report.doc, fail_on)
     color, width = fmt == "text" and color_for(sys.stdout), terminal_width(sys.stdout)
-    shown = doc if report is None else report
-    click.echo(render(shown, fmt, color=color, width=width), nl=False)  # type: ignore[arg-type]
+    click.echo(render(report, fmt, color=color, width=width), nl=False)
     click.echo(f"results: {out}", err=True)
-    raise_if_broken(doc, max_failures, missing=missing)
-    return outcome_of(doc, fail_on)
+    raise_if_broken(report.doc, max_failures, missing=missing)
+    return outcome

@@ -11,21 +11,20 @@ and CI jobs do not break in one step.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 from duet_bench.defaults import FORMATS
 
-F = TypeVar("F", bound=Callable[..., Any])
+# Resolved where the options are parsed (a command's options record holds the results file):
+# ``merge`` and ``calibrate`` take them from here with the options they go with.
+from duet_bench.options.common import RESULTS as RESULTS
+from duet_bench.options.common import is_file_form as is_file_form
+from duet_bench.options.common import results_path as results_path
 
-#: The file each command that writes results writes inside ``--out``.
-RESULTS = "results.json"
-#: What ends a results file's name (the deprecated file form of ``--out``).
-FILE_SUFFIXES = (".json", ".json.gz")
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def out_option(default: str | None, what: str) -> Callable[[F], F]:
@@ -94,23 +93,3 @@ def _for(elsewhere: str, cannot: Sequence[str]) -> str:
 
 def _words(names: Sequence[str], last: str = "or") -> str:
     return ", ".join(names[:-1]) + f" {last} {names[-1]}" if len(names) > 1 else names[0]
-
-
-def is_file_form(out: str) -> bool:
-    """Whether ``out`` is the deprecated file form (a name ending in .json or .json.gz)."""
-    return out.endswith(FILE_SUFFIXES)
-
-
-def results_path(out: str, *, name: str = RESULTS) -> Path:
-    """The results file the command writes for ``--out out``: ``out/results.json``, or ``out``
-    itself in the deprecated file form, after a warning on stderr naming the directory form."""
-    if not is_file_form(out):
-        return Path(out) / name
-    directory = os.path.dirname(out) or "."
-    instead = f"--out {directory}" + (f" (it writes {name} there)")
-    click.echo(
-        f"duet: warning: --out {out}: a results file for --out is deprecated and will be "
-        f"refused in a later version; --out names a directory: {instead}",
-        err=True,
-    )
-    return Path(out)

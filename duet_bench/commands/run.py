@@ -3,7 +3,7 @@ setting from the command line (no configuration, no git)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
@@ -16,21 +16,14 @@ from duet_bench.commands.options import (
     run_options,
     until_decided_options,
 )
-from duet_bench.commands.output import format_option, is_file_form, out_option, results_path
+from duet_bench.commands.output import format_option, out_option
 from duet_bench.defaults import RESULTS_FORMATS
-from duet_bench.errors import Outcome, UsageError
+from duet_bench.errors import Outcome
 from duet_bench.options.measuring import RunOptions
 from duet_bench.plan import build
-from duet_bench.report.files import write_reports
+from duet_bench.report.files import write_text_reports
 from duet_bench.report.model import report_of
-from duet_bench.results import load_given
 from duet_bench.untrusted import for_terminal
-
-if TYPE_CHECKING:  # imported by the command when it runs: duet --help does not load it
-    from duet_bench.analysis import AnalysisSettings
-    from duet_bench.options.measuring import RunOptions
-    from duet_bench.plan import BenchmarkSpec
-    from duet_bench.session import SessionOptions
 
 
 @click.command(cls=Command)
@@ -90,47 +83,19 @@ def run(ctx: click.Context, /, **_given: Any) -> Outcome:
     return measure_run(RunOptions.from_click(ctx))
 
 
-def _continuing(
-    source: str, bench: BenchmarkSpec, analysis: AnalysisSettings, options: SessionOptions
-) -> SessionOptions:
-    """The session options that extend the measurement in ``source`` (``--continue``), after
-    :func:`duet_bench.analysis.stopping.check_continuation` has found it the same rule."""
-    from dataclasses import replace
-
-    from duet_bench.analysis.stopping import check_continuation
-
-    doc = load_given(source)
-    earlier = next((b for b in doc.benchmarks if b.name == bench.name), None)
-    if earlier is None:
-        names = ", ".join(repr(b.name) for b in doc.benchmarks) or "none"
-        raise UsageError(
-            f"--continue {source}: it holds no benchmark {bench.name!r} (it holds {names})",
-            fix="give the same commands (and --name) as the measurement you continue",
-        )
-    check_continuation(
-        earlier,
-        plan=replace(bench.recorded(), seed=options.seed, analysis=analysis.to_record()),
-        versions={"baseline": bench.baseline.describe(), "candidate": bench.candidate.describe()},
-        design=bench.until_decided,
-        source=f"--continue {source}",
-    )
-    return replace(options, earlier={bench.name: earlier})
-
-
 def measure_run(o: RunOptions) -> Outcome:
     """``duet run`` with its options: plan the one benchmark, measure it, write and print the
     reports."""
-    from duet_bench.session import measure
+    from duet_bench.session import continuing, measure
 
     given = o.settings()
     resolved = settings.resolve(given)
     planned = build(o.name, o.sides.side("baseline"), o.sides.side("candidate"), resolved)
     bench = planned.spec
 
-    out = results_path(o.out)
-    options = o.machine.session(planned.analysis, "run", out)
+    options = o.machine.session(planned.analysis, "run", o.out.results)
     if o.continue_from is not None:
-        options = _continuing(o.continue_from, bench, planned.analysis, options)
+        options = continuing(options, o.continue_from, bench)
     click.echo(
         f"duet: {for_terminal(bench.name)}: "
         + (
@@ -151,6 +116,6 @@ def measure_run(o: RunOptions) -> Outcome:
     interrupts.install()
     doc = measure([bench], options)
     report = report_of(doc)  # once, for the files and the terminal
-    if not is_file_form(o.out):
-        write_reports(report, out.parent, plots=False)
-    return finish(doc, str(out), o.fmt, o.fail_on, o.machine.max_failures, report=report)
+    if o.out.reports_dir is not None:
+        write_text_reports(report, o.out.reports_dir)
+    return finish(report, str(o.out.results), o.fmt, o.fail_on, o.machine.max_failures)

@@ -10,8 +10,10 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+import click
 from click.core import ParameterSource
 
 from duet_bench import defaults, settings
@@ -19,14 +21,52 @@ from duet_bench.isolation import RunAs
 from duet_bench.settings import Given
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
-    import click
-
     from duet_bench.analysis import AnalysisSettings
     from duet_bench.defaults import Crossover, Interval, Isolation, Method
     from duet_bench.metrics import MetricChoice
     from duet_bench.session import MachineOptions, SessionOptions
+
+
+#: The file each command that writes results writes inside ``--out``.
+RESULTS = "results.json"
+#: What ends a results file's name (the deprecated file form of ``--out``).
+FILE_SUFFIXES = (".json", ".json.gz")
+
+
+def is_file_form(out: str) -> bool:
+    """Whether ``out`` is the deprecated file form (a name ending in .json or .json.gz)."""
+    return out.endswith(FILE_SUFFIXES)
+
+
+def results_path(out: str, *, name: str = RESULTS) -> Path:
+    """The results file the command writes for ``--out out``: ``out/results.json``, or ``out``
+    itself in the deprecated file form, after a warning on stderr naming the directory form."""
+    if not is_file_form(out):
+        return Path(out) / name
+    directory = os.path.dirname(out) or "."
+    instead = f"--out {directory}" + (f" (it writes {name} there)")
+    click.echo(
+        f"duet: warning: --out {out}: a results file for --out is deprecated and will be "
+        f"refused in a later version; --out names a directory: {instead}",
+        err=True,
+    )
+    return Path(out)
+
+
+@dataclass(frozen=True, slots=True)
+class OutGiven:
+    """``--out`` resolved where the options are parsed: the results file the command writes,
+    and the directory its reports go to beside it (None in the deprecated file form, which
+    writes the results file alone)."""
+
+    results: Path
+    reports_dir: Path | None
+
+    @classmethod
+    def of(cls, out: str) -> OutGiven:
+        """``--out out`` (:func:`results_path`, which warns of the file form)."""
+        results = results_path(out)
+        return cls(results=results, reports_dir=None if is_file_form(out) else results.parent)
 
 
 @dataclass(frozen=True, slots=True)

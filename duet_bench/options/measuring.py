@@ -11,7 +11,13 @@ from click.core import ParameterSource
 
 from duet_bench import defaults
 from duet_bench.errors import UsageError
-from duet_bench.options.common import AnalysisGiven, MachineGiven, PlanGiven, explicit_settings
+from duet_bench.options.common import (
+    AnalysisGiven,
+    MachineGiven,
+    OutGiven,
+    PlanGiven,
+    explicit_settings,
+)
 from duet_bench.plan import SideSpec, parse_shard
 from duet_bench.settings import Given
 from duet_bench.untrusted import name_too_long
@@ -101,7 +107,8 @@ class RunOptions:
     plan: PlanGiven
     machine: MachineGiven
     analysis: AnalysisGiven
-    out: str
+    #: ``--out``, resolved: results.json and the directory of the reports beside it.
+    out: OutGiven
     fmt: Format
     fail_on: FailOn
     #: ``--min-runs``, ``--max-runs``, ``--budget`` (seconds), None where not given.
@@ -136,10 +143,12 @@ class RunOptions:
             machine=MachineGiven.from_click(ctx),
             analysis=AnalysisGiven.from_click(ctx),
             # --continue DIR writes there unless --out says otherwise.
-            out=p["out"]
-            if p["continue_from"] is None
-            or ctx.get_parameter_source("out") == ParameterSource.COMMANDLINE
-            else p["continue_from"],
+            out=OutGiven.of(
+                p["out"]
+                if p["continue_from"] is None
+                or ctx.get_parameter_source("out") == ParameterSource.COMMANDLINE
+                else p["continue_from"]
+            ),
             fmt=p["fmt"],
             fail_on=p["fail_on"],
             min_runs=p["min_runs"],

@@ -16,7 +16,7 @@ from duet_bench.results import ResultsDocument
 
 log = logging.getLogger(__name__)
 
-__all__ = ["PLOTS_NOT_DRAWN", "write_reports"]
+__all__ = ["PLOTS_NOT_DRAWN", "write_reports", "write_text_reports"]
 
 #: report.md's last line when plots were wanted and matplotlib is not installed.
 PLOTS_NOT_DRAWN = (
@@ -28,19 +28,38 @@ PLOTS_NOT_DRAWN = (
 def write_reports(
     doc: ResultsDocument | Report, out_dir: Path, *, plots: bool = True
 ) -> list[Path]:
-    """report.md, junit.xml, metrics.txt and plots/ next to results.json, all from one
-    :class:`~duet_bench.report.model.Report` (``doc``'s, or ``doc`` when it is one already)."""
+    """report.md, junit.xml, metrics.txt (:func:`write_text_reports`) and plots/ next to
+    results.json, all from one :class:`~duet_bench.report.model.Report` (``doc``'s, or ``doc``
+    when it is one already)."""
     report = doc if isinstance(doc, Report) else report_of(doc)
+    # The core install (what a CI job needs) has no matplotlib: the reports are whole, and
+    # report.md says once, on its last line, that the plots were not drawn (not a warning on
+    # every compare's stderr).
+    plots_missing = plots and not extras.available("matplotlib")
+    written = write_text_reports(report, out_dir, plots_missing=plots_missing)
+    if plots and not plots_missing:
+        from duet_bench.report.plots import write_plots  # matplotlib: about 0.5 s to import
+
+        try:
+            written += write_plots(report.doc, out_dir / "plots")
+        except OSError as e:
+            raise ResultsError(
+                f"{out_dir / 'plots'}: could not write the plots ({e.strerror or e}); the "
+                "measurements are in results.json beside it",
+                fix=files.fix_for(e, "choose another --out, free disk space, or --no-plots"),
+            ) from e
+    return written
+
+
+def write_text_reports(report: Report, out_dir: Path, *, plots_missing: bool = False) -> list[Path]:
+    """report.md, junit.xml and metrics.txt next to results.json (``duet run`` writes these
+    alone: it draws no plots); report.md's last line says when ``plots_missing``."""
     written = []
     reports: tuple[tuple[str, Format], ...] = (
         ("report.md", "markdown"),
         ("junit.xml", "junit"),
         ("metrics.txt", "openmetrics"),
     )
-    # The core install (what a CI job needs) has no matplotlib: the reports are whole, and
-    # report.md says once, on its last line, that the plots were not drawn (not a warning on
-    # every compare's stderr).
-    plots_missing = plots and not extras.available("matplotlib")
     for name, fmt in reports:
         try:
             text = render(report, fmt)
@@ -60,15 +79,4 @@ def write_reports(
                 ),
             ) from e
         written.append(out_dir / name)
-    if plots and not plots_missing:
-        from duet_bench.report.plots import write_plots  # matplotlib: about 0.5 s to import
-
-        try:
-            written += write_plots(report.doc, out_dir / "plots")
-        except OSError as e:
-            raise ResultsError(
-                f"{out_dir / 'plots'}: could not write the plots ({e.strerror or e}); the "
-                "measurements are in results.json beside it",
-                fix=files.fix_for(e, "choose another --out, free disk space, or --no-plots"),
-            ) from e
     return written

@@ -18,7 +18,6 @@ from duet_bench import units
 from duet_bench.report.rows import (
     Row,
     common_confidence,
-    isolation_line,
     metric_line,
     row,
     summary_sentence,
@@ -27,7 +26,7 @@ from duet_bench.report.rows import (
 from duet_bench.results import BenchmarkRecord, ResultsDocument
 from duet_bench.results.completeness import Completeness, completeness
 
-__all__ = ["BenchmarkView", "Report", "measured_ns", "report_of"]
+__all__ = ["BenchmarkView", "Report", "isolation_line", "measured_ns", "report_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +114,23 @@ def _versions(doc: ResultsDocument) -> tuple[Mapping[str, Any], Mapping[str, Any
     return base, head
 
 
+def isolation_line(doc: ResultsDocument) -> str | None:
+    """``isolation cgroup-v1, AMD EPYC (2 CPUs), cores 0,1`` from the environment record."""
+    env = doc.environment
+    bits = []
+    if env.get("isolation"):
+        bits.append(f"isolation {env['isolation']}")
+    cpu = env.get("cpu")
+    if isinstance(cpu, Mapping) and cpu.get("model"):
+        bits.append(f"{cpu['model']} ({cpu.get('online', '?')} CPUs)")
+    elif env.get("machine_kind"):
+        bits.append(str(env["machine_kind"]))
+    pair = env.get("pair")
+    if isinstance(pair, Mapping) and pair.get("cpus"):
+        bits.append("cores " + ",".join(str(c) for c in pair["cpus"]))
+    return ", ".join(bits) if bits else None
+
+
 def measured_ns(b: BenchmarkRecord) -> int | None:
     """Time spent measuring ``b``: per run the recorded wall time, else its iterations.
 
@@ -167,7 +183,7 @@ def report_of(doc: ResultsDocument) -> Report:
         completeness=completeness(doc),
         title=title(items),
         summary=summary_sentence(items),
-        metric_line=metric_line(items, doc),
+        metric_line=metric_line(items),
         confidence=shared,
         confidence_text=None if shared is None else units.percent(shared),
         isolation=isolation_line(doc),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from duet_bench import units
@@ -437,12 +437,11 @@ def summary_sentence(items: list[Row], *, name: Callable[[str], str] = str) -> s
     return sentence[0].upper() + sentence[1:] + "."
 
 
-def metric_line(items: list[Row], doc: ResultsDocument) -> str | None:
+def metric_line(items: list[Row]) -> str | None:
     """``decided by CPU time: both sides CPU-bound``: which metric decided and why, once for
     the report when every benchmark agrees (the shares that differ per benchmark are left to
     :meth:`Row.decided_line`), else per metric with the counts; and how many benchmarks another
-    process disturbed."""
-    del doc  # the rows carry the reasons
+    process disturbed (the rows carry the reasons)."""
     decided = [r.metric for r in items if r.metric]
     if not decided:
         return None
@@ -468,20 +467,3 @@ def metric_line(items: list[Row], doc: ResultsDocument) -> str | None:
 
 
 _PARENTHESIS = re.compile(r" \([^()]*\)$")
-
-
-def isolation_line(doc: ResultsDocument) -> str | None:
-    """``isolation cgroup-v1, AMD EPYC (2 CPUs), cores 0,1`` from the environment record."""
-    env = doc.environment
-    bits = []
-    if env.get("isolation"):
-        bits.append(f"isolation {env['isolation']}")
-    cpu = env.get("cpu")
-    if isinstance(cpu, Mapping) and cpu.get("model"):
-        bits.append(f"{cpu['model']} ({cpu.get('online', '?')} CPUs)")
-    elif env.get("machine_kind"):
-        bits.append(str(env["machine_kind"]))
-    pair = env.get("pair")
-    if isinstance(pair, Mapping) and pair.get("cpus"):
-        bits.append("cores " + ",".join(str(c) for c in pair["cpus"]))
-    return ", ".join(bits) if bits else None

@@ -12,6 +12,7 @@ with ENOSPC (``tests/system/test_full_disk.py`` checks it on a full tmpfs).
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,8 +21,17 @@ from typing import Any
 from duet_bench.errors import ResultsError
 from duet_bench.results.model import ResultsDocument
 from duet_bench.results.write import to_dict, write_atomic
+from duet_bench.untrusted import for_terminal
 
-__all__ = ["RESERVED_BYTES", "dumps_reserving", "save_reserving", "write_state_in_place"]
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "RESERVED_BYTES",
+    "dumps_reserving",
+    "save_reserving",
+    "save_state",
+    "write_state_in_place",
+]
 
 #: Room kept after ``state`` for a longer ``stopped`` reason written in place.
 RESERVED_BYTES = 1024
@@ -45,7 +55,25 @@ def dumps_reserving(doc: ResultsDocument) -> str:
 
 def save_reserving(doc: ResultsDocument, path: Path) -> None:
     """Write ``doc`` atomically (:func:`duet_bench.results.write_atomic`) with the room."""
-    write_atomic(path, dumps_reserving(doc))
+    text = dumps_reserving(doc)
+    write_atomic(path, text)
+
+
+def save_state(doc: ResultsDocument, path: Path) -> None:
+    """Save ``doc``, whose state changed (:func:`save_reserving`); when the disk is full, write
+    its state in the room the file keeps for it (:func:`write_state_in_place`) so that the file
+    still says whether and why it stopped. What changed besides the state is then lost, and
+    said (a warning on stderr)."""
+    try:
+        save_reserving(doc, path)
+    except ResultsError as e:
+        state = dict(doc.state)
+        lost = f"the results file could not be rewritten ({e.message}): the last changes are lost"
+        state["stopped"] = f"{state['stopped']}; {lost}" if state.get("stopped") else lost
+        write_state_in_place(path, state)
+        log.warning(
+            "%s", for_terminal(f"{path}: {lost}; its state was written in the room reserved for it")
+        )
 
 
 def write_state_in_place(path: Path, state: Mapping[str, Any]) -> None:

@@ -20,17 +20,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from duet_bench import __version__
+from duet_bench.analysis.stopping import check_continuation
 from duet_bench.environment import capture_environment, load_average
-from duet_bench.errors import BenchmarkFailed, ResultsError, UsageError
+from duet_bench.errors import BenchmarkFailed, UsageError
 from duet_bench.isolation import Backend, select_backend
 from duet_bench.isolation.leftovers import remove_stale_files as remove_stale_files
 from duet_bench.isolation.sandbox import side_isolation
 from duet_bench.lock import acquire as acquire_lock
 from duet_bench.plan import BenchmarkSpec
 from duet_bench.progress import Progress
-from duet_bench.results import ResultsDocument
+from duet_bench.results import ResultsDocument, load_given
 from duet_bench.results.completeness import planned_state
-from duet_bench.results.reserve import save_reserving, write_state_in_place
+from duet_bench.results.reserve import save_reserving, save_state
 from duet_bench.runner import (
     RunnerContext,
     install_harness,
@@ -86,8 +87,30 @@ def measure(
             doc = _measure_all(benchmarks, doc, ctx, pair.cpus, options, progress)
         environment["load_average_after"] = _load_average_now()
         doc = replace(doc, environment=environment, state=_state(doc, complete=True))
-        _save_state(doc, options.out)
+        save_state(doc, options.out)
     return doc
+
+
+def continuing(options: SessionOptions, source: str, bench: BenchmarkSpec) -> SessionOptions:
+    """``options`` extended by the measurement of ``bench`` in ``source`` (``duet run
+    --continue``), after :func:`duet_bench.analysis.stopping.check_continuation` has found it
+    the same rule."""
+    doc = load_given(source)
+    earlier = next((b for b in doc.benchmarks if b.name == bench.name), None)
+    if earlier is None:
+        names = ", ".join(repr(b.name) for b in doc.benchmarks) or "none"
+        raise UsageError(
+            f"--continue {source}: it holds no benchmark {bench.name!r} (it holds {names})",
+            fix="give the same commands (and --name) as the measurement you continue",
+        )
+    check_continuation(
+        earlier,
+        plan=replace(bench.recorded(), seed=options.seed, analysis=options.analysis.to_record()),
+        versions={"baseline": bench.baseline.describe(), "candidate": bench.candidate.describe()},
+        design=bench.until_decided,
+        source=f"--continue {source}",
+    )
+    return replace(options, earlier={bench.name: earlier})
 
 
 @contextlib.contextmanager
@@ -254,23 +277,9 @@ def _measure_all(
     except BaseException as e:
         reason = getattr(e, "message", None) or type(e).__name__
         stopped = f"{reason} {where[0]}"
-        _save_state(replace(latest[0], state=_state(latest[0], stopped=stopped)), options.out)
+        save_state(replace(latest[0], state=_state(latest[0], stopped=stopped)), options.out)
         raise
     return latest[0]
-
-
-def _save_state(doc: ResultsDocument, out: Path) -> None:
-    """Save ``doc``, whose state changed; when the disk is full, write its state in the
-    room the file keeps for it (:mod:`duet_bench.results.reserve`) so that the file still says
-    whether and why it stopped. What changed besides the state is then lost, and said."""
-    try:
-        save_reserving(doc, out)
-    except ResultsError as e:
-        state = dict(doc.state)
-        lost = f"the results file could not be rewritten ({e.message}): the last changes are lost"
-        state["stopped"] = f"{state['stopped']}; {lost}" if state.get("stopped") else lost
-        write_state_in_place(out, state)
-        _warn(f"{out}: {lost}; its state was written in the room reserved for it")
 
 
 def broken_benchmarks(doc: ResultsDocument, max_failures: int | None) -> list[str]:

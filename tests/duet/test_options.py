@@ -4,12 +4,14 @@ from click's own parsing of real command lines, not from hand-made dictionaries.
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import click
 import pytest
 
 from duet_bench import defaults
 from duet_bench.errors import UsageError
+from duet_bench.options.common import OutGiven
 from duet_bench.options.measuring import RunOptions
 from duet_bench.options.reading import AnalyzeOptions, ReportOptions
 
@@ -210,3 +212,39 @@ def test_the_machine_options_are_built_once_and_held_whole() -> None:
         seed_offset=2,
     )
     assert (later.seed, later.machine.cores, machine.plan_seed) == (9, (0, 1), 7)
+
+
+FIXTURE = Path(__file__).parent.parent / "fixtures" / "results-basic.json"
+
+
+def test_run_out_is_resolved_where_the_options_are_parsed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--out DIR`` is results.json and the reports' directory; ``--continue`` without
+    ``--out`` writes where it continues, here the deprecated file form: that file alone, after
+    a warning naming the directory form."""
+    from duet_bench.commands.run import run
+
+    sides = ["--baseline", "./old", "--candidate", "./new"]
+    o = RunOptions.from_click(_context(run, [*sides, "--out", str(tmp_path)]))
+    assert o.out == OutGiven(results=tmp_path / "results.json", reports_dir=tmp_path)
+    o = RunOptions.from_click(_context(run, [*sides, "--continue", str(FIXTURE)]))
+    assert o.out == OutGiven(results=FIXTURE, reports_dir=None)
+    assert f"--out {FIXTURE}: a results file for --out is deprecated" in capsys.readouterr().err
+
+
+def test_continuing_a_file_without_the_benchmark_names_those_it_holds(tmp_path: Path) -> None:
+    """``duet run --continue`` of a measurement of other benchmarks is refused before anything
+    is measured, with the names it holds."""
+    from duet_bench import settings
+    from duet_bench.commands.run import run
+    from duet_bench.plan import build
+    from duet_bench.session import continuing
+
+    args = ["--baseline", "./old", "--candidate", "./new", "--out", str(tmp_path)]
+    o = RunOptions.from_click(_context(run, [*args, "--continue", str(FIXTURE)]))
+    baseline, candidate = o.sides.side("baseline"), o.sides.side("candidate")
+    planned = build(o.name, baseline, candidate, settings.resolve(o.settings()))
+    options = o.machine.session(planned.analysis, "run", o.out.results)
+    with pytest.raises(UsageError, match=r"holds no benchmark './old vs ./new' \(it holds 'parse"):
+        continuing(options, str(FIXTURE), planned.spec)

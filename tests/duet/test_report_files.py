@@ -9,7 +9,7 @@ import pytest
 
 from duet_bench import results
 from duet_bench.defaults import Format
-from duet_bench.report.files import PLOTS_NOT_DRAWN, write_reports
+from duet_bench.report.files import PLOTS_NOT_DRAWN, write_reports, write_text_reports
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "results-basic.json"
 
@@ -52,3 +52,19 @@ def test_one_report_built_once_writes_the_files_a_document_writes(tmp_path: Path
     formats: tuple[Format, ...] = ("text", "markdown", "junit", "openmetrics", "html", "json")
     for fmt in formats:
         assert render(report, fmt) == render(doc, fmt)
+
+
+def test_the_text_reports_alone_are_what_write_reports_writes_without_plots(
+    tmp_path: Path,
+) -> None:
+    """``duet run`` draws no plots: it writes the three text reports alone, the same bytes as
+    ``write_reports(..., plots=False)``, and no ``plots/``."""
+    from duet_bench.report.model import report_of
+
+    report = report_of(results.load(FIXTURE))
+    alone = write_text_reports(report, tmp_path / "alone")
+    write_reports(report, tmp_path / "all", plots=False)
+    assert [p.name for p in alone] == ["report.md", "junit.xml", "metrics.txt"]
+    for path in alone:
+        assert path.read_bytes() == (tmp_path / "all" / path.name).read_bytes()
+    assert not (tmp_path / "alone" / "plots").exists()
