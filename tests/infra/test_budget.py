@@ -134,7 +134,7 @@ def test_what_counts_as_a_measured_assertion(tmp_path: Path, source: str, found:
 
 CONFTEST = (
     "from tests.conftest import (  # noqa: F401\n"
-    "    no_leftovers, pytest_collection_modifyitems, pytest_runtest_setup,\n"
+    "    no_leftovers, pytest_addoption, pytest_collection_modifyitems, pytest_runtest_setup,\n"
     ")\n"
 )
 MEASURING = """
