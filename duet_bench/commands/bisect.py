@@ -68,8 +68,9 @@ OUTCOMES: dict[str, Outcome] = {
     "--max-runs",
     type=bounded("runs"),
     metavar="N",
-    help="Runs in all one comparison may take when it is inconclusive (more runs as the "
-    "planning asks, up to this), with --runs or the configuration's runs. Default: 4 x --runs.",
+    help="Fixed-design steps (as --runs or the configuration's runs give): runs in all one "
+    "comparison may take when it is inconclusive (more runs as the planning asks, up to this). "
+    "Default: 4 x --runs.",
 )
 @click.option(
     "--step-max-runs",
