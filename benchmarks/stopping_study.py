@@ -26,7 +26,9 @@ Sequences of per-run log ratios come from two sources:
 Run from the repository root: ``python benchmarks/stopping_study.py`` (defaults: 2,000 sequences
 per cell, min 5 and max 40 runs, 99%, threshold 2%, seed 30). Writes
 ``benchmarks/results/stopping/study.json`` (every cell) and ``summary.md`` (the table of
-docs/statistics.md, also printed).
+docs/statistics.md, also printed); with ``--out-label max80``, ``study-max80.json`` and
+``benchmarks/results/stopping/summary-max80.md`` beside them (the studies of the default
+maximum).
 """
 
 from __future__ import annotations
@@ -226,6 +228,11 @@ def main() -> None:
     parser.add_argument("--confidence", type=float, default=0.99)
     parser.add_argument("--threshold", type=float, default=0.02)
     parser.add_argument("--seed", type=int, default=30)
+    parser.add_argument(
+        "--out-label",
+        default="",
+        help="write study-LABEL.json and the table summary-LABEL (default: study.json and summary)",
+    )
     args = parser.parse_args()
     started = time.time()
     pools = real_pools()
@@ -279,9 +286,10 @@ def main() -> None:
         "seconds": round(time.time() - started, 1),
     }
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "study.json").write_text(json.dumps(out, indent=1) + "\n")
+    suffix = f"-{args.out_label}" if args.out_label else ""
+    (OUT / f"study{suffix}.json").write_text(json.dumps(out, indent=1) + "\n")
     table = summary(cells)
-    (OUT / "summary.md").write_text(table)
+    (OUT / f"summary{suffix}.md").write_text(table)
     print(table)
 
 

@@ -1,6 +1,6 @@
-"""Measuring until decided (docs/statistics.md, method 2b): the design a benchmark is measured
-with when ``--max-runs`` or ``--budget`` is given (:class:`UntilDecided`), the verdict at every
-look (:func:`looks_of`), and what the analysis and the reports keep of it (:class:`Stopping`).
+"""Measuring until decided (docs/statistics.md, method 2b): the default design, unless
+``--runs`` or ``runs`` asks for a fixed one (:class:`UntilDecided`), the verdict at every look
+(:func:`looks_of`), and what the analysis and the reports keep of it (:class:`Stopping`).
 
 Not the *sequential method* (``--method sequential``, one side after the other): this is about
 when to stop measuring. The intervals are the repeated confidence intervals of
@@ -19,12 +19,15 @@ import numpy as np
 
 from duet_bench import units
 from duet_bench.analysis.verdict import Verdict, verdict
+from duet_bench.defaults import DEFAULT_BUDGET_S, DEFAULT_MAX_RUNS, DEFAULT_MIN_RUNS
 from duet_bench.errors import UsageError
 from duet_bench.results import BenchmarkRecord, RecordedDesign, RecordedPlan
 from duet_bench.results import analysis as stored
 from duet_stats.stopping import stopping_bounds, stopping_intervals
 
 __all__ = [
+    "BUILT_IN",
+    "DEFAULT_BUDGET_S",
     "DEFAULT_MAX_RUNS",
     "DEFAULT_MIN_RUNS",
     "Look",
@@ -35,11 +38,8 @@ __all__ = [
     "until_decided",
 ]
 
-#: The first look: the method gives no interval below 5 runs (docs/statistics.md, method 1).
-DEFAULT_MIN_RUNS = 5
-#: The last look when only ``--budget`` is given (docs/statistics.md, "The evidence": a 5%
-#: change and A/A decide after a median of 5 runs; 40 leaves room for the noisier ones).
-DEFAULT_MAX_RUNS = 40
+#: The origin :func:`duet_bench.settings.resolve` gives a setting nobody set.
+BUILT_IN: Final = "the built-in default"
 #: The boundary's shape (docs/statistics.md: chosen by the study).
 SHAPE: Final = "pocock"
 
@@ -97,26 +97,39 @@ def until_decided(
     lo: int | None, hi: int | None, budget: float | None, origins: Mapping[str, str]
 ) -> UntilDecided | None:
     """The design of a benchmark's resolved stopping settings (``min_runs`` ``lo``,
-    ``max_runs`` ``hi``, ``budget_s`` ``budget``): until decided when ``max_runs`` or
-    ``budget_s`` is set, a fixed design of ``runs`` otherwise, or when ``--runs`` was given on
-    the command line (``origins``) and the stopping settings come from the configuration
-    (``--runs N`` keeps its meaning). Both on the command line: a usage error."""
+    ``max_runs`` ``hi``, ``budget_s`` ``budget``; ``origins`` says where each came from).
+
+    - ``max_runs`` or ``budget_s`` set: until decided (the other from its default).
+    - ``runs`` set (command line or configuration) and neither of them: a fixed design of
+      ``runs``; ``--runs`` on the command line keeps its meaning over the configuration's
+      stopping keys too, and beside ``--min-runs``, ``--max-runs`` or ``--budget`` it is a
+      usage error.
+    - Nothing set: the default design, until decided with :data:`DEFAULT_MIN_RUNS` (or
+      ``min_runs``), :data:`DEFAULT_MAX_RUNS` and :data:`DEFAULT_BUDGET_S` (docs/statistics.md,
+      method 2b)."""
+    runs_from = origins.get("runs", BUILT_IN)
     if hi is None and budget is None:
+        if runs_from == BUILT_IN:
+            return UntilDecided(
+                min_runs=DEFAULT_MIN_RUNS if lo is None else int(lo),
+                max_runs=DEFAULT_MAX_RUNS,
+                budget_s=DEFAULT_BUDGET_S,
+            )
         if lo is not None and origins.get("min_runs", "").startswith("--"):
             raise UsageError(
-                "--min-runs needs --max-runs or --budget: without them the design is the fixed "
-                "one of --runs",
-                fix="add --max-runs 40 or --budget 10m, or drop --min-runs",
+                f"--min-runs needs --max-runs or --budget here: runs (from {runs_from}) asks for "
+                "a fixed design, which has no first look",
+                fix=f"add --max-runs {DEFAULT_MAX_RUNS} or --budget 10m, or drop --min-runs",
             )
         return None
     stopping_given = any(
         origins.get(k, "").startswith("--") for k in ("min_runs", "max_runs", "budget_s")
     )
-    if origins.get("runs", "").startswith("--"):
+    if runs_from.startswith("--"):
         if stopping_given:
             raise UsageError(
-                "--runs asks for a fixed number of runs, --max-runs/--budget for measuring until "
-                "decided: give one or the other",
+                "--runs asks for a fixed number of runs, --min-runs/--max-runs/--budget for "
+                "measuring until decided: give one or the other",
                 fix="drop --runs to measure until decided, or drop --min-runs, --max-runs and "
                 "--budget for a fixed design",
             )
@@ -149,12 +162,15 @@ def check_continuation(
             f"{source}: {name!r} was measured with a fixed design of "
             f"{earlier.settings.runs} runs: more runs read together with them would be a "
             "second look at the same test, which its error rate does not allow",
-            fix="measure again with --max-runs or --budget, which stop when decided",
+            fix="measure again without --runs (or with --max-runs or --budget), which stops "
+            "when decided",
         )
     if design is None:
         raise UsageError(
-            "--continue extends a measurement until decided: give --max-runs or --budget",
-            fix=f"add --max-runs {max(old.max_runs * 2, old.max_runs + 10)}",
+            "--continue extends a measurement until decided, and runs (--runs or the "
+            "configuration's) asks for a fixed design",
+            fix="drop --runs; with runs in the configuration, add --max-runs "
+            f"{max(old.max_runs * 2, old.max_runs + 10)}",
         )
     stopping = earlier.analysis.stopping if earlier.analysis is not None else None
     if stopping is not None and stopping.decided_after is not None:

@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from duet_bench import files, results, units
-from duet_bench.analysis.stopping import DEFAULT_MAX_RUNS, DEFAULT_MIN_RUNS, UntilDecided
+from duet_bench.analysis.stopping import (
+    BUILT_IN,
+    DEFAULT_BUDGET_S,
+    DEFAULT_MAX_RUNS,
+    DEFAULT_MIN_RUNS,
+    UntilDecided,
+)
 from duet_bench.bisect.comparisons import Comparer
 from duet_bench.bisect.history import Commit, first_parent_line
 from duet_bench.bisect.search import (
@@ -144,7 +150,8 @@ def step_design(options: BisectOptions, resolved: Resolved) -> UntilDecided | No
     """How each step is measured: until decided (docs/statistics.md, method 2b) when
     ``--step-max-runs`` or ``--step-budget`` is given, or ``max_runs`` or ``budget`` is in the
     configuration (as ``duet compare`` reads it; ``--runs`` on the command line keeps a fixed
-    design); None for fixed-design rounds topped up to ``--max-runs``."""
+    design), or nothing of ``runs`` either (the default design); None for fixed-design rounds
+    topped up to ``--max-runs``."""
     given = {
         "min_runs": options.step_min_runs,
         "max_runs": options.step_max_runs,
@@ -170,6 +177,15 @@ def step_design(options: BisectOptions, resolved: Resolved) -> UntilDecided | No
         "budget_s": v.budget_s if options.step_budget_s is None else options.step_budget_s,
     }
     if given["max_runs"] is None and given["budget_s"] is None:
+        if resolved.origins.get("runs", BUILT_IN) == BUILT_IN:
+            # Nothing of runs, max_runs, budget set: the default design, as in duet compare
+            # (docs/statistics.md, method 2b); its budget is each step's.
+            lo = given["min_runs"]
+            return UntilDecided(
+                min_runs=DEFAULT_MIN_RUNS if lo is None else int(lo),
+                max_runs=DEFAULT_MAX_RUNS,
+                budget_s=DEFAULT_BUDGET_S,
+            )
         if options.step_min_runs is not None:
             raise UsageError(
                 "--step-min-runs needs --step-max-runs or --step-budget (or max_runs or budget "

@@ -27,7 +27,7 @@ from duet_stats.stopping import stopping_bounds
 
 __all__ = ["MAX_RUNS_CANDIDATES", "UNDECIDED_SHARE", "UntilDecidedAdvice", "until_decided_advice"]
 
-#: The maxima tried, smallest first (the CLI's --max-runs default, 40, among them).
+#: The maxima tried, smallest first (the CLI's --max-runs default, 80, among them).
 MAX_RUNS_CANDIDATES: Final = (10, 12, 15, 20, 25, 30, 40, 50, 60, 80, 100)
 #: The share of A/A measurements allowed to end undecided at the maximum (the issue's target:
 #: A/A inconclusive within the budget at most 5%).

@@ -68,17 +68,18 @@ OUTCOMES: dict[str, Outcome] = {
     "--max-runs",
     type=bounded("runs"),
     metavar="N",
-    help="Runs in all one comparison may take when it is inconclusive (more runs as the "
-    "planning asks, up to this). Default: 4 x --runs.",
+    help="Fixed-design steps (as --runs or the configuration's runs give): runs in all one "
+    "comparison may take when it is inconclusive (more runs as the planning asks, up to this). "
+    "Default: 4 x --runs.",
 )
 @click.option(
     "--step-max-runs",
     type=bounded("runs", low=3),
     metavar="N",
-    help="Measure every step until decided (instead of --runs and --max-runs): stop as soon "
-    "as its verdict is decided, at the latest after N runs [default with --step-budget: 40]; "
-    "no top-up round (the manual's statistics page, method 2b). The configuration's max_runs "
-    "and budget do the same.",
+    help="Measure every step until decided (the default, unless --runs, --max-runs or the "
+    "configuration's runs is given): stop as soon as its verdict is decided, at the latest "
+    "after N runs [default: 80]; no top-up round (the manual's statistics page, method 2b). "
+    "The configuration's max_runs and budget do the same.",
 )
 @click.option(
     "--step-min-runs",
@@ -90,7 +91,8 @@ OUTCOMES: dict[str, Outcome] = {
     "--step-budget",
     callback=_duration,
     metavar="DURATION",
-    help="Measure every step until decided within this machine time each (5m, 90s).",
+    help="Measure every step until decided within this machine time each (5m, 90s) "
+    "[default without --step-max-runs: 10m; with it: none].",
 )
 @click.option(
     "--spread-share",

@@ -66,7 +66,9 @@ class ConfidenceLevel(FiniteRange):
 #: to the runs a 99% interval needs (docs/statistics.md, "Five runs cannot give a 99% bootstrap
 #: interval").
 RUNS_HELP = (
-    f"Runs: fresh pairs of processes. {defaults.MIN_RUNS} to {defaults.INTERVAL_RUNS - 1} give "
+    "A fixed design of N runs (fresh pairs of processes) instead of measuring until decided, "
+    f"the default (bisect's --max-runs alone: rounds of {defaults.DEFAULT_RUNS}). "
+    f"{defaults.MIN_RUNS} to {defaults.INTERVAL_RUNS - 1} give "
     f"a ratio without an interval (inconclusive); {defaults.INTERVAL_RUNS} or more give an "
     "interval; a 99% interval can reach its coverage from 8 runs."
 )
@@ -371,16 +373,18 @@ def until_decided_options(fn: F) -> F:
             type=bounded("runs", low=3),
             default=None,
             metavar="N",
-            help="Measure until decided (instead of --runs): stop as soon as the verdict is "
-            "decided, at the latest after N runs [default with --budget: 40]. The verdict holds "
-            "its error rate whenever it stops (the manual's statistics page, method 2b).",
+            help="Measure until decided (the default, unless --runs or runs is given): stop as "
+            "soon as the verdict is decided, at the latest after N runs [default: 80]. The "
+            "verdict holds its error rate whenever it stops (the manual's statistics page, "
+            "method 2b).",
         ),
         click.option(
             "--budget",
             callback=_duration,
             metavar="DURATION",
             help="Measure until decided within this machine time (10m, 90s, 1.5h), shared by "
-            "the benchmarks; no run starts that would not end within it.",
+            "the benchmarks; no run starts that would not end within it [default: 10m, unless "
+            "--max-runs or max_runs is given].",
         ),
         click.option(
             "--continue",
@@ -402,7 +406,6 @@ def run_options(fn: F) -> F:
             "--runs",
             type=bounded("runs"),
             default=defaults.DEFAULT_RUNS,
-            show_default=True,
             metavar="N",
             help=RUNS_HELP,
         ),

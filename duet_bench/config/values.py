@@ -22,7 +22,9 @@ from duet_bench.defaults import (
     DEFAULT_ISOLATION,
     DEFAULT_ITERATIONS,
     DEFAULT_MAX_FAILURES,
+    DEFAULT_MAX_RUNS,
     DEFAULT_METHOD,
+    DEFAULT_MIN_RUNS,
     DEFAULT_RUNS,
     DEFAULT_THRESHOLD,
     DEFAULT_TIMEOUT_S,
@@ -58,8 +60,8 @@ class Invalid(Exception):
 #: An example value of every key, for the fixes: a setting's is its built-in default.
 EXAMPLES = {
     "runs": str(DEFAULT_RUNS),
-    "min_runs": "5",
-    "max_runs": "40",
+    "min_runs": str(DEFAULT_MIN_RUNS),
+    "max_runs": str(DEFAULT_MAX_RUNS),
     "budget": '"10m"',
     "iterations": str(DEFAULT_ITERATIONS),
     "warmup": str(DEFAULT_WARMUP),

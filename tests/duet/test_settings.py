@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from duet_bench import defaults, results, settings
 from duet_bench.analysis import AnalysisSettings, analyze_benchmark
+from duet_bench.analysis.stopping import UntilDecided
 from duet_bench.cli import main
 from duet_bench.config import DEFAULT_PYTHON
 from duet_bench.errors import ResultsError, UsageError
@@ -110,7 +111,15 @@ def test_the_built_in_defaults_are_the_ones_of_every_record() -> None:
     from duet_bench.plan import BenchmarkSpec
 
     side = SideSpec(kind="command", command="true")
-    spec = BenchmarkSpec(name="a", baseline=side, candidate=side)
+    # Nothing given: the default design, measured until decided (docs/statistics.md, 2b).
+    default = UntilDecided(
+        min_runs=defaults.DEFAULT_MIN_RUNS,
+        max_runs=defaults.DEFAULT_MAX_RUNS,
+        budget_s=defaults.DEFAULT_BUDGET_S,
+    )
+    spec = BenchmarkSpec(
+        name="a", baseline=side, candidate=side, runs=default.max_runs, until_decided=default
+    )
     built = build("a", side, side, settings.resolve())
     assert built.spec == spec
     assert built.analysis == AnalysisSettings()

@@ -17,7 +17,7 @@ from duet_bench.errors import UsageError
 from duet_bench.plan import for_suite
 from duet_bench.results import RecordedDesign, RecordedPlan
 from duet_bench.results import analysis as stored
-from duet_bench.settings import Given
+from duet_bench.settings import Given, resolve
 
 
 def _document(
@@ -130,8 +130,15 @@ def test_a_fixed_design_stores_no_stopping_key() -> None:
 
 def test_the_design_from_the_settings_and_their_origins() -> None:
     assert until_decided(None, None, None, {"runs": "--runs"}) is None
-    got = until_decided(None, None, 600.0, {"budget_s": "--budget"})
-    assert got == UntilDecided(min_runs=5, max_runs=40, budget_s=600.0)
+    assert until_decided(None, None, None, {"runs": "duet.toml: runs"}) is None
+    # Nothing of runs, max_runs, budget set: the default design, until decided.
+    default = UntilDecided(min_runs=5, max_runs=80, budget_s=600.0)
+    assert until_decided(None, None, None, {"runs": "the built-in default"}) == default
+    assert until_decided(None, None, None, {}) == default
+    got = until_decided(8, None, None, {"min_runs": "--min-runs"})
+    assert got == UntilDecided(min_runs=8, max_runs=80, budget_s=600.0)
+    got = until_decided(None, None, 300.0, {"budget_s": "--budget"})
+    assert got == UntilDecided(min_runs=5, max_runs=80, budget_s=300.0)
     got = until_decided(None, 20, None, {"max_runs": "duet.toml: max_runs"})
     assert got == UntilDecided(max_runs=20)
     # --runs on the command line keeps its meaning over the configuration's stopping keys.
@@ -139,7 +146,9 @@ def test_the_design_from_the_settings_and_their_origins() -> None:
     with pytest.raises(UsageError, match="give one or the other"):
         until_decided(None, 20, None, {"runs": "--runs", "max_runs": "--max-runs"})
     with pytest.raises(UsageError, match="--min-runs needs --max-runs or --budget"):
-        until_decided(8, None, None, {"min_runs": "--min-runs"})
+        until_decided(8, None, None, {"runs": "--runs", "min_runs": "--min-runs"})
+    with pytest.raises(UsageError, match=r"runs \(from duet.toml: runs\) asks for a fixed"):
+        until_decided(8, None, None, {"runs": "duet.toml: runs", "min_runs": "--min-runs"})
     with pytest.raises(UsageError, match="below --min-runs"):
         UntilDecided(min_runs=10, max_runs=6)
     recorded = RecordedPlan(until_decided=UntilDecided(7, 9, 60.0).to_record())
@@ -192,3 +201,54 @@ def test_a_suite_measured_until_decided_by_the_configuration_and_the_options(
         config, baseline_dir=tmp_path, candidate_dir=tmp_path, explicit=Given.of(max_runs=50)
     )
     assert [b.spec.runs for b in more] == [50, 50]
+
+
+def test_the_default_design_is_until_decided_and_runs_keeps_a_fixed_one(tmp_path: Path) -> None:
+    """Nothing of ``runs``, ``max_runs``, ``budget`` set: measured until decided with the
+    default first look, maximum and budget (docs/statistics.md, method 2b, "The default
+    design"). ``runs = 10`` in the configuration, ``runs`` of a benchmark, or ``--runs 10`` on
+    the command line: a fixed design of 10 runs, as before."""
+    default = UntilDecided(min_runs=5, max_runs=80, budget_s=600.0)
+    (tmp_path / "duet.toml").write_text('[[benchmark]]\nname = "a"\ncommand = "true"\n')
+    config = load_config(tmp_path / "duet.toml")
+    [built] = for_suite(config, baseline_dir=tmp_path, candidate_dir=tmp_path)
+    assert (built.spec.until_decided, built.spec.runs) == (default, 80)
+    assert built.spec.recorded().to_dict()["until_decided"] == {
+        "min_runs": 5,
+        "max_runs": 80,
+        "budget_s": 600.0,
+        "shape": "pocock",
+    }
+    # Without a configuration (duet run, whose options give None where not given): the same.
+    r = resolve(Given.of(runs=None, min_runs=None, max_runs=None, budget_s=None))
+    v = r.values
+    assert until_decided(v.min_runs, v.max_runs, v.budget_s, r.origins) == default
+    # --min-runs alone moves the first look of the default design.
+    [later] = for_suite(
+        config, baseline_dir=tmp_path, candidate_dir=tmp_path, explicit=Given.of(min_runs=7)
+    )
+    assert later.spec.until_decided == UntilDecided(min_runs=7, max_runs=80, budget_s=600.0)
+    # --runs 10: fixed.
+    [fixed] = for_suite(
+        config, baseline_dir=tmp_path, candidate_dir=tmp_path, explicit=Given.of(runs=10)
+    )
+    assert (fixed.spec.until_decided, fixed.spec.runs) == (None, 10)
+    assert fixed.spec.recorded().to_dict().get("until_decided") is None
+    # runs = 10 in the configuration (the built-in number itself): fixed, suite-wide or own.
+    for text in (
+        'runs = 10\n\n[[benchmark]]\nname = "a"\ncommand = "true"\n',
+        '[[benchmark]]\nname = "a"\ncommand = "true"\nruns = 10\n',
+    ):
+        (tmp_path / "duet.toml").write_text(text)
+        [b] = for_suite(
+            load_config(tmp_path / "duet.toml"), baseline_dir=tmp_path, candidate_dir=tmp_path
+        )
+        assert (b.spec.until_decided, b.spec.runs) == (None, 10), text
+        # There --min-runs alone has no first look to move: refused, naming the file's runs.
+        with pytest.raises(UsageError, match=r"--min-runs needs --max-runs or --budget here"):
+            for_suite(
+                load_config(tmp_path / "duet.toml"),
+                baseline_dir=tmp_path,
+                candidate_dir=tmp_path,
+                explicit=Given.of(min_runs=7),
+            )

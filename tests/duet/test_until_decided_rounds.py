@@ -27,9 +27,14 @@ def test_the_suite_shares_the_largest_budget_of_its_benchmarks(tmp_path: Path) -
     budget = Budget.of(got)
     assert budget is not None
     assert budget.total_s == 90.0
-    # Measured until decided without a budget, or a fixed design: no budget.
+    # Measured until decided with a maximum and without a budget, or a fixed design: no budget.
     assert Budget.of(got[2:]) is None
-    assert Budget.of(specs(tmp_path, '[[benchmark]]\nname = "a"\ncommand = "true"\n')) is None
+    fixed = 'runs = 10\n\n[[benchmark]]\nname = "a"\ncommand = "true"\n'
+    assert Budget.of(specs(tmp_path, fixed)) is None
+    # Nothing set: the default design, whose budget is 10 min.
+    default = Budget.of(specs(tmp_path, '[[benchmark]]\nname = "a"\ncommand = "true"\n'))
+    assert default is not None
+    assert default.total_s == 600.0
 
 
 def test_a_run_starts_only_when_it_would_end_within_the_budget() -> None:

@@ -560,8 +560,14 @@ def test_step_design_from_the_options_or_the_configuration() -> None:
     from duet_bench.settings import Given
 
     base = BisectOptions(good="good", bad="HEAD", out_dir=Path("out"))
-    # None anywhere: fixed-design steps, as before.
+    # runs in the configuration and nothing else: fixed-design steps, as before.
     assert step_design(base, _resolved(runs=10)) is None
+    # Nothing of runs, max_runs, budget anywhere: the default design of duet compare, its
+    # budget each step's; --step-min-runs moves its first look.
+    assert step_design(base, _resolved()) == UntilDecided(min_runs=5, max_runs=80, budget_s=600.0)
+    assert step_design(replace(base, step_min_runs=7), _resolved()) == UntilDecided(
+        min_runs=7, max_runs=80, budget_s=600.0
+    )
     # The options; --step-budget alone takes the default maximum.
     assert step_design(replace(base, step_budget_s=60.0), _resolved(runs=10)) == UntilDecided(
         budget_s=60.0

@@ -54,6 +54,44 @@ def test_a_clear_regression_stops_at_the_first_look(tmp_path: Path) -> None:
     assert "decided after 5 of up to 12 runs" in done.stdout
 
 
+def test_without_runs_the_default_design_measures_until_decided(tmp_path: Path) -> None:
+    """No ``--runs``, ``--max-runs`` or ``--budget``: the default design (docs/statistics.md,
+    method 2b), recorded in the results with its maximum of 80 runs and its budget of 10 min.
+    The pair is the one of :func:`test_a_clear_regression_stops_at_the_first_look` (about 2.5
+    times slower): decided at the first look, 5 runs; by chance, never (the bound at the first
+    look of up to 80, ``+-5.12 s / sqrt(5)`` in log units, is as wide as at 12 and 40 to 1%).
+    With ``--runs 10``: a fixed design, 10 runs and no looks. Measured: 20-60 s for both."""
+    out = tmp_path / "out"
+    done = duet(
+        "run", "--baseline", "sleep 0.01", "--candidate", "sleep 0.03", "--iterations", "5",
+        "--warmup", "1", "--isolation", "affinity", "--out", str(out), "--quiet", "--reps", "500",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    bench = json.loads((out / "results.json").read_text())["benchmarks"][0]
+    assert bench["settings"]["until_decided"] == {
+        "min_runs": 5,
+        "max_runs": 80,
+        "budget_s": 600.0,
+        "shape": "pocock",
+    }
+    assert bench["settings"]["runs"] == 80
+    assert len(bench["runs"]) == 5
+    assert bench["analysis"]["stopping"]["decided_after"] == 5
+    assert "decided after 5 of up to 80 runs" in done.stdout
+    # --runs 10 keeps its meaning: a fixed design of 10 runs, no looks.
+    fixed = tmp_path / "fixed"
+    done = duet(
+        "run", "--baseline", "sleep 0.01", "--candidate", "sleep 0.03", "--iterations", "2",
+        "--warmup", "0", "--isolation", "affinity", "--out", str(fixed), "--quiet", "--reps",
+        "500", "--runs", "10",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    bench = json.loads((fixed / "results.json").read_text())["benchmarks"][0]
+    assert bench["settings"].get("until_decided") is None
+    assert len(bench["runs"]) == 10
+    assert "stopping" not in bench["analysis"]
+
+
 def test_a_spent_budget_stops_the_runs(tmp_path: Path) -> None:
     """A budget of 1 s for runs that take about 0.3-0.5 s each: no run starts that would end
     after it, so the benchmark stops after 1-3 runs, before the first look, undecided. Exact up
