@@ -23,9 +23,11 @@ Per trial:
   the machine time equals the defaults trial's: an iteration of a suite is one invocation of the
   benchmark binary, whose cost is set by ``min_time`` and not by the design, so equal machine
   time is an equal count of invocations per side, ``R = round(10 x (30 + 2) / (I + W))`` with the
-  plan's iterations I and warm-up W (at least 5 runs: with fewer the analysis gives no
-  interval; the machine time is then larger than the defaults', and the summary says by how
-  much). The
+  plan's iterations I and warm-up W. When that leaves fewer than 5 runs (with fewer the analysis
+  gives no interval: a plan of 300 iterations per run fits once in the defaults' 320
+  invocations), the calibrated comparison is 5 runs of ``round(320 / 5) - W`` iterations
+  (``--runs 5 --iterations N``): the plan's metric, method and warm-up, its iterations cut to
+  the time. The
   machine times both comparisons measured (the sum over runs of the slower side's ``wall_ns``)
   are recorded, so the match is checked, not assumed.
 
@@ -138,8 +140,12 @@ def duet(*args: str) -> list[str]:
     return [sys.executable, "-m", "duet_bench", *args]
 
 
-def compare(repo: Path, head: str, runs: int, out: Path) -> dict[str, Any]:
+def compare(
+    repo: Path, head: str, runs: int, out: Path, iterations: int | None = None
+) -> dict[str, Any]:
     cmd = duet("compare", "base", head, "--runs", str(runs), "--bench", BENCH, "--out", str(out))
+    if iterations is not None:
+        cmd += ["--iterations", str(iterations)]
     cmd += ["--wait", "--quiet", "--no-plots", "--fail-on", "never"]
     done = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, check=False)
     if done.returncode not in (0, 1):
@@ -226,10 +232,15 @@ def figures(doc: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def equal_time_runs(default_runs: int, iterations: int, warmup: int) -> int:
-    """Runs of the plan's iterations that invoke the binary as often as the defaults do."""
-    per_run = DEFAULT_ITERATIONS + DEFAULT_WARMUP
-    return max(MIN_RUNS, round(default_runs * per_run / (iterations + warmup)))
+def equal_time_design(default_runs: int, iterations: int, warmup: int) -> tuple[int, int]:
+    """Runs and iterations of the plan that invoke the binary as often as the defaults do:
+    the plan's iterations and fewer runs; when that leaves fewer than ``MIN_RUNS`` runs (a plan
+    of many iterations per run), ``MIN_RUNS`` runs of as many iterations as the time allows."""
+    budget = default_runs * (DEFAULT_ITERATIONS + DEFAULT_WARMUP)
+    runs = round(budget / (iterations + warmup))
+    if runs >= MIN_RUNS:
+        return runs, iterations
+    return MIN_RUNS, max(5, round(budget / MIN_RUNS) - warmup)
 
 
 def saved(o: argparse.Namespace, name: str, doc: dict[str, Any]) -> None:
@@ -249,15 +260,17 @@ def trial(repo: Path, k: int, o: argparse.Namespace) -> dict[str, Any]:
         plan = calibrate(repo, k, o, Path(tmp) / "calibration")
         suite = plan["suite"]
         iterations, warmup = int(suite["iterations"]), int(suite.get("warmup", 0))
-        runs = equal_time_runs(o.default_runs, iterations, warmup)
+        runs, at_equal = equal_time_design(o.default_runs, iterations, warmup)
         row["plan"] = {
             "written": {key: suite[key] for key in sorted(suite) if key not in ("path", "name")},
             "runs_at_equal_time": runs,
+            "iterations_at_equal_time": at_equal,
             "impact_factor": plan["report"].get("impact_factor"),
             "load": (load0, os.getloadavg()[0]),
         }
         load0 = os.getloadavg()[0]
-        doc = compare(repo, plan["branch"], runs, Path(tmp) / "calibrated")
+        scaled = None if at_equal == iterations else at_equal
+        doc = compare(repo, plan["branch"], runs, Path(tmp) / "calibrated", scaled)
         saved(o, f"trial-{k:02d}-calibrated", doc)
         row["calibrated"] = figures(doc) | {"load": (load0, os.getloadavg()[0])}
     row["minutes"] = (time.monotonic() - t0) / 60
@@ -288,8 +301,9 @@ def trial_lines(row: dict[str, Any]) -> str:
         [
             f"trial {row['trial']:02d} {row['started']} UTC, {row['minutes']:.1f} min",
             "  " + design_line("defaults", row["defaults"]),
-            f"  plan written: {plan}; run at equal machine time with --runs "
-            f"{p['runs_at_equal_time']} (calibration load {p['load'][0]:.1f}-{p['load'][1]:.1f})",
+            f"  plan written: {plan}; run at equal machine time as {p['runs_at_equal_time']} x "
+            f"{p.get('iterations_at_equal_time', w['iterations'])} (calibration load "
+            f"{p['load'][0]:.1f}-{p['load'][1]:.1f})",
             "  " + design_line("calibrated", row["calibrated"]),
         ]
     )
