@@ -7,7 +7,7 @@ temporary directory) with a Google Benchmark suite, ``bench.cc`` built as
 ``tests/adapters/test_google_benchmark.py`` builds it (``g++ -O2 -o bench bench.cc -lbenchmark
 -lpthread``, the same command in both commits): ``BM_Sort->Arg(4096)`` copies a vector of 4,096
 pseudo-random ints (``std::mt19937``, fixed seed) and ``std::sort``s it. Two commits, ``base``
-and ``head``, that differ only in ``NOTES.md`` (checked): an A/A.
+and ``head``, that differ only in ``NOTES.txt`` (checked): an A/A.
 
 Per trial:
 
@@ -122,17 +122,17 @@ def make_repo(where: Path) -> Path:
     (repo / "bench.cc").write_text(SOURCE)
     (repo / "duet.toml").write_text(CONFIG)
     (repo / ".gitignore").write_text("/bench\n")
-    (repo / "NOTES.md").write_text("A sort benchmark.\n")
+    (repo / "NOTES.txt").write_text("A sort benchmark.\n")
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "base")
     git(repo, "tag", "base")
-    (repo / "NOTES.md").write_text("A sort benchmark of 4,096 ints.\n")
-    git(repo, "commit", "-q", "-am", "NOTES.md: say the size")
+    (repo / "NOTES.txt").write_text("A sort benchmark of 4,096 ints.\n")
+    git(repo, "commit", "-q", "-am", "NOTES.txt: say the size")
     git(repo, "tag", "head")
     changed = git(repo, "diff", "--name-only", "base", "head").split()
-    if changed != ["NOTES.md"]:
-        raise SystemExit(f"base and head differ beyond NOTES.md: {changed}")
+    if changed != ["NOTES.txt"]:
+        raise SystemExit(f"base and head differ beyond NOTES.txt: {changed}")
     return repo
 
 
