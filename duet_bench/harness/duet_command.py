@@ -273,6 +273,33 @@ def _per_operation(
     return max(1, round(process_cpu_ns / operations)), per_op
 
 
+def _tool_runq_ns(
+    real_ns: int,
+    cpu_ns: int | None,
+    usage: Any,
+    waited_ns: int | None,
+    waited_end_ns: int | None,
+    wall_ns: int,
+    task_runq_ns: int | None,
+) -> int | None:
+    """The run-queue delay per operation of a tool that reports its own CPU time per operation
+    (google-benchmark's ``cpu_time``): the invocation's share of its wall time spent waiting for
+    a CPU (from the side's pressure file, else the task's own), applied to the tool's real
+    time per operation, and never more than the operation's time off the CPU (``real - cpu``).
+    An estimate (the wait is assumed spread evenly over the invocation), which lets the rule of
+    ``auto`` tell a CPU-bound benchmark delayed by another process from one that sleeps. None
+    without the tool's CPU time or the invocation's delay."""
+    if cpu_ns is None or wall_ns <= 0:
+        return None
+    delay_ns = task_runq_ns
+    if waited_ns is not None and waited_end_ns is not None:
+        process_cpu_ns = duet_samples.cpu_ns_from_rusage(usage)
+        delay_ns = duet_samples.others_delay_ns(waited_end_ns - waited_ns, wall_ns, process_cpu_ns)
+    if delay_ns is None:
+        return None
+    return max(0, min(round(real_ns * min(1.0, delay_ns / wall_ns)), real_ns - cpu_ns))
+
+
 def run_command_output(
     spec: dict[str, Any], barrier: duet_barrier.Barrier, samples: duet_samples.Samples
 ) -> dict[str, str]:
@@ -285,8 +312,9 @@ def run_command_output(
     ``start_ns`` is the barrier's release; ``cpu_ns`` the tool's CPU time per operation, else
     the invocation's (``wait4``) over the calls its format fixes (``criterion-calls/N``) or the
     count it reports (go's ``-test.benchtime Nx``), start-up included, else left out;
-    ``figures`` the other figures it printed by unit; ``runq_ns`` with a reported count only
-    (:func:`_per_operation`); never ``nivcsw`` (it covers the whole invocation). Returns the
+    ``figures`` the other figures it printed by unit; ``runq_ns`` with a reported count
+    (:func:`_per_operation`) or with the tool's own CPU time (:func:`_tool_runq_ns`, an
+    estimate); never ``nivcsw`` (it covers the whole invocation). Returns the
     ``done`` line's ``spawn``, and ``runq`` when ``runq_ns`` was written.
     """
     argv = direct_argv(spec["command"]) or _shell_argv(spec)
@@ -344,9 +372,13 @@ def run_command_output(
                 cpu_ns, runq_per_op = _per_operation(
                     usage, operations, waited, end_ns - start_ns, runq_ns
                 )
-                if runq_per_op is not None:
-                    line["runq_ns"] = runq_per_op
-                    runq_written = True
+            else:
+                runq_per_op = _tool_runq_ns(
+                    real_ns, cpu_ns, usage, waited_ns, waited_end_ns, end_ns - start_ns, runq_ns
+                )
+            if runq_per_op is not None:
+                line["runq_ns"] = runq_per_op
+                runq_written = True
             if cpu_ns is not None:
                 line["cpu_ns"] = cpu_ns
             if cpu is not None:

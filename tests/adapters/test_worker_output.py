@@ -4,13 +4,14 @@ sample is what the benchmark tool printed, not the process's time."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 from duet_bench.harness import duet_barrier as db
 from tests.duet import test_barrier as shared
-from tests.duet.test_barrier import Processes
+from tests.duet.test_barrier import Processes, two_cpus
 from tests.duet.test_worker import finish, read_samples, run_pair, start_worker, write_spec
 
 #: Real barriers and worker processes timed against each other: serial, checked for leftovers.
@@ -69,8 +70,51 @@ def test_cpu_time_is_kept_when_the_benchmark_tool_reports_it(
         )
         code, _, err = finish(worker)
     assert code == 0, err
-    samples = read_samples(tmp_path / "samples-0.jsonl")[1:-1]
+    lines = read_samples(tmp_path / "samples-0.jsonl")
+    samples = lines[1:-1]
     assert {(s["duration_ns"], s["cpu_ns"]) for s in samples} == {(2500, 2000)}
+    # The invocation's run-queue delay, as a share of its wall time, applied to the tool's
+    # real time per operation: at most the operation's time off the CPU (500 ns) by design.
+    assert lines[-1]["runq"] == "task"
+    assert all(0 <= s["runq_ns"] <= 500 for s in samples), samples
+
+
+def test_a_tool_with_its_own_cpu_time_delayed_by_another_process_is_seen_waiting(
+    processes: Processes, shm_path: str, tmp_path: Path
+) -> None:
+    """A busy process pinned to the side's CPU while a CPU-bound stand-in of google-benchmark
+    spins for 50 ms of CPU time and reports (as it would) a real time per operation twice its
+    CPU time: the run-queue delay per operation, estimated from the invocation's own wait, is
+    what lets ``auto`` call it CPU-bound (it waits for the CPU, it does not sleep)."""
+    cpu = two_cpus()[0]
+    hog = processes.start([sys.executable, "-c", "while True: pass"])
+    os.sched_setaffinity(hog.pid, {cpu})
+    json_out = (
+        '{"benchmarks": [{"name": "BM_a", "run_type": "iteration", "real_time": 2.0, '
+        '"cpu_time": 1.0, "time_unit": "us"}]}'
+    )
+    # The tool is the process duet spawns (as a google-benchmark binary is): its own run-queue
+    # delay is the invocation's.
+    tool = tmp_path / "spinning_tool.py"
+    tool.write_text(
+        f"#!{sys.executable}\nimport time\nt = time.process_time() + 0.05\n"
+        f"while time.process_time() < t: pass\nprint({json_out!r})\n"
+    )
+    tool.chmod(0o755)
+    program = str(tool)
+    try:
+        with db.create(shm_path, parties=1):
+            spec = write_spec(tmp_path, shm_path, 0, command=program, output="google-benchmark")
+            code, _, err = finish(start_worker(processes, spec, cpu=cpu), timeout_s=60)
+    finally:
+        hog.kill()
+        hog.wait()
+    assert code == 0, err
+    measured = read_samples(tmp_path / "samples-0.jsonl")[1:-1]
+    # Two runnable tasks on one CPU: the invocation waits about as long as it runs, so the
+    # estimate is about half the real time, capped at real - cpu (1,000 ns).
+    for s in measured:
+        assert 200 < s["runq_ns"] <= 1000, s
 
 
 @pytest.mark.parametrize(
