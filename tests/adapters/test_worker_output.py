@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -79,42 +80,59 @@ def test_cpu_time_is_kept_when_the_benchmark_tool_reports_it(
     assert all(0 <= s["runq_ns"] <= 500 for s in samples), samples
 
 
-def test_a_tool_with_its_own_cpu_time_delayed_by_another_process_is_seen_waiting(
-    processes: Processes, shm_path: str, tmp_path: Path
-) -> None:
-    """A busy process pinned to the side's CPU while a CPU-bound stand-in of google-benchmark
-    spins for 50 ms of CPU time and reports (as it would) a real time per operation twice its
-    CPU time: the run-queue delay per operation, estimated from the invocation's own wait, is
-    what lets ``auto`` call it CPU-bound (it waits for the CPU, it does not sleep)."""
+def _spinning_tool_beside_a_hog(
+    processes: Processes, shm_path: str, tmp_path: Path, real_us: float, cpu_us: float
+) -> list[dict[str, Any]]:
+    """The measured samples of a CPU-bound stand-in of google-benchmark (50 ms of CPU time,
+    then a report of ``real_us`` and ``cpu_us`` per operation) with a busy process pinned to
+    its CPU. The tool is the process duet spawns (as a google-benchmark binary is): its own
+    run-queue delay is the invocation's."""
     cpu = two_cpus()[0]
     hog = processes.start([sys.executable, "-c", "while True: pass"])
     os.sched_setaffinity(hog.pid, {cpu})
     json_out = (
-        '{"benchmarks": [{"name": "BM_a", "run_type": "iteration", "real_time": 2.0, '
-        '"cpu_time": 1.0, "time_unit": "us"}]}'
+        '{"benchmarks": [{"name": "BM_a", "run_type": "iteration", '
+        f'"real_time": {real_us}, "cpu_time": {cpu_us}, "time_unit": "us"}}]}}'
     )
-    # The tool is the process duet spawns (as a google-benchmark binary is): its own run-queue
-    # delay is the invocation's.
     tool = tmp_path / "spinning_tool.py"
     tool.write_text(
         f"#!{sys.executable}\nimport time\nt = time.process_time() + 0.05\n"
         f"while time.process_time() < t: pass\nprint({json_out!r})\n"
     )
     tool.chmod(0o755)
-    program = str(tool)
     try:
         with db.create(shm_path, parties=1):
-            spec = write_spec(tmp_path, shm_path, 0, command=program, output="google-benchmark")
+            spec = write_spec(tmp_path, shm_path, 0, command=str(tool), output="google-benchmark")
             code, _, err = finish(start_worker(processes, spec, cpu=cpu), timeout_s=60)
     finally:
         hog.kill()
         hog.wait()
     assert code == 0, err
-    measured = read_samples(tmp_path / "samples-0.jsonl")[1:-1]
+    return read_samples(tmp_path / "samples-0.jsonl")[1:-1]
+
+
+def test_a_tool_with_its_own_cpu_time_delayed_by_another_process_is_seen_waiting(
+    processes: Processes, shm_path: str, tmp_path: Path
+) -> None:
+    """A busy process pinned to the side's CPU while a CPU-bound stand-in of google-benchmark
+    spins and reports (as it would) a real time per operation twice its CPU time: the
+    run-queue delay per operation, estimated from the invocation's own wait, is what lets
+    ``auto`` call it CPU-bound (it waits for the CPU, it does not sleep)."""
+    measured = _spinning_tool_beside_a_hog(processes, shm_path, tmp_path, 2.0, 1.0)
     # Two runnable tasks on one CPU: the invocation waits about as long as it runs, so the
     # estimate is about half the real time, capped at real - cpu (1,000 ns).
     for s in measured:
         assert 200 < s["runq_ns"] <= 1000, s
+
+
+def test_the_estimated_wait_never_exceeds_the_operations_time_off_the_cpu(
+    processes: Processes, shm_path: str, tmp_path: Path
+) -> None:
+    """The same stand-in reporting 1.9 us of CPU time in 2.0 us: the invocation waited about
+    half its wall time (about 1,000 ns of the 2,000 reported), more than the 100 ns the
+    operation spent off the CPU, so the cap decides: exactly 100 ns."""
+    measured = _spinning_tool_beside_a_hog(processes, shm_path, tmp_path, 2.0, 1.9)
+    assert {s["runq_ns"] for s in measured} == {100}, measured
 
 
 @pytest.mark.parametrize(
