@@ -1,10 +1,11 @@
 """The cargo adapter end to end: a criterion suite, criterion fetched from crates.io.
 
 Cost: the first build of criterion (``default-features = false``) takes about a minute of CPU
-(3 minutes of wall time measured here on a busy 2-CPU machine). It is built once per module
-in a seed crate whose target directory each version's build command copies, so each version
-compiles only the small bench crate (the adapter builds every version in its own target
-directory: one shared by both would hand back the first version's executable).
+(3 minutes of wall time measured here on a busy 2-CPU machine). It is built once per checkout
+(tests/build_cache.py) in a seed crate whose target directory each version's build command
+copies, so each version compiles only the small bench crate (the adapter builds every version
+in its own target directory: one shared by both would hand back the first version's
+executable).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from tests.adapters.suites import (
     source,
     tool,
 )
+from tests.build_cache import cached_build
 from tests.integration.gitrepo import GitRepo
 
 # A build per version, then a compare whose subprocess may take its 1800 s.
@@ -46,13 +48,13 @@ needs_cargo = pytest.mark.skipif(
 
 
 @pytest.fixture(scope="module")
-def seed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def seed(request: pytest.FixtureRequest) -> Path:
     """A crate like the test's, built once: its target directory (criterion and its
-    dependencies compiled) and its Cargo.lock seed both versions of every test."""
+    dependencies compiled) and its Cargo.lock seed both versions of every test. Kept for the
+    later pytest invocations of the same checkout (tests/build_cache.py), keyed by the
+    manifest, the source and cargo's version."""
     assert CARGO is not None
-    crate = tmp_path_factory.mktemp("cargo-seed")
-    (crate / "src").mkdir()
-    (crate / "benches").mkdir()
+    cargo = CARGO
     # Another package name: its own bench executable must not pass for a version's (cargo
     # would find it fresh in the copied directory).
     manifest = (
@@ -60,13 +62,20 @@ def seed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         .read_text()
         .replace('name = "work"\nversion', 'name = "seed"\nversion')
     )
-    (crate / "Cargo.toml").write_text(manifest)
-    (crate / "src" / "lib.rs").write_text("")
-    (crate / "benches" / "work.rs").write_text(source("work.rs", slowed=1, extra="seed"))
-    subprocess.run(
-        [CARGO, "bench", "--no-run", "--quiet"], cwd=crate, check=True, capture_output=True
-    )
-    return crate
+    bench = source("work.rs", slowed=1, extra="seed")
+    version = subprocess.run([cargo, "--version"], capture_output=True, text=True, check=True)
+
+    def build(crate: Path) -> None:
+        (crate / "src").mkdir()
+        (crate / "benches").mkdir()
+        (crate / "Cargo.toml").write_text(manifest)
+        (crate / "src" / "lib.rs").write_text("")
+        (crate / "benches" / "work.rs").write_text(bench)
+        subprocess.run(
+            [cargo, "bench", "--no-run", "--quiet"], cwd=crate, check=True, capture_output=True
+        )
+
+    return cached_build(request, "cargo-seed", [manifest, bench, version.stdout], build)
 
 
 def _config(seed: Path, suite_options: str = "iteration_time = 0.02\n") -> str:

@@ -24,6 +24,7 @@ from duet_bench.adapters.jmh import ADAPTER, MVN_FALLBACKS, JmhOptions, parse_li
 from duet_bench.config.model import Suite
 from duet_bench.harness import duet_barrier as db
 from tests.adapters.suites import ISOLATION, compare, tool
+from tests.build_cache import cached_build
 from tests.duet import test_barrier as shared
 from tests.duet.test_barrier import (
     Processes,
@@ -449,29 +450,39 @@ def test_jmh_suite_finds_a_2x_regression(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def fixture_jar(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+def fixture_jar(request: pytest.FixtureRequest) -> tuple[Path, Path]:
     """The fixture project built once (mvn package) and duet's JVM classes compiled against
-    it: (benchmarks.jar, classes directory)."""
+    it: (benchmarks.jar, classes directory). Kept for the later pytest invocations of the same
+    checkout (tests/build_cache.py), keyed by the project, the harness sources and the tools'
+    versions."""
     assert MVN is not None
     assert JAVAC is not None
-    where = tmp_path_factory.mktemp("jmh-fixture")
-    shutil.copytree(JMH_FIXTURE, where / "project")
-    subprocess.run(
-        [MVN, "-B", "-q", "-DskipTests", "package"],
-        cwd=where / "project",
-        check=True,
-        capture_output=True,
-    )
-    jar = where / "project" / "target" / "benchmarks.jar"
-    classes = where / "classes"
-    sources = sorted(str(p) for p in JAVA_HARNESS.rglob("*.java"))
-    result = subprocess.run(
-        [JAVAC, "-Xlint:all", "-Werror", "--release", "11", "-d", str(classes), "-cp", str(jar),
-         *sources],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    assert result.returncode == 0, f"javac:\n{result.stderr}"
-    return jar, classes
+    mvn, javac = MVN, JAVAC
+    sources = sorted(JAVA_HARNESS.rglob("*.java"))
+
+    def build(where: Path) -> None:
+        shutil.copytree(JMH_FIXTURE, where / "project")
+        subprocess.run(
+            [mvn, "-B", "-q", "-DskipTests", "package"],
+            cwd=where / "project",
+            check=True,
+            capture_output=True,
+        )
+        jar = where / "project" / "target" / "benchmarks.jar"
+        result = subprocess.run(
+            [javac, "-Xlint:all", "-Werror", "--release", "11", "-d", str(where / "classes"),
+             "-cp", str(jar), *map(str, sources)],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert result.returncode == 0, f"javac:\n{result.stderr}"
+
+    versions = [
+        subprocess.run([tool, "-version"], capture_output=True, text=True, check=False)
+        for tool in (mvn, javac)
+    ]
+    inputs: list[Path | str] = [JMH_FIXTURE, JAVA_HARNESS, *(v.stdout + v.stderr for v in versions)]
+    where = cached_build(request, "jmh-fixture", inputs, build)
+    return where / "project" / "target" / "benchmarks.jar", where / "classes"
 
 
 def duet_jmh(jar: Path, classes: Path) -> list[str]:

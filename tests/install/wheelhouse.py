@@ -10,6 +10,7 @@ session.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -19,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.build_cache import cached_build
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,25 +73,30 @@ def copy_checkout(target: Path) -> Path:
 SYSTEM_TMP = tempfile.gettempdir()
 
 
-def wheelhouse(request: pytest.FixtureRequest) -> Wheelhouse:
-    """The session's wheelhouse, built on first use (about 20 s from pip's cache)."""
-    if _BUILT:
-        return _BUILT[0]
-    # In the system's temporary directory, not a measuring test's own TMPDIR (tests/conftest.py
-    # gives each one, and removes it after the test): the wheelhouse serves the whole session.
-    top = Path(tempfile.mkdtemp(prefix="duet-wheelhouse-", dir=SYSTEM_TMP))
-    request.session.config.add_cleanup(lambda: shutil.rmtree(top, ignore_errors=True))
-    top.chmod(0o755)
-    checkout = copy_checkout(top / "duet_bench")
-    wheels = top / "wheels"
+def tracked_state() -> str:
+    """What the wheel is built from: each tracked file's name and the SHA-256 of its contents in
+    the work tree (a link's target), one per line; the build cache's key (tests/build_cache.py)."""
+    done = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True)
+    lines = []
+    for name in filter(None, done.stdout.split(b"\0")):
+        source = ROOT / os.fsdecode(name)
+        if source.is_symlink():
+            lines.append(f"{os.fsdecode(name)} -> {os.readlink(source)}")
+        elif source.exists():
+            lines.append(f"{os.fsdecode(name)} {hashlib.sha256(source.read_bytes()).hexdigest()}")
+    return "\n".join(lines)
+
+
+def build_wheels(wheels: Path) -> None:
+    """duet's wheel, every dependency's and the build backend's into ``wheels``."""
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
-    done = subprocess.run(
-        # Built from a second copy: a build writes into its source tree, and ``checkout`` stays
-        # as a clone has it.
-        [*pip, "wheel", "--quiet", "--wheel-dir", str(wheels), str(copy_checkout(top / "src"))],
-        capture_output=True,
-        text=True,
-    )
+    with tempfile.TemporaryDirectory(prefix="duet-wheel-src-") as src:
+        done = subprocess.run(
+            # Built from a copy: a build writes into its source tree.
+            [*pip, "wheel", "--quiet", "--wheel-dir", str(wheels), str(copy_checkout(Path(src)))],
+            capture_output=True,
+            text=True,
+        )
     if done.returncode != 0:
         pytest.fail(
             f"building the wheelhouse failed (needs the package index once):\n{done.stderr}"
@@ -100,6 +108,28 @@ def wheelhouse(request: pytest.FixtureRequest) -> Wheelhouse:
         text=True,
         check=True,
     )
+
+
+def wheelhouse(request: pytest.FixtureRequest) -> Wheelhouse:
+    """The session's wheelhouse, built on first use (about 20 s from pip's cache) or copied
+    from the build cache when a pytest invocation before this one built it for the same
+    tracked files, interpreter and pip (``make test`` runs three)."""
+    if _BUILT:
+        return _BUILT[0]
+    # In the system's temporary directory, not a measuring test's own TMPDIR (tests/conftest.py
+    # gives each one, and removes it after the test): the wheelhouse serves the whole session.
+    top = Path(tempfile.mkdtemp(prefix="duet-wheelhouse-", dir=SYSTEM_TMP))
+    request.session.config.add_cleanup(lambda: shutil.rmtree(top, ignore_errors=True))
+    top.chmod(0o755)
+    checkout = copy_checkout(top / "duet_bench")
+    pip_version = subprocess.run(
+        [sys.executable, "-m", "pip", "--version"], capture_output=True, text=True, check=True
+    ).stdout.split(" from ")[0]
+    cached = cached_build(
+        request, "wheelhouse", [tracked_state(), sys.version, pip_version], build_wheels
+    )
+    wheels = top / "wheels"
+    shutil.copytree(cached, wheels)
     for path in [top, *top.rglob("*")]:
         if not path.is_symlink():
             mode = path.stat().st_mode
