@@ -40,12 +40,17 @@ tier_start=$(date +%s.%N)
 phase_start=$tier_start
 say() { echo "guest: $*"; }
 elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+# Each phase's wall time and the CPU time QEMU used in it (the guest competes for the host's
+# two CPUs with the host's tests: tests/README.md, "What runs where", counts both).
+phase_cpu0=0
 phase_done() {
-    local took
+    local took cpu
     took=$(elapsed "$phase_start")
-    say "phase $1 took $took s"
-    echo "$1 $took" >>"$out/phases.txt"
+    cpu=$(awk -v a="$phase_cpu0" -v b="$(qemu_cpu_s)" 'BEGIN { if (b < a) print "?"; else printf "%.1f", b - a }')
+    say "phase $1 took $took s (QEMU used $cpu s of CPU)"
+    echo "$1 $took $cpu" >>"$out/phases.txt"
     phase_start=$(date +%s.%N)
+    phase_cpu0=$(qemu_cpu_s)
 }
 skip() {
     say "SKIPPED: $1"
@@ -178,7 +183,7 @@ fi
 gate=${DUET_GUEST_GATE:-}
 qemu_cpu_s() {  # CPU seconds QEMU has used so far (0 before it runs)
     local pid
-    pid=$(cat "$run/qemu.pid" 2>/dev/null) || { echo 0; return; }
+    pid=$(cat "${run:-/nonexistent}/qemu.pid" 2>/dev/null) || { echo 0; return; }
     awk -v hz="$(getconf CLK_TCK)" '{ printf "%.1f", ($14 + $15) / hz }' "/proc/$pid/stat" 2>/dev/null || echo 0
 }
 qemu_policy() {  # qemu_policy --idle|--other: the scheduling policy of every QEMU thread
@@ -249,6 +254,7 @@ park() {  # park WHY CONDITION...: wait while CONDITION holds, the host told why
     guest_resume
     echo "parked $(elapsed "$park_since")" >>"$out/phases.txt"
     phase_start=$(date +%s.%N)
+    phase_cpu0=$(qemu_cpu_s)
     say "unparked after $(parked_cpu)"
     park_since=""
 }
