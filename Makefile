@@ -56,12 +56,9 @@ test:
 	touch $(GATE).hold; \
 	if [ $$rc = 0 ]; then \
 		while [ ! -e $(GATE).parked ] && kill -0 $$tier 2>/dev/null; do sleep 1; done; \
-		$(MAKE) --no-print-directory pytest-measures-alone || rc=$$?; \
+		$(MAKE) --no-print-directory pytest-measures || rc=$$?; \
 	fi; \
 	touch $(GATE).open; \
-	if [ $$rc = 0 ]; then \
-		$(MAKE) --no-print-directory pytest-measures-beside || rc=$$?; \
-	fi; \
 	[ $$rc = 0 ] || kill -TERM $$tier 2>/dev/null || true; \
 	tier_rc=0; wait $$tier || tier_rc=$$?; \
 	cat $(RESULTS)/guest-tier.log; \
@@ -70,8 +67,7 @@ test:
 
 .PHONY: test-summary
 test-summary:
-	@$(PYTHON) scripts/test_summary.py $(RESULTS)/pytest-parallel.xml \
-		$(RESULTS)/pytest-measures-alone.xml $(RESULTS)/pytest-measures-beside.xml \
+	@$(PYTHON) scripts/test_summary.py $(RESULTS)/pytest-parallel.xml $(RESULTS)/pytest-measures.xml \
 		--guest $(RESULTS)/guest/system-tests.xml
 
 lint: $(STAMP)
@@ -84,10 +80,8 @@ types: $(STAMP)
 
 # Two invocations (tests/README.md): the tests that do not measure in parallel, then those that
 # measure (marker `measures`: real barriers, workers, cgroups, duet runs) one at a time, so that
-# no test measures beside another. The 25 slowest of each are printed. `make test` runs the
-# measuring ones in two parts: those tests/budget.toml names (they assert a measured quantity)
-# with the machine to themselves, then the others beside the guest tier's system tests.
-.PHONY: pytest-parallel pytest-measures pytest-measures-alone pytest-measures-beside
+# no test measures beside another. The 25 slowest of each are printed.
+.PHONY: pytest-parallel pytest-measures
 pytest:
 	@rc=0; $(MAKE) --no-print-directory pytest-parallel || rc=$$?; \
 	$(MAKE) --no-print-directory pytest-measures || rc=$$?; exit $$rc
@@ -101,11 +95,6 @@ pytest-measures: $(STAMP)
 	@mkdir -p $(RESULTS)
 	$(BIN)/python -m pytest -m measures --durations=25 \
 		--junitxml=$(RESULTS)/pytest-measures.xml
-
-pytest-measures-alone pytest-measures-beside: pytest-measures-%: $(STAMP)
-	@mkdir -p $(RESULTS)
-	$(BIN)/python -m pytest -m measures --measuring-part $* --durations=25 \
-		--junitxml=$(RESULTS)/pytest-measures-$*.xml
 
 # The runner-like guest tier (docs/platforms.md): a QEMU guest with cgroup v2 under systemd and a
 # sudo user runs duet from this checkout. Needs root; skips with the reason where it cannot boot

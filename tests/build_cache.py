@@ -1,9 +1,9 @@
 """Builds that several pytest invocations need, made once: kept in pytest's cache directory.
 
-``make test`` runs pytest three times (the tests that do not measure, then the measuring tests
-in two parts: tests/README.md, "What runs where"), and a module-scoped fixture builds again in
-each invocation that selects one of its tests: criterion's seed crate took 32 s in one part and
-53 s in the other of the same ``make test``. :func:`cached_build` keeps such a build under
+``make test`` runs pytest twice (the tests that do not measure, in two xdist workers, then the
+measuring tests: tests/README.md, "What runs where"), and a module-scoped fixture builds again
+in each invocation (and worker) that selects one of its tests: criterion's seed crate took 32 s
+and 53 s in two invocations of the same ``make test``. :func:`cached_build` keeps such a build under
 ``.pytest_cache/d/builds/<name>-<key>``, where the key is the SHA-256 of everything the build
 reads (the inputs the fixture names: its sources, manifests and the tool's version), so a
 changed input makes a new build and a stale one is never used. The build is made in a

@@ -8,10 +8,6 @@
 - A measuring test that asserts a measured quantity (a verdict, a ratio, a timing bound: found
   from its code by ``tests/budget.py``) fails unless ``tests/budget.toml`` has its chance of
   failing by chance, or an exemption saying why it has none.
-- ``--measuring-part alone|beside`` splits the measuring tests in two (``make test``): ``alone``
-  keeps those ``tests/budget.toml`` names (a figure or an exemption: they assert a measured
-  quantity, so they have the machine to themselves), ``beside`` the others (behaviour only:
-  they run while the guest tier's system tests take the CPUs). Without it, all of them.
 - In CI (``CI=true``: ``make test`` and the guest tier set it) a skip fails, unless its whole
   reason is a fact of the CI machine it ran on (``DUET_CI_MACHINE``) listed in
   ``tests/allowed_skips.py``.
@@ -62,46 +58,24 @@ def measures(item: pytest.Item) -> bool:
 UNBUDGETED = pytest.StashKey[list[str]]()
 
 
-#: The two halves of the measuring tests (``--measuring-part``; the module docstring).
-MEASURING_PARTS = ("alone", "beside")
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption(
-        "--measuring-part",
-        choices=MEASURING_PARTS,
-        default=None,
-        help="only the measuring tests tests/budget.toml names (alone: they need the machine to "
-        "themselves) or only the others (beside: behaviour only); default: all",
-    )
-
-
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     known: set[str] | None = None
-    part = config.getoption("measuring_part")
-    other_part: list[pytest.Item] = []
     for item in items:
         if measures(item):
             function = getattr(item, "function", None)
-            known = budget.listed() if known is None else known
-            if function is not None and item.nodeid not in known:
-                found = list(budget.measured_assertions(function))
-                if found:
-                    item.stash[UNBUDGETED] = found
-            if part is not None and (item.nodeid in known) != (part == "alone"):
-                other_part.append(item)
-                continue
+            if function is not None:
+                known = budget.listed() if known is None else known
+                if item.nodeid not in known:
+                    found = list(budget.measured_assertions(function))
+                    if found:
+                        item.stash[UNBUDGETED] = found
             item.add_marker(pytest.mark.measures)
             if TESTS_DIR / "system" in item.path.parents:
                 item.add_marker(pytest.mark.system)
             # Every test that measures is checked for what it leaves (item 2 of issue 22).
             if "no_leftovers" not in item.fixturenames:  # type: ignore[attr-defined]
                 item.fixturenames.insert(0, "no_leftovers")  # type: ignore[attr-defined]
-    if other_part:
-        config.hook.pytest_deselected(items=other_part)
-        dropped = set(map(id, other_part))
-        items[:] = [item for item in items if id(item) not in dropped]
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -17,8 +17,7 @@
 # DUET_GUEST_GATE=PREFIX (`make test`, which runs the tier in the background beside the host's
 # tests): the guest never runs beside the host's measuring tests. Before booting and before
 # each job the tier parks while PREFIX.hold exists (and PREFIX.open does not), saying so by
-# PREFIX.parked; the system tests wait for PREFIX.open (the host's measuring tests that need the
-# machine to themselves are done; its behaviour-only measuring tests run beside them).
+# PREFIX.parked; the system tests wait for PREFIX.open (the host's measuring tests are done).
 # While parked the guest is stopped (QMP `stop`, `cont` to unpark; SCHED_IDLE if QMP fails); the
 # log says how much CPU QEMU took meanwhile.
 set -euo pipefail
@@ -410,9 +409,8 @@ run_job 10-doctor 300
 run_job 20-run 900
 run_job 30-compare 900
 run_job 40-reload 900
-# The system tests take most of the tier under TCG: after the host's tests that assert measured
-# quantities (tests/budget.toml), not beside them; beside the host's behaviour-only measuring tests.
-park "the system tests wait for the host's tests that measure alone to end" host_not_done
+# The system tests take most of the tier under TCG: after the host's measuring tests, not beside.
+park "the system tests wait for the host's measuring tests to end" host_not_done
 run_job 50-system-tests "${DUET_GUEST_SYSTEM_TESTS_S:-1800}"
 
 # --- power off ----------------------------------------------------------------------------

@@ -134,7 +134,7 @@ def test_what_counts_as_a_measured_assertion(tmp_path: Path, source: str, found:
 
 CONFTEST = (
     "from tests.conftest import (  # noqa: F401\n"
-    "    no_leftovers, pytest_addoption, pytest_collection_modifyitems, pytest_runtest_setup,\n"
+    "    no_leftovers, pytest_collection_modifyitems, pytest_runtest_setup,\n"
     ")\n"
 )
 MEASURING = """
@@ -170,28 +170,3 @@ def test_a_measuring_test_without_a_figure_fails_and_with_one_passes(
     )
     monkeypatch.setattr(budget, "BUDGET", table)
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2)
-
-
-def _collected(*args: str) -> set[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-         "-m", "measures", *args],
-        cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    return {line for line in done.stdout.splitlines() if "::" in line}
-
-
-def test_the_measuring_parts_split_the_measuring_tests_by_the_table() -> None:
-    """``make test`` runs ``--measuring-part alone`` with the machine to itself and ``beside``
-    while the guest's system tests run: together they are every measuring test, once, and
-    ``alone`` holds exactly the ones the table names (two files with tests of both kinds)."""
-    files = ["tests/integration/test_run.py", "tests/system/test_pressure.py"]
-    every = _collected(*files)
-    alone = _collected("--measuring-part", "alone", *files)
-    beside = _collected("--measuring-part", "beside", *files)
-    assert alone
-    assert beside
-    assert alone | beside == every
-    assert not alone & beside
-    assert alone == every & budget.listed()
