@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from duet_bench.analysis import analyze_benchmark, running_estimate
 from duet_bench.plan import BenchmarkSpec, RunPlan, plan_runs
 from duet_bench.progress import Progress
-from duet_bench.results import BenchmarkRecord, ResultsDocument, RunRecord
+from duet_bench.results import BenchmarkRecord, RunRecord
 from duet_bench.results.write import ResultsWriter
 from duet_bench.runner import RunnerContext, calibrate_inner_loops, measure_benchmark
 from duet_bench.units import differing_name
@@ -213,9 +213,8 @@ class Measuring:
             return analysis.verdict, stopping.sentence()
         return None
 
-    def finish(self) -> ResultsDocument:
-        """The benchmark analysed, saved: the document as now written."""
+    def finish(self) -> None:
+        """The benchmark analysed, and written."""
         analysis = analyze_benchmark(self.record, self.analysis_settings).to_block()
         self.record = replace(self.record, analysis=analysis)
         self.writer.save(self.record)
-        return self.writer.doc
