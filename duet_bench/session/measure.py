@@ -28,7 +28,7 @@ from duet_bench.isolation.leftovers import remove_stale_files as remove_stale_fi
 from duet_bench.isolation.sandbox import side_isolation
 from duet_bench.lock import acquire as acquire_lock
 from duet_bench.plan import BenchmarkSpec
-from duet_bench.progress import Progress
+from duet_bench.progress import Progress, say
 from duet_bench.results import ResultsDocument, load_given
 from duet_bench.results.write import ResultsWriter, now
 from duet_bench.runner import (
@@ -70,15 +70,16 @@ def measure(
     """Measure every benchmark, writing ``options.out`` after every run; return the analysed
     document. Failed runs are recorded, not raised: :func:`broken_benchmarks` tells the caller
     which benchmarks failed beyond ``max_failures`` once it has written its reports."""
-    progress = Progress(sum(b.runs for b in benchmarks), label="duet", enabled=options.progress)
     # Not progress: what we removed is said even with --quiet.
-    note = on_note or (progress.note if options.progress else _warn)
+    note = on_note or (say if options.progress else _warn)
     with _machine_to_ourselves(options) as backend:
         _remove_leftovers(backend, note)
         topology, pair = _core_pair(options)
         environment = _environment(topology, pair, backend, options)
         doc = _first_document(environment, options, versions, benchmarks)
         writer = ResultsWriter(options.out, doc, planned=[(b.name, b.runs) for b in benchmarks])
+        # Its clock starts with the runs: what is left is not told by the wait for the lock.
+        progress = Progress(sum(b.runs for b in benchmarks), label="duet", enabled=options.progress)
         with _work_directory() as workdir:
             ctx = _runner_context(backend, workdir, options, progress)
             _measure_all(benchmarks, writer, ctx, pair.cpus, options, progress)
