@@ -78,7 +78,8 @@ def measure(
         environment = _environment(topology, pair, backend, options)
         doc = _first_document(environment, options, versions, benchmarks)
         writer = ResultsWriter(options.out, doc, planned=[(b.name, b.runs) for b in benchmarks])
-        # Its clock starts with the runs: what is left is not told by the wait for the lock.
+        # Made here so that its clock (the time left it shows) starts with the runs, not with
+        # the wait for the lock.
         progress = Progress(sum(b.runs for b in benchmarks), label="duet", enabled=options.progress)
         with _work_directory() as workdir:
             ctx = _runner_context(backend, workdir, options, progress)
