@@ -97,5 +97,12 @@ class Progress:
             return
         if self.tty:
             self.stream.write("\r" + " " * max(self._columns() - 1, 20) + "\r")
-        self.stream.write(for_terminal(message.rstrip()) + "\n")
-        self.stream.flush()
+        say(message, self.stream)
+
+
+def say(message: str, stream: TextIO | None = None) -> None:
+    """``message`` on a line of its own on ``stream`` (stderr), as :meth:`Progress.note` says
+    it: before a bar is drawn, or where there is none."""
+    stream = stream if stream is not None else sys.stderr
+    stream.write(for_terminal(message.rstrip()) + "\n")
+    stream.flush()

@@ -13,7 +13,9 @@ atomically after every run, so a crash never loses what was measured. The schema
   (:class:`~duet_bench.results.plan.RecordedPlan`)
 - :mod:`~duet_bench.results.read`: reading with validation (``from_dict``)
 - :mod:`~duet_bench.results.load`: opening a file and reading it (``load``, ``load_given``)
-- :mod:`~duet_bench.results.write`: writing (``to_dict``, ``dumps``, ``save``)
+- :mod:`~duet_bench.results.write`: writing (``to_dict``, ``dumps``, ``save``; ``ResultsWriter``,
+  the file of a session that measures, with room kept for why it stopped)
+- :mod:`~duet_bench.results.completeness`: whether a document holds every planned run
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from typing import Any
 
 from duet_bench.results.model import BenchmarkRecord, ResultsDocument
 
-__all__ = ["Completeness", "completeness", "planned_state"]
+__all__ = ["Completeness", "completeness"]
 
 #: Runs with this status were cut short by the interruption: they count as not done.
 _CUT = "interrupted"
@@ -88,8 +88,3 @@ def completeness(doc: ResultsDocument) -> Completeness:
         stopped=stopped if isinstance(stopped, str) and stopped else None,
         not_started=tuple(not_started) if not complete else (),
     )
-
-
-def planned_state(names_and_runs: list[tuple[str, int]]) -> list[dict[str, Any]]:
-    """``state.planned``: every benchmark a session is about to measure, with its runs."""
-    return [{"name": name, "runs": runs} for name, runs in names_and_runs]

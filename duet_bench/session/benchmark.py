@@ -1,21 +1,20 @@
 """One benchmark being measured in a session (:class:`Measuring`): its plan, its record written
-after every run (:class:`Recorder`), and its runs measured all at once (a fixed design) or one
-at a time (a round of :mod:`duet_bench.session.until_decided`)."""
+after every run (through the session's :class:`~duet_bench.results.write.ResultsWriter`), and its
+runs measured all at once (a fixed design) or one at a time (a round of
+:mod:`duet_bench.session.until_decided`)."""
 
 from __future__ import annotations
 
-import datetime
 import logging
 from collections.abc import Iterator
 from dataclasses import replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from duet_bench.analysis import analyze_benchmark, running_estimate
 from duet_bench.plan import BenchmarkSpec, RunPlan, plan_runs
 from duet_bench.progress import Progress
-from duet_bench.results import BenchmarkRecord, ResultsDocument, RunRecord
-from duet_bench.results.reserve import save_reserving
+from duet_bench.results import BenchmarkRecord, RunRecord
+from duet_bench.results.write import ResultsWriter
 from duet_bench.runner import RunnerContext, calibrate_inner_loops, measure_benchmark
 from duet_bench.units import differing_name
 from duet_bench.untrusted import for_terminal
@@ -26,10 +25,7 @@ if TYPE_CHECKING:
 __all__ = [
     "STDERR_LINES_SHOWN",
     "Measuring",
-    "Recorder",
     "failure_details",
-    "now",
-    "state_of",
     "warn",
 ]
 
@@ -67,44 +63,6 @@ def failure_details(run: RunRecord) -> list[str]:
     return out
 
 
-def now() -> str:
-    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def state_of(
-    doc: ResultsDocument | None, *, complete: bool = False, stopped: str | None = None
-) -> dict[str, Any]:
-    """The document's ``state``: complete or not, where it stopped, when it was written, and
-    what was planned (kept from ``doc``)."""
-    state: dict[str, Any] = {"complete": complete, "stopped": stopped, "updated": now()}
-    if doc is not None and "planned" in doc.state:
-        state["planned"] = doc.state["planned"]
-    return state
-
-
-class Recorder:
-    """Holds a benchmark's growing record and writes the document after every run. ``latest``
-    is the document as last written, shared by every benchmark of the session: saving one
-    benchmark keeps the runs of the others measured in the same rounds, and whatever stops the
-    session keeps what was measured."""
-
-    def __init__(self, record: BenchmarkRecord, out: Path, latest: list[ResultsDocument]) -> None:
-        self.record, self.out, self.latest = record, out, latest
-
-    @property
-    def doc(self) -> ResultsDocument:
-        return self.latest[0]
-
-    def add(self, run: RunRecord) -> None:
-        self.record = replace(self.record, runs=(*self.record.runs, run))
-        self.save()
-
-    def save(self) -> None:
-        doc = self.latest[0].with_benchmark(self.record)
-        self.latest[0] = replace(doc, state=state_of(doc))
-        save_reserving(self.latest[0], self.out)
-
-
 class _Now(tuple[RunPlan, ...]):
     """Every planned run of a benchmark, as the runner reads ``len`` and ``[0]`` (the run that
     fails "before its first iteration" is the first planned), iterating over those of this
@@ -132,7 +90,7 @@ class Measuring:
         pair: tuple[int, int],
         options: SessionOptions,
         progress: Progress,
-        latest: list[ResultsDocument],
+        writer: ResultsWriter,
     ) -> None:
         self.bench, self.ctx, self.options, self.progress = bench, ctx, options, progress
         plans = plan_runs(bench, pair, seed=options.seed)
@@ -151,7 +109,9 @@ class Measuring:
             # What duet analyze and duet report analyse with again, unless told otherwise.
             analysis=self.analysis_settings.to_record(),
         )
-        record = BenchmarkRecord(
+        #: The benchmark's record as it grows, written after every run by ``writer``, which
+        #: holds the document of the whole session.
+        self.record = BenchmarkRecord(
             name=bench.name,
             runs=() if earlier is None else earlier.runs,
             kind=bench.kind,
@@ -173,7 +133,7 @@ class Measuring:
         self.failures = 0
         #: Why the runs stopped before the plan's end (failures, the budget), or None.
         self.stopped: str | None = None
-        self.recorder = Recorder(record, options.out, latest)
+        self.writer = writer
 
     @property
     def done(self) -> bool:
@@ -190,7 +150,7 @@ class Measuring:
         runner's loop would."""
         plan = self.todo.pop(0)
         self._measure((plan,), None)
-        run = self.recorder.record.runs[-1]
+        run = self.record.runs[-1]
         if run.ok or self.stopped is not None:
             return
         self.failures += 1
@@ -215,11 +175,12 @@ class Measuring:
         )
 
     def _on_run(self, run: RunRecord) -> None:
-        self.recorder.add(run)
+        self.record = replace(self.record, runs=(*self.record.runs, run))
+        self.writer.save(self.record)
         title = f"{differing_name(self.bench.name)} run {run.index + 1}/{self.bench.runs}"
         progress = self.progress
         if run.ok:
-            so_far = running_estimate(self.recorder.record, self.analysis_settings.metric)
+            so_far = running_estimate(self.record, self.analysis_settings.metric)
             progress.step(f"{title} ok" + (f" · {so_far}" if so_far else ""))
             return
         # The cause, once: the side's exit status and the end of its stderr.
@@ -231,8 +192,8 @@ class Measuring:
     def stop(self, why: str, *, warn_user: bool = True) -> None:
         """End the benchmark's runs: ``why`` becomes its note, saved, and is said."""
         self.stopped = why
-        self.recorder.record = replace(self.recorder.record, note=why)
-        self.recorder.save()
+        self.record = replace(self.record, note=why)
+        self.writer.save(self.record)
         if self.options.progress:
             self.progress.note(f"duet: {self.bench.name}: {why}")
         elif warn_user:
@@ -246,16 +207,14 @@ class Measuring:
     def look(self) -> tuple[str | None, str] | None:
         """The verdict and the sentence when the rule has decided (docs/statistics.md, method
         2b), else None."""
-        analysis = analyze_benchmark(self.recorder.record, self.analysis_settings)
+        analysis = analyze_benchmark(self.record, self.analysis_settings)
         stopping = analysis.stopping
         if stopping is not None and stopping.decided_after is not None:
             return analysis.verdict, stopping.sentence()
         return None
 
-    def finish(self) -> ResultsDocument:
-        """The benchmark analysed, saved: the document as now written."""
-        record = self.recorder.record
-        analysis = analyze_benchmark(record, self.analysis_settings).to_block()
-        self.recorder.record = replace(record, analysis=analysis)
-        self.recorder.save()
-        return self.recorder.doc
+    def finish(self) -> None:
+        """The benchmark analysed, and written."""
+        analysis = analyze_benchmark(self.record, self.analysis_settings).to_block()
+        self.record = replace(self.record, analysis=analysis)
+        self.writer.save(self.record)

@@ -28,10 +28,9 @@ from duet_bench.isolation.leftovers import remove_stale_files as remove_stale_fi
 from duet_bench.isolation.sandbox import side_isolation
 from duet_bench.lock import acquire as acquire_lock
 from duet_bench.plan import BenchmarkSpec
-from duet_bench.progress import Progress
+from duet_bench.progress import Progress, say
 from duet_bench.results import ResultsDocument, load_given
-from duet_bench.results.completeness import planned_state
-from duet_bench.results.reserve import save_reserving, save_state
+from duet_bench.results.write import ResultsWriter, now
 from duet_bench.runner import (
     RunnerContext,
     install_harness,
@@ -40,8 +39,6 @@ from duet_bench.runner import (
 from duet_bench.session.benchmark import STDERR_LINES_SHOWN as STDERR_LINES_SHOWN
 from duet_bench.session.benchmark import Measuring
 from duet_bench.session.benchmark import failure_details as failure_details
-from duet_bench.session.benchmark import now as _now
-from duet_bench.session.benchmark import state_of as _state
 from duet_bench.session.benchmark import warn as _warn
 from duet_bench.session.options import SessionOptions
 from duet_bench.session.until_decided import Budget, measure_in_rounds
@@ -73,22 +70,22 @@ def measure(
     """Measure every benchmark, writing ``options.out`` after every run; return the analysed
     document. Failed runs are recorded, not raised: :func:`broken_benchmarks` tells the caller
     which benchmarks failed beyond ``max_failures`` once it has written its reports."""
-    progress = Progress(sum(b.runs for b in benchmarks), label="duet", enabled=options.progress)
     # Not progress: what we removed is said even with --quiet.
-    note = on_note or (progress.note if options.progress else _warn)
+    note = on_note or (say if options.progress else _warn)
     with _machine_to_ourselves(options) as backend:
         _remove_leftovers(backend, note)
         topology, pair = _core_pair(options)
         environment = _environment(topology, pair, backend, options)
         doc = _first_document(environment, options, versions, benchmarks)
-        save_reserving(doc, options.out)
+        writer = ResultsWriter(options.out, doc, planned=[(b.name, b.runs) for b in benchmarks])
+        # Made here so that its clock (the time left it shows) starts with the runs, not with
+        # the wait for the lock.
+        progress = Progress(sum(b.runs for b in benchmarks), label="duet", enabled=options.progress)
         with _work_directory() as workdir:
             ctx = _runner_context(backend, workdir, options, progress)
-            doc = _measure_all(benchmarks, doc, ctx, pair.cpus, options, progress)
+            _measure_all(benchmarks, writer, ctx, pair.cpus, options, progress)
         environment["load_average_after"] = _load_average_now()
-        doc = replace(doc, environment=environment, state=_state(doc, complete=True))
-        save_state(doc, options.out)
-    return doc
+        return writer.finish(environment)
 
 
 def continuing(options: SessionOptions, source: str, bench: BenchmarkSpec) -> SessionOptions:
@@ -194,17 +191,14 @@ def _first_document(
     versions: Mapping[str, Any] | None,
     benchmarks: Sequence[BenchmarkSpec],
 ) -> ResultsDocument:
-    """The document before the first run: no benchmark yet (but those continued, as they
-    were), not complete, and every benchmark planned (``state.planned``: those never started
-    count in its completeness)."""
-    planned = planned_state([(b.name, b.runs) for b in benchmarks])
+    """The document before the first run: no benchmark yet but those continued, as they were
+    (its state is the writer's)."""
     doc = ResultsDocument(
         benchmarks=(),
         tool={"name": "duet-bench", "version": __version__},
-        created=_now(),
+        created=now(),
         environment=environment,
         config={**options.config, **({"versions": dict(versions)} if versions else {})},
-        state={**_state(None), "planned": planned},
     )
     # Continued (--continue): the earlier runs are in the file from the start, so that an
     # interruption before the first new run loses none of them.
@@ -243,29 +237,27 @@ def _runner_context(
 
 def _measure_all(
     benchmarks: Sequence[BenchmarkSpec],
-    doc: ResultsDocument,
+    writer: ResultsWriter,
     ctx: RunnerContext,
     pair: tuple[int, int],
     options: SessionOptions,
     progress: Progress,
-) -> ResultsDocument:
+) -> None:
     """The benchmarks of a fixed design one after the other, then those measured until decided
-    together, round by round (:mod:`duet_bench.session.until_decided`). Whatever stops it (a
-    failure, SIGINT, SIGTERM), the document as last written is saved with where it stopped, and
-    the error goes on."""
+    together, round by round (:mod:`duet_bench.session.until_decided`), each run written by
+    ``writer``. Whatever stops it (a failure, SIGINT, SIGTERM), the document as last written
+    (the runs of every benchmark in progress included) is saved with where it stopped, and the
+    error goes on."""
     where = ["before the first run"]
 
     def at(name: str) -> None:
         where[0] = f"while measuring {name!r}"
 
-    # The document as last written, the runs of every benchmark in progress included: what a
-    # failure or an interruption keeps.
-    latest = [doc]
     try:
         rounds = []
         for bench in benchmarks:
             at(bench.name)
-            measuring = Measuring(bench, ctx, pair, options, progress, latest)
+            measuring = Measuring(bench, ctx, pair, options, progress, writer)
             if bench.until_decided is None:
                 measuring.run_all()
                 measuring.finish()
@@ -276,10 +268,8 @@ def _measure_all(
             measuring.finish()
     except BaseException as e:
         reason = getattr(e, "message", None) or type(e).__name__
-        stopped = f"{reason} {where[0]}"
-        save_state(replace(latest[0], state=_state(latest[0], stopped=stopped)), options.out)
+        writer.stop(f"{reason} {where[0]}")
         raise
-    return latest[0]
 
 
 def broken_benchmarks(doc: ResultsDocument, max_failures: int | None) -> list[str]:

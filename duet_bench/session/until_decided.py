@@ -107,7 +107,7 @@ class _Rounds:
         """``m``'s runs up to its first look, if the budget left can pay them; whether it goes
         on in the rounds."""
         design = m.bench.until_decided
-        short = max(0, (design.min_runs if design else 0) - len(m.recorder.record.runs))
+        short = max(0, (design.min_runs if design else 0) - len(m.record.runs))
         budget, per_run = self.budgeted(m), self.per_run_s(m)
         pays = budget is None or per_run is None or budget.fits(short * per_run)
         if short and budget is not None and per_run is not None and not pays:
@@ -151,7 +151,7 @@ class _Rounds:
     def _spent(m: Measuring, budget: Budget, why: str) -> None:
         """``m`` stopped by the budget: ``why`` with the budget's ``{total}`` and the
         ``{runs}`` measured."""
-        done = len(m.recorder.record.runs)
+        done = len(m.record.runs)
         total = units.clock(budget.total_s * 1e9)
         runs = f"{done} {'run' if done == 1 else 'runs'}"
         m.stop(why.format(total=total, runs=runs), warn_user=False)

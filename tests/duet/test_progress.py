@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from duet_bench.progress import Progress
+from duet_bench.progress import Progress, say
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "results-basic.json"
 
@@ -51,6 +51,16 @@ def test_a_log_gets_one_line_per_run_and_nothing_within() -> None:
     assert len(lines) == 2
     assert lines[0].startswith("duet 1/2 (50%, ")
     assert lines[1].startswith("duet 2/2 (100%, done in ")
+
+
+def test_a_note_is_said_alike_before_the_bar_and_under_it() -> None:
+    """What a session says before its runs (:func:`say`, no bar yet) is the line a note under
+    the bar gets, the measured text made harmless for the terminal alike."""
+    before, under = io.StringIO(), io.StringIO()
+    say("removed duet-1-x\x1b[2J  \n", before)
+    Progress(2, label="duet", stream=under).note("removed duet-1-x\x1b[2J  \n")
+    assert before.getvalue() == under.getvalue()
+    assert before.getvalue() == "removed duet-1-x\n"  # the escape sequence dropped
 
 
 def _on_a_terminal(argv: list[str], env: dict[str, str]) -> str:

@@ -16,7 +16,7 @@ import pytest
 
 from duet_bench import results
 from duet_bench.errors import ResultsError
-from duet_bench.results.reserve import RESERVED_BYTES, dumps_reserving, write_state_in_place
+from duet_bench.results.write import RESERVED_BYTES, dumps_reserving, write_state_in_place
 from tests.conftest import is_root
 from tests.system.conftest import skip_or_fail
 from tests.system.test_faults import ISOLATION, QUICK, finish, runs_in, start, wait_for
