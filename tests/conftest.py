@@ -161,8 +161,9 @@ class _Watcher:
     def _run(self) -> None:
         # Every 20 ms, or less often where a sample is dear: at most a tenth of a CPU. On the
         # host a sample takes under 1 ms of CPU; under TCG (the guest tier) Python runs tens of
-        # times slower, and a 20 ms period could keep a large part of a vCPU busy through every test. A
-        # process seen less often is still found by its tag (tests/leftovers.py, ``tagged``).
+        # times slower, and a 20 ms period could keep a large part of a vCPU busy through every
+        # test (estimated, not measured in the guest). A process seen less often is still found
+        # by its tag (tests/leftovers.py, ``tagged``).
         period_s = WATCH_PERIOD_S
         while not self._stop.wait(period_s):
             start_s = time.thread_time()
