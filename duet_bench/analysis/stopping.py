@@ -63,7 +63,8 @@ class UntilDecided:
         if self.max_runs < self.min_runs:
             raise UsageError(
                 f"--max-runs {self.max_runs} is below --min-runs {self.min_runs}",
-                fix=f"give --max-runs {max(self.min_runs, DEFAULT_MAX_RUNS)} or more",
+                fix=f"give --max-runs {self.min_runs} or more (the default is"
+                f" {DEFAULT_MAX_RUNS}), or a lower --min-runs",
             )
         if self.budget_s is not None and not self.budget_s > 0:
             raise UsageError(

@@ -18,6 +18,7 @@ from duet_bench.defaults import (
     CROSSOVERS,
     DEFAULT_CROSSOVER,
     DEFAULT_ITERATIONS,
+    DEFAULT_MAX_RUNS,
     DEFAULT_METHOD,
     DEFAULT_RUNS,
     DEFAULT_TIMEOUT_S,
@@ -178,7 +179,11 @@ def build(
         problem = runs_problem(design.max_runs)
         if problem:
             origin = resolved.origins["max_runs"]
-            raise UsageError(f"{name}: max runs {problem} (from {origin})", fix="use 40")
+            raise UsageError(
+                f"{name}: max runs {problem} (from {origin})",
+                fix=f"set max runs as said ({origin}), or leave it out: the default is"
+                f" {DEFAULT_MAX_RUNS}",
+            )
     else:
         problem = runs_problem(v.runs)
         if problem:

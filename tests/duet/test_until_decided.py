@@ -149,8 +149,12 @@ def test_the_design_from_the_settings_and_their_origins() -> None:
         until_decided(8, None, None, {"runs": "--runs", "min_runs": "--min-runs"})
     with pytest.raises(UsageError, match=r"runs \(from duet.toml: runs\) asks for a fixed"):
         until_decided(8, None, None, {"runs": "duet.toml: runs", "min_runs": "--min-runs"})
-    with pytest.raises(UsageError, match="below --min-runs"):
+    with pytest.raises(UsageError, match="below --min-runs") as below:
         UntilDecided(min_runs=10, max_runs=6)
+    # Any maximum from the first look up will do: the fix says so, and the default.
+    assert (
+        below.value.fix == "give --max-runs 10 or more (the default is 80), or a lower --min-runs"
+    )
     recorded = RecordedPlan(until_decided=UntilDecided(7, 9, 60.0).to_record())
     assert UntilDecided.from_plan(recorded) == UntilDecided(7, 9, 60.0)
     assert UntilDecided.from_plan(RecordedPlan()) is None
@@ -223,6 +227,14 @@ def test_the_default_design_is_until_decided_and_runs_keeps_a_fixed_one(tmp_path
     r = resolve(Given.of(runs=None, min_runs=None, max_runs=None, budget_s=None))
     v = r.values
     assert until_decided(v.min_runs, v.max_runs, v.budget_s, r.origins) == default
+    # A maximum out of bounds in the configuration: where it came from, and the default.
+    bad = tmp_path / "bad.toml"
+    bad.write_text('max_runs = 100000\n[[benchmark]]\nname = "a"\ncommand = "true"\n')
+    with pytest.raises(UsageError, match=r"a: max runs must be from 2 to 10,000, got 100000") as e:
+        for_suite(load_config(bad), baseline_dir=tmp_path, candidate_dir=tmp_path)
+    assert (
+        e.value.fix == f"set max runs as said ({bad}: max_runs), or leave it out: the default is 80"
+    )
     # --min-runs alone moves the first look of the default design.
     [later] = for_suite(
         config, baseline_dir=tmp_path, candidate_dir=tmp_path, explicit=Given.of(min_runs=7)
