@@ -565,6 +565,7 @@ def lock_is_free(path: Path) -> bool:
     return True
 
 
+@pytest.mark.host_only  # in process: no cgroup, no sudo, no side
 def test_a_killed_holder_never_blocks_and_its_stale_text_is_overwritten(tmp_path: Path) -> None:
     path = tmp_path / "duet.lock"
     code = (
@@ -598,6 +599,7 @@ def test_a_killed_holder_never_blocks_and_its_stale_text_is_overwritten(tmp_path
     assert path.read_bytes() == b""  # a clean release leaves no text behind
 
 
+@pytest.mark.host_only  # in process: no cgroup, no sudo, no side
 def test_nested_acquisitions_in_one_process_share_the_lock(tmp_path: Path) -> None:
     path = tmp_path / "duet.lock"
     outer = acquire(path=str(path))
@@ -609,6 +611,7 @@ def test_nested_acquisitions_in_one_process_share_the_lock(tmp_path: Path) -> No
     assert lock_is_free(path)
 
 
+@pytest.mark.host_only  # in process: no cgroup, no sudo, no side
 def test_the_lock_is_never_taken_through_a_symlink_or_a_fifo(tmp_path: Path) -> None:
     victim = tmp_path / "victim"
     victim.write_text("precious")
@@ -623,6 +626,7 @@ def test_the_lock_is_never_taken_through_a_symlink_or_a_fifo(tmp_path: Path) -> 
         acquire(path=str(fifo))
 
 
+@pytest.mark.host_only  # in process: no cgroup, no sudo, no side
 def test_duet_lock_chooses_the_lock_file() -> None:
     assert lock_path({"DUET_LOCK": "/somewhere/duet.lock"}) == "/somewhere/duet.lock"
     assert lock_path({"DUET_LOCK": ""}) in (DEFAULT_PATH, FALLBACK_PATH)
