@@ -298,9 +298,12 @@ def test_java_native_programs_cross_over_and_write_the_samples_file(
         order = [int(c) for c in lists[slot].split(",")]
         assert [s["cpu"] for s in samples] == [order[k % 2] for k in range(7)]
         for sample in samples:
-            assert set(sample) == {"phase", "index", "start_ns", "duration_ns", "cpu_ns", "cpu"}
+            assert set(sample) == {
+                "phase", "index", "start_ns", "duration_ns", "cpu_ns", "runq_ns", "cpu"
+            }  # fmt: skip
             assert 2_000_000 <= sample["duration_ns"] < 10_000_000_000
             assert sample["cpu_ns"] > 0
+            assert sample["runq_ns"] >= 0  # every thread's wait for a CPU over the iteration
     for first, second in zip(lines[0][1:-1], lines[1][1:-1], strict=True):
         assert first["cpu"] != second["cpu"]
 
@@ -530,6 +533,10 @@ def test_two_jmh_sides_meet_at_every_iteration_and_record_the_jvm(
             # operations per iteration.
             assert 0 < sample["duration_ns"] < 25_000_000, sample
             assert 0 < sample["cpu_ns"] < 10_000_000, sample
+            # The run-queue delay per operation as the CPU time is (every thread's, over the
+            # iteration, divided by JMH's operations): recorded, so that `auto` tells waiting
+            # for a CPU from sleeping.
+            assert 0 <= sample["runq_ns"] < 25_000_000, sample
         done = lines[-1]
         assert done["done"] is True
         jvm = done["jvm"]

@@ -55,6 +55,7 @@ public final class DuetNative {
     private boolean inIteration;
     private long startNs;
     private Map<String, Long> cpuStart;
+    private Map<String, Long> runqStart;
     private int exitCode = EXIT_OK;
     private String doneExtra = "";
 
@@ -245,6 +246,53 @@ public final class DuetNative {
         return total;
     }
 
+    /**
+     * This JVM's run-queue delay so far per thread, in nanoseconds (thread id -> time): {@code
+     * run_delay}, the second field of {@code /proc/self/task/TID/schedstat}, the time each
+     * thread was ready to run and waited for a CPU. With the CPU time it tells a side that waited
+     * for its CPU (another process on it) from one that slept: the {@code auto} metric's busy
+     * share. Null when /proc cannot be read.
+     */
+    public static Map<String, Long> threadRunqNs() {
+        File[] threads = new File("/proc/self/task").listFiles();
+        if (threads == null) {
+            return null;
+        }
+        Map<String, Long> out = new HashMap<>();
+        byte[] buffer = new byte[128];
+        for (File thread : threads) {
+            try (FileInputStream in = new FileInputStream(new File(thread, "schedstat"))) {
+                int n = in.read(buffer);
+                int i = 0;
+                while (i < n && buffer[i] != ' ') {
+                    i++;
+                }
+                long value = 0;
+                for (i++; i < n && buffer[i] >= '0' && buffer[i] <= '9'; i++) {
+                    value = value * 10 + (buffer[i] - '0');
+                }
+                out.put(thread.getName(), value);
+            } catch (IOException e) {
+                // the thread ended since the listing
+            }
+        }
+        return out.isEmpty() ? null : out;
+    }
+
+    /** This JVM's run-queue delay since the current iteration began, summed over its threads
+     * as {@link #cpuSinceBeginNs} sums their CPU time. -1 when unknown. */
+    public long runqSinceBeginNs() {
+        Map<String, Long> now = threadRunqNs();
+        if (now == null || runqStart == null) {
+            return -1;
+        }
+        long total = 0;
+        for (Map.Entry<String, Long> e : now.entrySet()) {
+            total += Math.max(0, e.getValue() - runqStart.getOrDefault(e.getKey(), 0L));
+        }
+        return total;
+    }
+
     /** Wait at the barrier for the next iteration: true, run it now; false, all are done. */
     public boolean begin() throws Failure {
         if (exitCode != EXIT_OK) {
@@ -272,6 +320,7 @@ public final class DuetNative {
             }
         }
         cpuStart = threadCpuNs();
+        runqStart = threadRunqNs();
         inIteration = true;
         return true;
     }
@@ -291,15 +340,21 @@ public final class DuetNative {
         return done < warmup;
     }
 
-    /** End the iteration: its wall time and this JVM's CPU time over it. */
+    /** End the iteration: its wall time, this JVM's CPU time and run-queue delay over it. */
     public void end() throws Failure {
         long end = System.nanoTime();
-        end(end - startNs, cpuSinceBeginNs());
+        end(end - startNs, cpuSinceBeginNs(), runqSinceBeginNs());
     }
 
     /** End the iteration with the sample given (a tool's own time per operation); cpuNs -1:
      * none. */
     public void end(long durationNs, long cpuNs) throws Failure {
+        end(durationNs, cpuNs, -1);
+    }
+
+    /** End the iteration with the sample given, its CPU time and its run-queue delay (each per
+     * operation where the duration is; -1: none). */
+    public void end(long durationNs, long cpuNs, long runqNs) throws Failure {
         if (exitCode != EXIT_OK) {
             throw new Failure(exitCode, "this side already failed");
         }
@@ -316,6 +371,9 @@ public final class DuetNative {
                 .append(", \"duration_ns\": ").append(Math.max(1, durationNs));
         if (cpuNs >= 0) {
             s.append(", \"cpu_ns\": ").append(cpuNs);
+        }
+        if (runqNs >= 0) {
+            s.append(", \"runq_ns\": ").append(runqNs);
         }
         if (barrier.cpu >= 0) {
             s.append(", \"cpu\": ").append(barrier.cpu);

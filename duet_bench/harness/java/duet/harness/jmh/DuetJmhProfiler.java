@@ -16,7 +16,7 @@ import org.openjdk.jmh.runner.IterationType;
  * warm-up and measurement, under the duet barrier: {@code beforeIteration} waits at the barrier
  * (JMH calls it before it releases the benchmark threads), {@code afterIteration} writes the
  * iteration's sample: JMH's score as nanoseconds per operation, and this JVM's process CPU time
- * over the iteration divided by the operations JMH measured. It runs in JMH's forked VM, whose
+ * and run-queue delay (every thread's) over the iteration divided by the operations JMH measured. It runs in JMH's forked VM, whose
  * environment carries duet's {@code DUET_*} variables (JMH forks with the host's environment).
  */
 public final class DuetJmhProfiler implements InternalProfiler {
@@ -83,6 +83,7 @@ public final class DuetJmhProfiler implements InternalProfiler {
             IterationParams iterationParams, IterationResult result) {
         DuetNative c = context(benchmarkParams);
         long cpuNs = c.cpuSinceBeginNs();
+        long runqNs = c.runqSinceBeginNs();
         try {
             Result<?> primary = result.getPrimaryResult();
             double nsPerOp = nanosPerOp(primary.getScore(), result.getScoreUnit());
@@ -92,7 +93,8 @@ public final class DuetJmhProfiler implements InternalProfiler {
             }
             long ops = result.getMetadata() == null ? 0 : result.getMetadata().getMeasuredOps();
             long cpuPerOp = ops > 0 && cpuNs >= 0 ? Math.max(1, Math.round((double) cpuNs / ops)) : -1;
-            c.end(Math.round(nsPerOp), cpuPerOp);
+            long runqPerOp = ops > 0 && runqNs >= 0 ? Math.round((double) runqNs / ops) : -1;
+            c.end(Math.round(nsPerOp), cpuPerOp, runqPerOp);
             if (c.remaining() == 0) {
                 int code = c.close();
                 if (code != DuetNative.EXIT_OK) {
