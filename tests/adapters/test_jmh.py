@@ -13,6 +13,7 @@ import os
 import select
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +24,7 @@ import pytest
 from duet_bench.adapters.jmh import ADAPTER, MVN_FALLBACKS, JmhOptions, parse_listing
 from duet_bench.config.model import Suite
 from duet_bench.harness import duet_barrier as db
+from duet_bench.metrics import CPU_BOUND_SHARE
 from tests.adapters.suites import ISOLATION, compare, tool
 from tests.build_cache import cached_build
 from tests.duet import test_barrier as shared
@@ -494,6 +496,40 @@ def duet_jmh(jar: Path, classes: Path) -> list[str]:
         JAVA, "-Djmh.ignoreLock=true", "-cp", f"{jar}:{classes}", "duet.harness.jmh.DuetJmh",
         "^bench.WorkBenchmark.mix$", "-p", "seed=7", "-w", "50ms", "-r", "50ms",
     ]  # fmt: skip
+
+
+@needs_maven
+@pytest.mark.measures
+def test_a_jmh_side_sharing_its_cpu_with_a_busy_process_is_seen_waiting_not_sleeping(
+    fixture_jar: tuple[Path, Path], processes: Processes, shm_path: str, tmp_path: Path
+) -> None:
+    """One JMH side pinned to a CPU with a busy process pinned there too: the JVM runs about
+    half the time and waits for the CPU the other half. Its CPU time per operation alone is
+    about half of JMH's time per operation, which ``metric = "auto"`` would take for a side that
+    sleeps; with the run-queue delay (every JVM thread's ``run_delay``, per operation) the two
+    cover the operation's time, and ``auto``'s rule (``CPU_BOUND_SHARE``) calls it CPU-bound."""
+    cpu = two_cpus()[0]
+    if cpu < 0:
+        pytest.skip("one CPU: nothing to pin the side and the busy process to together")
+    hog = processes.start([sys.executable, "-c", "while True: pass"])
+    os.sched_setaffinity(hog.pid, {cpu})
+    with db.create(shm_path, parties=1):
+        side = processes.start(
+            ["taskset", "-c", str(cpu), *duet_jmh(*fixture_jar)],
+            env=native_env(shm_path, 0, tmp_path / "0.jsonl"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        out, _ = side.communicate(timeout=300)
+    hog.kill()
+    hog.wait()
+    assert side.returncode == 0, out
+    measured = [s for s in read_lines(tmp_path / "0.jsonl")[1:-1] if s["phase"] == "measure"]
+    waited = sorted(s["runq_ns"] / s["duration_ns"] for s in measured)
+    busy = sorted((s["cpu_ns"] + s["runq_ns"]) / s["duration_ns"] for s in measured)
+    # Two runnable tasks on one CPU: about half of the time waiting (bound: a fifth).
+    assert waited[len(waited) // 2] > 0.2, measured
+    assert busy[len(busy) // 2] >= CPU_BOUND_SHARE, measured
 
 
 @needs_maven
