@@ -28,7 +28,7 @@ from duet_bench.isolation import Request
 from duet_bench.lock import acquire as acquire_lock
 from duet_bench.metrics import METRIC_NAMES
 from duet_bench.plan import BenchmarkSpec, SideSpec
-from duet_bench.report import render
+from duet_bench.report import render, report_of
 from duet_bench.report.text import table
 from duet_bench.results import ResultsDocument
 from duet_bench.results.analysis import AnalysisBlock
@@ -167,7 +167,7 @@ def _build_and_measure(
         with busy_process(condition.busy):
             doc = measure([bench], options)
         try:
-            files.write_atomic(where / "report.md", render(doc, "markdown"))
+            files.write_atomic(where / "report.md", render(report_of(doc), "markdown"))
         except OSError as e:
             raise EnvironmentNotReady(
                 f"{where / 'report.md'}: could not write the demo's report ({e.strerror or e})",

@@ -20,7 +20,7 @@ from duet_bench.commands.output import format_option
 from duet_bench.defaults import RESULTS_FORMATS
 from duet_bench.errors import Outcome
 from duet_bench.options.reading import AnalyzeOptions
-from duet_bench.report import render
+from duet_bench.report import render, report_of
 from duet_bench.report.layout import terminal_width
 from duet_bench.results import load_given
 
@@ -51,6 +51,6 @@ def analyze_results(o: AnalyzeOptions) -> Outcome:
     doc = load_given(o.results)
     analysed = reanalyze(doc, o.analysis.settings(), o.analysis.explicit, only_missing=False)
     color, width = o.fmt == "text" and color_for(sys.stdout), terminal_width(sys.stdout)
-    click.echo(render(analysed, o.fmt, color=color, width=width), nl=False)
+    click.echo(render(report_of(analysed), o.fmt, color=color, width=width), nl=False)
     raise_if_incomplete(analysed, allow=o.allow_incomplete)
     return outcome_of(analysed, o.fail_on)

@@ -12,7 +12,7 @@ from duet_bench.commands.finish import color_for
 from duet_bench.commands.help import Command
 from duet_bench.commands.options import bounded, crossover_option
 from duet_bench.commands.output import out_option
-from duet_bench.report import render
+from duet_bench.report import render, report_of
 
 
 @click.command(
@@ -80,7 +80,7 @@ def demo(
     )
     for condition, doc in measured:
         click.echo(f"\n== {condition.name}")
-        click.echo(render(doc, "text", color=color_for(sys.stdout)), nl=False)
+        click.echo(render(report_of(doc), "text", color=color_for(sys.stdout)), nl=False)
         raise_if_broken(doc, defaults.DEFAULT_MAX_FAILURES)
     click.echo("\nThe demo's candidate does 5% more work than its baseline (ratio 1.05):\n")
     click.echo(expected_against_measured(measured), nl=False)

@@ -17,7 +17,7 @@ from duet_bench.commands.output import format_option, is_file_form, out_option, 
 from duet_bench.defaults import RESULTS_FORMATS, Format
 from duet_bench.errors import Outcome
 from duet_bench.merge import merge_files
-from duet_bench.report import render
+from duet_bench.report import render, report_of
 from duet_bench.report.files import write_reports
 
 
@@ -42,9 +42,10 @@ def merge(
     """
     path = results_path(out)
     doc = merge_files([Path(s) for s in shards], path)
+    report = report_of(doc)
     if not is_file_form(out):
-        write_reports(doc, path.parent, plots=False)
-    click.echo(render(doc, fmt), nl=False)
+        write_reports(report, path.parent, plots=False)
+    click.echo(render(report, fmt), nl=False)
     click.echo(f"merged {len(shards)} shards into {path}", err=True)
     raise_if_incomplete(doc, allow=allow_incomplete)
     return outcome_of(doc, fail_on)

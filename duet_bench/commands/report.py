@@ -21,7 +21,7 @@ from duet_bench.commands.output import REPORT_FILES, format_option
 from duet_bench.defaults import FORMATS
 from duet_bench.errors import EnvironmentNotReady, UsageError
 from duet_bench.options.reading import ReportOptions
-from duet_bench.report import render
+from duet_bench.report import render, report_of
 from duet_bench.report.layout import terminal_width
 from duet_bench.results import load_given
 
@@ -97,7 +97,8 @@ def write_report(o: ReportOptions) -> None:
     out = _report_file(o.out, o.output, fmt)
     to_terminal = out is None and color_for(sys.stdout)
     width = terminal_width(sys.stdout) if out is None else None
-    text = render(doc, fmt, color=fmt == "text" and to_terminal, plots=plots, width=width)
+    color = fmt == "text" and to_terminal
+    text = render(report_of(doc), fmt, color=color, plots=plots, width=width)
     if out is None:
         click.echo(text, nl=False)
         raise_if_incomplete(doc, allow=o.allow_incomplete)

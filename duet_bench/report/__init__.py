@@ -13,28 +13,28 @@ from duet_bench.report.html import render_html
 from duet_bench.report.junit import render_junit
 from duet_bench.report.layout import WIDTH
 from duet_bench.report.markdown import render_markdown
-from duet_bench.report.model import Report, report_of
+from duet_bench.report.model import Report
+from duet_bench.report.model import report_of as report_of
 from duet_bench.report.openmetrics import render_openmetrics
 from duet_bench.report.text import render_text
-from duet_bench.results import ResultsDocument, dumps
+from duet_bench.results import dumps
 
 
 def render(
-    doc: ResultsDocument | Report,
+    report: Report,
     fmt: Format,
     *,
     color: bool = False,
     plots: Mapping[str, str] | None = None,
     width: int | None = None,
 ) -> str:
-    """Render an analysed document in ``fmt``.
+    """Render the report of an analysed document (:func:`report_of`) in ``fmt``; several
+    formats of one document share one :class:`Report`.
 
     ``color`` and ``width`` are for ``text`` (a terminal; :func:`duet_bench.report.layout.
     terminal_width` gives the width, 100 columns by default); ``plots`` (caption -> SVG
-    document) for ``html``, which inlines them. A :class:`Report` already built
-    (:func:`report_of`) is rendered as it is: several formats of one document share it.
+    document) for ``html``, which inlines them.
     """
-    report = doc if isinstance(doc, Report) else report_of(doc)
     if fmt == "text":
         return render_text(report, color=color, width=width or WIDTH)
     if fmt == "markdown":

@@ -11,8 +11,7 @@ from duet_bench import extras, files
 from duet_bench.defaults import Format
 from duet_bench.errors import ResultsError
 from duet_bench.report import render
-from duet_bench.report.model import Report, report_of
-from duet_bench.results import ResultsDocument
+from duet_bench.report.model import Report
 
 log = logging.getLogger(__name__)
 
@@ -25,13 +24,9 @@ PLOTS_NOT_DRAWN = (
 )
 
 
-def write_reports(
-    doc: ResultsDocument | Report, out_dir: Path, *, plots: bool = True
-) -> list[Path]:
+def write_reports(report: Report, out_dir: Path, *, plots: bool = True) -> list[Path]:
     """report.md, junit.xml, metrics.txt (:func:`write_text_reports`) and plots/ next to
-    results.json, all from one :class:`~duet_bench.report.model.Report` (``doc``'s, or ``doc``
-    when it is one already)."""
-    report = doc if isinstance(doc, Report) else report_of(doc)
+    results.json, all from one :class:`~duet_bench.report.model.Report`."""
     # The core install (what a CI job needs) has no matplotlib: the reports are whole, and
     # report.md says once, on its last line, that the plots were not drawn (not a warning on
     # every compare's stderr).

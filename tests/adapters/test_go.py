@@ -23,7 +23,7 @@ from duet_bench.analysis.benchmark import allocation_note
 from duet_bench.analysis.document import analyze_document
 from duet_bench.analysis.model import AnalysisSettings
 from duet_bench.config.model import Suite
-from duet_bench.report import render
+from duet_bench.report import render, report_of
 from duet_bench.results import (
     BenchmarkRecord,
     ResultsDocument,
@@ -277,7 +277,7 @@ def _broken(name: str) -> BenchmarkRecord:
 @pytest.mark.parametrize("fmt", ["text", "markdown", "html"])
 def test_a_summary_never_says_no_change_when_every_benchmark_failed(fmt: str) -> None:
     doc = ResultsDocument(benchmarks=tuple(_broken(f"go/BenchmarkSum{n}/4KB") for n in range(4)))
-    text = render(analyze_document(doc, AnalysisSettings(reps=200)), fmt)  # type: ignore[arg-type]
+    text = render(report_of(analyze_document(doc, AnalysisSettings(reps=200))), fmt)  # type: ignore[arg-type]
     assert "4 of 4 benchmarks failed; none was measured" in text
     assert "changed beyond the threshold" not in text
     assert "no change" not in text.lower()
@@ -285,7 +285,7 @@ def test_a_summary_never_says_no_change_when_every_benchmark_failed(fmt: str) ->
 
 def test_junit_counts_every_failed_benchmark_as_an_error() -> None:
     doc = ResultsDocument(benchmarks=tuple(_broken(f"go/BenchmarkSum{n}/4KB") for n in range(4)))
-    text = render(analyze_document(doc, AnalysisSettings(reps=200)), "junit")
+    text = render(report_of(analyze_document(doc, AnalysisSettings(reps=200))), "junit")
     assert 'errors="4"' in text
     assert 'failures="0"' in text
 

@@ -17,7 +17,7 @@ from duet_bench import metrics
 from duet_bench.analysis import AnalysisSettings, analyze_document
 from duet_bench.calibrate import calibrate_metrics
 from duet_bench.metrics import Metric, Recorded
-from duet_bench.report import render
+from duet_bench.report import render, report_of
 from duet_bench.report.plot_benchmark import metric_series
 from duet_bench.report.rows import row
 from duet_bench.results import ResultsDocument, load
@@ -104,14 +104,13 @@ def test_a_registered_metric_is_derived_estimated_and_reported(busy: Metric) -> 
 
     cell = next(c for c in row(doc.benchmarks[0]).others if c.key == "busy")
     assert cell.name == LABEL
-    assert cell.summary() in render(doc, "text", width=1000)  # "also analysed: ..."
-    assert cell.summary() in render(doc, "markdown")  # the "other metrics" column
+    assert cell.summary() in render(report_of(doc), "text", width=1000)  # "also analysed: ..."
+    assert cell.summary() in render(report_of(doc), "markdown")  # the "other metrics" column
     assert f'duet_metric_ratio{{benchmark="duet",metric="busy"}} {estimate["ratio"]:.9g}' in render(
-        doc, "openmetrics"
+        report_of(doc), "openmetrics"
     )
-    assert json.loads(render(doc, "json"))["benchmarks"][0]["analysis"]["metrics"]["busy"] == (
-        estimate
-    )
+    stored = json.loads(render(report_of(doc), "json"))["benchmarks"][0]["analysis"]
+    assert stored["metrics"]["busy"] == estimate
     assert "busy" in metric_series(doc.benchmarks[0])  # the plots' panels
 
 
@@ -121,7 +120,7 @@ def test_a_registered_metric_can_decide(busy: Metric) -> None:
     assert a["metric"] == "busy"
     assert a["metric_reason"] == f"{LABEL}, as configured"
     assert a["ratio"] == a["metrics"]["busy"]["ratio"]
-    assert f"Decided by {LABEL}, as configured" in render(doc, "text", width=1000)
+    assert f"Decided by {LABEL}, as configured" in render(report_of(doc), "text", width=1000)
 
 
 def test_a_registered_metric_falls_back_along_the_registry(busy: Metric) -> None:

@@ -10,6 +10,7 @@ import pytest
 from duet_bench import results
 from duet_bench.defaults import Format
 from duet_bench.report.files import PLOTS_NOT_DRAWN, write_reports, write_text_reports
+from duet_bench.report.model import report_of
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "results-basic.json"
 
@@ -23,7 +24,7 @@ def test_without_matplotlib_report_md_says_so_once_and_stderr_stays_quiet(
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     doc = results.load(FIXTURE)
     with caplog.at_level("INFO"):
-        written = write_reports(doc, tmp_path, plots=True)
+        written = write_reports(report_of(doc), tmp_path, plots=True)
     assert {p.name for p in written} == {"report.md", "junit.xml", "metrics.txt"}
     report = (tmp_path / "report.md").read_text()
     assert report.count("matplotlib") == 1
@@ -33,25 +34,22 @@ def test_without_matplotlib_report_md_says_so_once_and_stderr_stays_quiet(
 
 
 def test_plots_not_wanted_say_nothing(tmp_path: Path) -> None:
-    write_reports(results.load(FIXTURE), tmp_path, plots=False)
+    write_reports(report_of(results.load(FIXTURE)), tmp_path, plots=False)
     assert "matplotlib" not in (tmp_path / "report.md").read_text()
 
 
-def test_one_report_built_once_writes_the_files_a_document_writes(tmp_path: Path) -> None:
-    """``duet run`` builds the Report once for the files and the terminal: the files are the
-    same bytes as those written from the document, and the terminal's text is ``render``'s."""
+def test_one_report_built_once_writes_the_files_and_the_terminal_text(tmp_path: Path) -> None:
+    """``duet run`` builds the Report once for the files and the terminal: report.md,
+    junit.xml and metrics.txt are ``render``'s markdown, junit and openmetrics of it."""
     from duet_bench.report import render
-    from duet_bench.report.model import report_of
 
-    doc = results.load(FIXTURE)
-    report = report_of(doc)
-    write_reports(doc, tmp_path / "doc", plots=False)
-    write_reports(report, tmp_path / "report", plots=False)
-    for name in ("report.md", "junit.xml", "metrics.txt"):
-        assert (tmp_path / "report" / name).read_bytes() == (tmp_path / "doc" / name).read_bytes()
-    formats: tuple[Format, ...] = ("text", "markdown", "junit", "openmetrics", "html", "json")
-    for fmt in formats:
-        assert render(report, fmt) == render(doc, fmt)
+    report = report_of(results.load(FIXTURE))
+    write_reports(report, tmp_path, plots=False)
+    formats: dict[str, Format] = {
+        "report.md": "markdown", "junit.xml": "junit", "metrics.txt": "openmetrics"
+    }  # fmt: skip
+    for name, fmt in formats.items():
+        assert (tmp_path / name).read_text() == render(report, fmt), name
 
 
 def test_the_text_reports_alone_are_what_write_reports_writes_without_plots(

@@ -151,14 +151,14 @@ def check_golden(text: str, name: str) -> None:
     [("junit", "junit.xml"), ("openmetrics", "openmetrics.txt"), ("html", "html")],
 )
 def test_output_matches_golden(basic: ResultsDocument, fmt: str, suffix: str) -> None:
-    check_golden(render(basic, fmt), f"results-basic.{suffix}")  # type: ignore[arg-type]
+    check_golden(render(report_of(basic), fmt), f"results-basic.{suffix}")  # type: ignore[arg-type]
 
 
 def test_every_format_renders(basic: ResultsDocument) -> None:
     for fmt in FORMATS:
-        assert render(basic, fmt).endswith("\n")
+        assert render(report_of(basic), fmt).endswith("\n")
     with pytest.raises(ValueError, match="unknown report format"):
-        render(basic, "yaml")  # type: ignore[arg-type]
+        render(report_of(basic), "yaml")  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------------------------
@@ -569,9 +569,9 @@ def test_a_hand_edited_analysis_block_renders_in_every_format() -> None:
     for fmt in FORMATS:
         if fmt == "json":
             continue  # dumps refuses NaN by design (allow_nan=False)
-        out = render(mangled, fmt)
+        out = render(report_of(mangled), fmt)
         assert "pwned</b>" not in out, fmt
-    text = render(mangled, "text")
+    text = render(report_of(mangled), "text")
     assert "no verdict" in text
     assert "n/a" in text
 

@@ -84,7 +84,7 @@ def test_the_row_carries_the_deciding_metric_first_and_the_others_beside(
 def test_every_report_says_which_metric_decided_and_shows_the_others(
     doc: ResultsDocument, fmt: str
 ) -> None:
-    out = render(doc, fmt)  # type: ignore[arg-type]
+    out = render(report_of(doc), fmt)  # type: ignore[arg-type]
     assert "Decided by CPU time: both sides CPU-bound" in out
     a = _stored(_parse(doc))
     wall = a["metrics"]["wall"]
@@ -196,7 +196,7 @@ def test_numbers_carry_the_digits_that_tell_their_bounds_apart() -> None:
 
 
 def test_the_comment_opens_with_the_sentence_then_base_and_head(doc: ResultsDocument) -> None:
-    out = render(doc, "markdown")
+    out = render(report_of(doc), "markdown")
     lines = out.splitlines()
     assert lines[0].startswith("## duet: parse-json ")
     assert lines[0].endswith(" slower")
