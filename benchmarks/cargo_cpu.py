@@ -34,7 +34,10 @@ in ``trials-busy.jsonl``); at the end the summary (``trials-busy-summary.txt``):
 (``regression`` on the deciding metric) in k of N with the exact (Clopper-Pearson) 95% interval
 of the rate, the A/A's widths and verdicts, the deciding metric, the 5%'s ratios. ``--until
 HH:MM`` (UTC) starts no trial that the previous one's length says would end later;
-``--summarize`` summarizes the rows on disk. Run with ``--seed`` to build criterion once for
+``--summarize`` summarizes the rows on disk; ``--resume`` continues them: the new trials are
+numbered after the rows in ``trials-busy.jsonl``, appended to it and to ``trials-busy.txt``, and
+the summary is over every row on disk (no trial file is overwritten; without ``--resume`` the
+script refuses to start over rows on disk). Run with ``--seed`` to build criterion once for
 all trials.
 """
 
@@ -326,17 +329,22 @@ def run_trials(o: argparse.Namespace, where: Path) -> None:
     rows_file = OUT / f"trials-{o.condition}.jsonl"
     check = ""
     rows = []
-    if o.summarize:
+    if o.summarize or o.resume:
         rows = [json.loads(ln) for ln in rows_file.read_text().splitlines()]
         check = f"base..HEAD changes one line of code, five's steps ({STEPS_BASE} -> {STEPS_HEAD})"
-    else:
+    elif rows_file.exists():
+        sys.exit(f"{rows_file} holds trials: continue them with --resume, or move it away")
+    if not o.summarize:
         seed = o.seed or build_seed(where)
         repo = make_repo(where, seed, wall=False)
         check = aa_is_unchanged(repo)
-    for k in range(0 if o.summarize else o.trials):
+    first = len(rows)  # --resume numbers the new trials after the rows on disk
+    for k in range(first, first + (0 if o.summarize else o.trials)):
         if rows and o.until and not fits(rows[-1]["minutes"], o.until):
             print(f"trial {k:02d} would end after {o.until} UTC: stopped", flush=True)
             break
+        if (OUT / f"trial-{o.condition}-{k:02d}.json.gz").exists():
+            sys.exit(f"trial {k:02d}'s results file is on disk: it is not overwritten")
         row = trial(repo, OUT, o.condition, k)
         rows.append(row)
         text = trial_line(o.condition, row)
@@ -358,6 +366,9 @@ def main() -> None:
     parser.add_argument("--condition", choices=("quiet", "busy"), default="busy")
     parser.add_argument("--until", default="", help="HH:MM UTC: start no trial ending later")
     parser.add_argument("--summarize", action="store_true", help="summarize the trials on disk")
+    parser.add_argument(
+        "--resume", action="store_true", help="continue the trials on disk (numbered after them)"
+    )
     args = parser.parse_args()
     # A kill of the run (SIGTERM) ends it as Ctrl-C would: the busy process and the
     # temporary repository go with it.
