@@ -50,6 +50,14 @@ from scipy.stats import binomtest
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "adapters" / "jmh"
 OUT = ROOT / "benchmarks" / "results" / "jmh"
+
+
+def set_out(out: Path) -> None:
+    """``--out``: another results directory (a series kept apart, as ``after-runq/``)."""
+    global OUT
+    OUT = out.resolve()
+
+
 WORK = "src/main/java/bench/Work.java"
 ROUNDS_LINE = "    public static final int ROUNDS = {};"
 BASE_ROUNDS = 2000
@@ -287,7 +295,12 @@ def main() -> None:
     parser.add_argument(
         "--resume", action="store_true", help="continue the trials on disk (numbered after them)"
     )
+    parser.add_argument(
+        "--out", type=Path, default=None, help=f"the results directory (default {OUT})"
+    )
     args = parser.parse_args()
+    if args.out is not None:
+        set_out(args.out)
     # A kill (SIGTERM) ends the run as Ctrl-C would: the busy process and the scratch
     # repository go with it.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
