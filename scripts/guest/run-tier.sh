@@ -39,6 +39,11 @@ tier_start=$(date +%s.%N)
 phase_start=$tier_start
 say() { echo "guest: $*"; }
 elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+qemu_cpu_s() {  # CPU seconds QEMU has used so far (0 before it runs)
+    local pid
+    pid=$(cat "${run:-/nonexistent}/qemu.pid" 2>/dev/null) || { echo 0; return; }
+    awk -v hz="$(getconf CLK_TCK)" '{ printf "%.1f", ($14 + $15) / hz }' "/proc/$pid/stat" 2>/dev/null || echo 0
+}
 # Each phase's wall time and the CPU time QEMU used in it (the guest competes for the host's
 # two CPUs with the host's tests: tests/README.md, "What runs where", counts both).
 phase_cpu0=0
@@ -180,11 +185,6 @@ fi
 
 # --- the gate (DUET_GUEST_GATE) --------------------------------------------------------------
 gate=${DUET_GUEST_GATE:-}
-qemu_cpu_s() {  # CPU seconds QEMU has used so far (0 before it runs)
-    local pid
-    pid=$(cat "${run:-/nonexistent}/qemu.pid" 2>/dev/null) || { echo 0; return; }
-    awk -v hz="$(getconf CLK_TCK)" '{ printf "%.1f", ($14 + $15) / hz }' "/proc/$pid/stat" 2>/dev/null || echo 0
-}
 qemu_policy() {  # qemu_policy --idle|--other: the scheduling policy of every QEMU thread
     local pid
     pid=$(cat "$run/qemu.pid" 2>/dev/null) || return 0
