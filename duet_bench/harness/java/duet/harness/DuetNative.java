@@ -235,15 +235,7 @@ public final class DuetNative {
      * a difference of two sums, which such a thread could make negative). -1 when unknown.
      */
     public long cpuSinceBeginNs() {
-        Map<String, Long> now = threadCpuNs();
-        if (now == null || cpuStart == null) {
-            return -1;
-        }
-        long total = 0;
-        for (Map.Entry<String, Long> e : now.entrySet()) {
-            total += Math.max(0, e.getValue() - cpuStart.getOrDefault(e.getKey(), 0L));
-        }
-        return total;
+        return sumSince(cpuStart, threadCpuNs());
     }
 
     /**
@@ -282,13 +274,18 @@ public final class DuetNative {
     /** This JVM's run-queue delay since the current iteration began, summed over its threads
      * as {@link #cpuSinceBeginNs} sums their CPU time. -1 when unknown. */
     public long runqSinceBeginNs() {
-        Map<String, Long> now = threadRunqNs();
-        if (now == null || runqStart == null) {
+        return sumSince(runqStart, threadRunqNs());
+    }
+
+    /** Per thread, its figure now less its figure at {@code start} (a thread started since
+     * counts whole), summed over the threads alive now; -1 when either is unknown. */
+    private static long sumSince(Map<String, Long> start, Map<String, Long> now) {
+        if (now == null || start == null) {
             return -1;
         }
         long total = 0;
         for (Map.Entry<String, Long> e : now.entrySet()) {
-            total += Math.max(0, e.getValue() - runqStart.getOrDefault(e.getKey(), 0L));
+            total += Math.max(0, e.getValue() - start.getOrDefault(e.getKey(), 0L));
         }
         return total;
     }
