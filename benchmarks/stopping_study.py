@@ -51,7 +51,7 @@ from duet_bench.analysis.estimate import run_log_ratios  # noqa: E402
 from duet_bench.analysis.series import series_of  # noqa: E402
 from duet_bench.analysis.verdict import verdict  # noqa: E402
 from duet_bench.results import from_dict  # noqa: E402
-from duet_stats.intervals import _t_quantile_two_sided  # noqa: E402
+from duet_stats.intervals import t_quantile_two_sided  # noqa: E402
 from duet_stats.stopping import SHAPES, stopping_bounds  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "stopping"
@@ -104,7 +104,7 @@ def real_pools() -> dict[str, np.ndarray]:
 
 
 def fixed_verdicts(x: np.ndarray, n: int, confidence: float, threshold: float) -> list[str]:
-    c = _t_quantile_two_sided(confidence, n - 1)
+    c = t_quantile_two_sided(confidence, n - 1)
     out = []
     for row in x[:, :n]:
         m = float(row.mean())

@@ -3,10 +3,10 @@
 The core (numpy, click, GitPython, tomlkit) runs, analyses, reports as text, markdown, HTML,
 junit and openmetrics, comments and merges: what every CI job does. matplotlib (``plots``,
 about 100 MB with its dependencies) draws the plots; scipy (``stats``, about 140 MB) is needed
-only for the ``bca`` interval and the planning of very small experiments in ``duet calibrate``;
-arch for the ``basic`` and ``studentized`` intervals; jsonschema (``schema``) for checking a
-results file against its schema (``duet schema FILE``). A command that reaches one of them
-without it says which extra to install instead of a traceback (:func:`missing_module_error`).
+only for the ``bca`` interval; arch for the ``basic`` and ``studentized`` intervals; jsonschema
+(``schema``) for checking a results file against its schema (``duet schema FILE``). A command
+that reaches one of them without it says which extra to install instead of a traceback
+(:func:`missing_module_error`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from duet_bench.errors import EnvironmentNotReady
 #: Top-level module -> (the extra that installs it, what it is needed for).
 EXTRAS: dict[str, tuple[str, str]] = {
     "matplotlib": ("plots", "drawing the plots"),
-    "scipy": ("stats", "the bca interval and the planning of small experiments (duet calibrate)"),
+    "scipy": ("stats", "the bca interval"),
     "arch": ("arch", "the basic and studentized intervals"),
     "jsonschema": ("schema", "checking a results file against the results schema (duet schema)"),
 }

@@ -224,7 +224,7 @@ def _f_survival_paulson(f: float, df1: int, df2: int) -> float:
 _T_SERIES_LIMIT = 2000
 
 
-def _t_quantile_two_sided(level: float, df: int) -> float:
+def t_quantile_two_sided(level: float, df: int) -> float:
     """The ``t`` with ``P(|T| <= t) = level`` for Student's t with integer ``df`` >= 1.
 
     Bisection on the exact series of :func:`_t_two_sided_cdf` (to double precision), or for
@@ -257,7 +257,7 @@ def expanded_confidence(confidence: float, runs: int) -> float:
     The percentile interval is too narrow for small samples: it behaves like a z interval with
     the ``n - 1`` variance divisor missing. Reading it at ``alpha' / 2 =
     Phi(-sqrt(n / (n - 1)) * t_{1 - alpha/2, n - 1})`` corrects both. The t quantile is computed
-    here without scipy (:func:`_t_quantile_two_sided`; tests compare it with
+    here without scipy (:func:`t_quantile_two_sided`; tests compare it with
     ``scipy.special.stdtrit``), since ``expanded`` is the interval every ``duet`` analysis uses.
 
     References
@@ -271,7 +271,7 @@ def expanded_confidence(confidence: float, runs: int) -> float:
 
     if runs < 2:
         raise ValueError(f"runs must be at least 2, got {runs}")
-    t = _t_quantile_two_sided(confidence, runs - 1)
+    t = t_quantile_two_sided(confidence, runs - 1)
     half = NormalDist().cdf(-math.sqrt(runs / (runs - 1)) * t)
     return 1.0 - 2.0 * half
 

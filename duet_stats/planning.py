@@ -26,6 +26,7 @@ from duet_stats._validate import (
     check_nonnegative,
     check_positive,
 )
+from duet_stats.intervals import t_quantile_two_sided
 from duet_stats.ratio import DEFAULT_CONFIDENCE
 
 __all__ = [
@@ -126,9 +127,8 @@ def _quantile(confidence: float, runs: int, iterations: int) -> float:
     # k(n-1) is the paper's choice; with one iteration per run it is 0, so use the k-1 degrees
     # of freedom of the run means, the only variance estimable from such an experiment.
     df = runs * (iterations - 1) if iterations > 1 else runs - 1
-    import scipy.special  # lazy: only small experiments need it, and it takes ~0.3 s to import
-
-    return float(scipy.special.stdtrit(df, p))
+    # Without scipy: the core install has none, and every inconclusive analysis plans its runs.
+    return t_quantile_two_sided(confidence, df)
 
 
 def _half_width(c: VarianceComponents, runs: int, iterations: int, confidence: float) -> float:

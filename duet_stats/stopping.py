@@ -61,7 +61,7 @@ import numpy as np
 
 from duet_stats._typing import ArrayLike, FloatArray
 from duet_stats._validate import as_vector, check_confidence, check_count
-from duet_stats.intervals import _t_quantile_two_sided
+from duet_stats.intervals import t_quantile_two_sided
 
 __all__ = [
     "SHAPES",
@@ -237,7 +237,7 @@ def _critical(
     alpha = 1.0 - confidence
     ns = np.arange(min_runs, max_runs + 1, dtype=np.float64)
     if shape == "bonferroni":
-        return tuple(_t_quantile_two_sided(1.0 - alpha / looks, int(n) - 1) for n in ns)
+        return tuple(t_quantile_two_sided(1.0 - alpha / looks, int(n) - 1) for n in ns)
     scale = np.ones(looks) if shape == "pocock" else np.sqrt(max_runs / ns)
     k = _calibrate(min_runs, max_runs, alpha, tuple(float(s) for s in scale))
     return tuple(float(k * s) for s in scale)

@@ -1,5 +1,6 @@
-"""The core install (no extras) does what a CI job does: it merges shards and writes the
-comment, with neither scipy nor matplotlib in the venv; a plot request says how to get them.
+"""The core install (no extras) does what a CI job does: it analyses (an undecided experiment of
+few runs too), merges shards and writes the comment, with neither scipy nor matplotlib in the
+venv; a plot request says how to get them.
 
 The session's wheelhouse holds duet's wheel and its core dependencies only (``pip wheel`` of the
 checkout), so an import of scipy or matplotlib on these paths fails here for real.
@@ -46,6 +47,36 @@ def _shards(tmp_path: Path) -> list[Path]:
     return paths
 
 
+def _small_undecided(tmp_path: Path) -> Path:
+    """5 runs of 3 iterations, the candidate within 2% of the baseline and a run-to-run swing:
+    inconclusive, and the runs that would decide it are fewer than 30 samples in all, where the
+    planning reads a t quantile (a CI job's ``--runs 5 --iterations 3`` on ``true`` once needed
+    scipy for it and failed)."""
+    data = json.loads(FIXTURE.read_text())
+    bench = data["benchmarks"][0]
+    per_run = (1.0, -0.8, 0.6, -0.2, 0.4)
+    per_iteration = (1, -1, 0.5, -0.3, 0.8, -0.9, 0.2, -0.6, 1, -0.4, 0.7, -1, 0.1, -0.2, 0.9)
+    runs = []
+    for i, swing in enumerate(per_run):
+        run = bench["runs"][i]
+        base = run["baseline"]["iterations_ns"][:3]
+        cand = [
+            int(ns * (1 + 0.02 * swing + 0.006 * per_iteration[3 * i + j]))
+            for j, ns in enumerate(base)
+        ]
+        runs.append(
+            {
+                **run,
+                "baseline": {**run["baseline"], "iterations_ns": base},
+                "candidate": {**run["candidate"], "iterations_ns": cand},
+            }
+        )
+    data["benchmarks"] = [{**bench, "runs": runs}]
+    path = tmp_path / "small.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
 def test_the_core_install_merges_and_comments_without_scipy_or_matplotlib(
     tmp_path: Path, wheels: Wheelhouse
 ) -> None:
@@ -70,6 +101,17 @@ def test_the_core_install_merges_and_comments_without_scipy_or_matplotlib(
     assert absent.returncode != 0, "matplotlib came with the core install"
     duet = str(venv / "bin/duet")
     run_env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+
+    done = subprocess.run(
+        [duet, "analyze", str(_small_undecided(tmp_path))],
+        env=run_env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "inconclusive" in done.stdout
+    assert "runs in all" in done.stdout  # the planning's advice, its t quantile without scipy
 
     merged = tmp_path / "merged"  # --out DIR: results.json and the reports, without plots
     done = subprocess.run(

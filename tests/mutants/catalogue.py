@@ -209,8 +209,8 @@ HAND: tuple[Mutant, ...] = (
     Mutant(
         name="expanded-percentile-degrees-of-freedom",
         path="duet_stats/intervals.py",
-        old="t = _t_quantile_two_sided(confidence, runs - 1)",
-        new="t = _t_quantile_two_sided(confidence, runs)",
+        old="t = t_quantile_two_sided(confidence, runs - 1)",
+        new="t = t_quantile_two_sided(confidence, runs)",
         tests=EXPANDED,
         why="the t quantile has n degrees of freedom instead of n - 1",
     ),

@@ -18,9 +18,9 @@ from duet_stats import MIN_ITERATIONS, duet_ratio, winsorize_run, winsorize_runs
 from duet_stats._typing import IntervalMethod
 from duet_stats.intervals import (
     _f_survival_paulson,
-    _t_quantile_two_sided,
     expanded_confidence,
     f_survival,
+    t_quantile_two_sided,
     t_two_sided_p,
 )
 from tests.stats.synthetic import make_duet_data, make_noisy_cpu_aa
@@ -178,7 +178,7 @@ def test_t_quantile_matches_scipy(level: float) -> None:
     from scipy.special import stdtrit
 
     for df in [*range(1, 120), 499, 1000, 1999, 2000, 2001, 5000, 10**6]:
-        ours = _t_quantile_two_sided(level, df)
+        ours = t_quantile_two_sided(level, df)
         theirs = float(stdtrit(df, 0.5 + level / 2.0))
         # The exact series up to 2000 degrees of freedom, the expansion above.
         assert ours == pytest.approx(theirs, rel=1e-11 if df <= 2000 else 1e-8), (df, level)

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from collections.abc import Callable
 
 import numpy as np
@@ -201,3 +203,27 @@ def test_invalid_arguments(call: Callable[[], object], match: str) -> None:
 def test_components_must_be_variance_components() -> None:
     with pytest.raises(TypeError, match="components must be a VarianceComponents"):
         ci_half_width((1.0, 1.0), runs=5, iterations=5)  # type: ignore[arg-type]  # on purpose
+
+
+def test_small_experiments_are_planned_without_scipy() -> None:
+    # The core install has no scipy, and every inconclusive analysis plans its runs: a CI job's
+    # 5 runs of 3 iterations read the t quantile here and once failed for want of scipy.
+    from scipy.special import stdtrit
+
+    code = (
+        "import sys\n"
+        "sys.modules['scipy'] = None  # any import of scipy raises ImportError\n"
+        "from duet_stats.planning import VarianceComponents, ci_half_width, runs_needed\n"
+        "vc = VarianceComponents(\n"
+        "    within_run_var=1.0, between_run_var=4.5, runs=10, iterations=10, grand_mean=0.0\n"
+        ")\n"
+        "print(repr(ci_half_width(vc, runs=3, iterations=2)))\n"
+        "print(runs_needed(vc, iterations=3, half_width=3.0))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    half_width, runs = done.stdout.split()
+    expected = float(stdtrit(3, 0.995)) * math.sqrt((2 * 4.5 + 1.0) / 6.0)
+    assert float(half_width) == pytest.approx(expected, rel=1e-9)
+    assert 2 <= int(runs) < 10

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from duet_stats.intervals import _t_quantile_two_sided
+from duet_stats.intervals import t_quantile_two_sided
 from duet_stats.stopping import (
     SHAPES,
     StoppingBounds,
@@ -25,7 +25,7 @@ def test_bounds_are_deterministic_and_shaped() -> None:
     assert len(set(pocock.critical)) == 1
     # Wider than a single 99% t interval at the last look, narrower than at the first look
     # would need to be if all the error were spent there... and never narrower than one look.
-    assert pocock.critical[0] > _t_quantile_two_sided(0.99, 39)
+    assert pocock.critical[0] > t_quantile_two_sided(0.99, 39)
     obf = stopping_bounds(min_runs=5, max_runs=40, confidence=0.99, shape="obrien-fleming")
     assert all(a > b for a, b in zip(obf.critical, obf.critical[1:], strict=False))
     assert obf.critical[-1] / obf.critical[0] == pytest.approx(math.sqrt(5 / 40))
@@ -34,14 +34,14 @@ def test_bounds_are_deterministic_and_shaped() -> None:
 def test_bonferroni_is_the_t_quantile_at_alpha_over_the_looks() -> None:
     b = stopping_bounds(min_runs=5, max_runs=14, confidence=0.99, shape="bonferroni")
     for n, c in zip(range(5, 15), b.critical, strict=True):
-        assert c == pytest.approx(_t_quantile_two_sided(1 - 0.01 / 10, n - 1), rel=1e-12)
+        assert c == pytest.approx(t_quantile_two_sided(1 - 0.01 / 10, n - 1), rel=1e-12)
 
 
 def test_one_look_pocock_is_the_fixed_t_interval() -> None:
     """With a single look, the calibrated constant is the t quantile: the simulation of 2**17
     standard normal sequences reproduces ``t_{0.995, 9}`` = 3.25 to within its error."""
     b = stopping_bounds(min_runs=10, max_runs=10, confidence=0.99)
-    assert b.critical[0] == pytest.approx(_t_quantile_two_sided(0.99, 9), rel=0.02)
+    assert b.critical[0] == pytest.approx(t_quantile_two_sided(0.99, 9), rel=0.02)
 
 
 def test_the_interval_by_hand() -> None:
@@ -91,7 +91,7 @@ def test_peeking_with_fixed_intervals_would_not_hold() -> None:
         max_runs=30,
         confidence=0.9,
         shape="bonferroni",
-        critical=tuple(_t_quantile_two_sided(0.9, n - 1) for n in range(4, 31)),
+        critical=tuple(t_quantile_two_sided(0.9, n - 1) for n in range(4, 31)),
     )
     x = np.random.default_rng(3031).standard_normal((20_000, 30))
     assert float(_simultaneous_miss(fixed, x).mean()) > 0.25
