@@ -71,9 +71,8 @@ def builds_root(rootdir: Path) -> Path:
 def build_once(
     root: Path, name: str, inputs: Sequence[Input], build: Callable[[Path], None]
 ) -> Path:
-    """:func:`cached_build` under ``root``, without a pytest session: ``make test`` builds
-    criterion's seed crate this way beside the tests that do not measure
-    (``python -m tests.adapters.cargo_seed``), and the measuring tests find it built."""
+    """:func:`cached_build` under ``root``, without a pytest session (``make prebuild``: ``python
+    -m tests.adapters.cargo_seed`` builds criterion's seed crate ahead of the tests)."""
     root.mkdir(parents=True, exist_ok=True)
     done = root / f"{name}-{build_key(inputs)}"
     with open(root / f"{done.name}.lock", "w") as lock:

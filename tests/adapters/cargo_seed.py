@@ -2,12 +2,13 @@
 like the tests', built once per checkout (tests/build_cache.py). Its target directory (criterion
 and its dependencies compiled) and its Cargo.lock seed both versions of every test.
 
-The first build of criterion takes about a minute of CPU. ``make test`` makes it ahead, beside
-lint and types while the tests that do not measure run (``python -m tests.adapters.cargo_seed``
-builds it into the pytest cache of the checkout it runs in), so that the measuring tests, which
-run one at a time, find it built instead of waiting 30 s for it. Without cargo it does nothing:
-the tests then say why they cannot run; a build that fails is left to the tests too, which
-build it again and fail saying why.
+The first build of criterion takes about a minute of CPU. ``python -m tests.adapters.cargo_seed``
+builds it into the pytest cache of the checkout it runs in (``make prebuild``), so that a
+developer's later test runs find it built. ``make test`` does not run it: beside the tests
+that do not measure, where both CPUs are busy, it slowed the guest's jobs more than it saved
+(tests/README.md, "What runs where"). Without cargo it does nothing: the tests then say why they
+cannot run; a build that fails is left to the tests too, which build it again and fail saying
+why.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Cost: the first build of criterion (``default-features = false``) takes about a minute of CPU
 (3 minutes of wall time measured here on a busy 2-CPU machine). It is built once per checkout
-(tests/build_cache.py; ``make test`` builds it beside the tests that do not measure) in a seed
+(tests/build_cache.py; ``make prebuild`` makes it ahead) in a seed
 crate whose target directory each version's build command copies, so each version compiles
 only the small bench crate (the adapter builds every version in its own target directory: one
 shared by both would hand back the first version's executable).
@@ -49,8 +49,7 @@ needs_cargo = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def seed(request: pytest.FixtureRequest) -> Path:
-    """criterion's seed crate (tests/adapters/cargo_seed.py), built once per checkout: ``make
-    test`` makes it before the measuring tests start."""
+    """criterion's seed crate (tests/adapters/cargo_seed.py), built once per checkout."""
     assert CARGO is not None
     inputs, build = recipe(CARGO)
     return cached_build(request, NAME, inputs, build)

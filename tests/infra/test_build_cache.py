@@ -83,7 +83,7 @@ def test_without_the_cache_plugin_every_session_builds(
 
 
 def test_a_build_made_ahead_is_where_a_session_looks_for_it(session: pytest.Pytester) -> None:
-    # `make test` builds criterion's seed crate before the measuring tests with build_once under
+    # `make prebuild` builds criterion's seed crate ahead of the tests with build_once under
     # builds_root (tests/adapters/cargo_seed.py); a session must find it at that very place.
     session.makepyfile(
         test_it="""
