@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 RUNTIME := $(VENV)/.installed-runtime
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test install install-runtime lint types prebuild pytest guest-tier bench-stats bench-barrier bench-overhead demo-rate accuracy accuracy-quick metric-study metric-study-quick soak clean
+.PHONY: demo test install install-runtime lint types pytest guest-tier bench-stats bench-barrier bench-overhead demo-rate accuracy accuracy-quick metric-study metric-study-quick soak clean
 
 $(STAMP): pyproject.toml scripts/bootstrap.sh tests/constraints.txt
 	PYTHON=$(PYTHON) VENV=$(VENV) sh scripts/bootstrap.sh dev
@@ -77,12 +77,6 @@ lint: $(STAMP)
 
 types: $(STAMP)
 	$(BIN)/mypy
-
-# criterion's seed crate, built into the pytest cache ahead of the tests (tests/build_cache.py):
-# for a developer's machine. `make test` does not: in the parallel group its minute of CPU slowed
-# the guest's jobs beside it by more than it saved the measuring tests (tests/README.md).
-prebuild: $(STAMP)
-	$(BIN)/python -m tests.adapters.cargo_seed
 
 # Two invocations (tests/README.md): the tests that do not measure in parallel, then those that
 # measure (marker `measures`: real barriers, workers, cgroups, duet runs) one at a time, so that
