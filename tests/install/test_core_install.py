@@ -99,77 +99,52 @@ def test_the_core_install_merges_and_comments_without_scipy_or_matplotlib(
         [str(venv / "bin/python"), "-c", "import matplotlib"], capture_output=True, text=True
     )
     assert absent.returncode != 0, "matplotlib came with the core install"
-    duet = str(venv / "bin/duet")
     run_env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
 
-    done = subprocess.run(
-        [duet, "analyze", str(_small_undecided(tmp_path))],
-        env=run_env,
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
+    def duet(*args: str) -> subprocess.CompletedProcess[str]:
+        """The core install's ``duet`` with ``args``, in ``tmp_path``."""
+        return subprocess.run(
+            [str(venv / "bin/duet"), *args],
+            env=run_env,
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+        )
+
+    done = duet("analyze", str(_small_undecided(tmp_path)))
     assert done.returncode == 0, done.stderr
     assert "inconclusive" in done.stdout
     assert "runs in all" in done.stdout  # the planning's advice, its t quantile without scipy
 
     merged = tmp_path / "merged"  # --out DIR: results.json and the reports, without plots
-    done = subprocess.run(
-        [duet, "merge", *map(str, _shards(tmp_path)), "--out", str(merged)],
-        env=run_env,
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
+    done = duet("merge", *map(str, _shards(tmp_path)), "--out", str(merged))
     # Exit 1 is the fixture's regression under the default --fail-on; the file is the point.
     assert done.returncode in (0, 1), done.stderr
     assert len(json.loads((merged / "results.json").read_text())["benchmarks"]) == 6
     assert (merged / "report.md").is_file()
 
-    done = subprocess.run(
-        [duet, "comment", str(merged), "--dry-run", "--provider", "github", "--pr", "1"],
-        env=run_env,
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
+    done = duet("comment", str(merged), "--dry-run", "--provider", "github", "--pr", "1")
     assert done.returncode == 0, done.stderr
     assert "parse-json" in done.stdout
     assert "Traceback" not in done.stderr
 
     # Text, markdown and html need no plots; the html page says how to get them.
-    done = subprocess.run(
-        [duet, "report", str(merged), "--format", "html", "--out", str(tmp_path / "r")],
-        env=run_env,
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
+    done = duet("report", str(merged), "--format", "html", "--out", str(tmp_path / "r"))
     assert done.returncode in (0, 1), done.stderr
     assert "duet-bench[plots]" in done.stderr
     assert (tmp_path / "r" / "report.html").is_file()
 
     # The results schema travels in the wheel: printed with the core, checking names the extra.
-    done = subprocess.run(
-        [duet, "schema"], env=run_env, capture_output=True, text=True, cwd=tmp_path
-    )
+    done = duet("schema")
     assert done.returncode == 0, done.stderr
     shipped = Path(__file__).parents[2] / "docs" / "results-schema.json"
     assert done.stdout == shipped.read_text()
-    done = subprocess.run(
-        [duet, "schema", str(merged)], env=run_env, capture_output=True, text=True, cwd=tmp_path
-    )
+    done = duet("schema", str(merged))
     assert done.returncode == 3, (done.stdout, done.stderr)
     assert "pip install 'duet-bench[schema]'" in done.stderr
 
     # Plots asked for: the error names the extra, no traceback.
-    done = subprocess.run(
-        [duet, "report", str(merged), "--plot", str(tmp_path / "plots")],
-        env=run_env,
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
+    done = duet("report", str(merged), "--plot", str(tmp_path / "plots"))
     assert done.returncode == 3, (done.stdout, done.stderr)
     assert "matplotlib is not installed" in done.stderr
     assert "pip install 'duet-bench[plots]'" in done.stderr
