@@ -27,9 +27,10 @@ demo: $(RUNTIME)
 # The guest tier (scripts/guest/run-tier.sh) runs in the background from the start, through a
 # gate (DUET_GUEST_GATE): it builds or finds its image, boots, installs and runs its short jobs
 # while the bootstrap (the venv), lint, types and the tests that do not measure run (lint and
-# types beside those tests, their output printed after them); it parks,
-# stopped, while the host's measuring tests run (the host waits for it to park first); its
-# system tests follow them.
+# types beside those tests, their output printed after them), then starts its system tests; it
+# parks, stopped (between two jobs or mid-way through one), while the host's measuring tests run
+# (the host waits for it to park first); the rest of its system tests follow them, beside the
+# mutation tier's tests that do not measure.
 # Its log is printed at the end, which counts every skip by reason (scripts/test_summary.py).
 RESULTS := duet-results
 GATE := $(RESULTS)/guest-gate
@@ -59,6 +60,7 @@ test:
 		$(MAKE) --no-print-directory pytest-measures || rc=$$?; \
 	fi; \
 	touch $(GATE).open; \
+	[ $$rc != 0 ] || $(MAKE) --no-print-directory pytest-mutants || rc=$$?; \
 	[ $$rc = 0 ] || kill -TERM $$tier 2>/dev/null || true; \
 	tier_rc=0; wait $$tier || tier_rc=$$?; \
 	cat $(RESULTS)/guest-tier.log; \
@@ -68,7 +70,7 @@ test:
 .PHONY: test-summary
 test-summary:
 	@$(PYTHON) scripts/test_summary.py $(RESULTS)/pytest-parallel.xml $(RESULTS)/pytest-measures.xml \
-		--guest $(RESULTS)/guest/system-tests.xml
+		$(RESULTS)/pytest-mutants.xml --guest $(RESULTS)/guest/system-tests.xml
 
 lint: $(STAMP)
 	$(BIN)/ruff check duet_bench duet_stats tests benchmarks
@@ -78,18 +80,27 @@ lint: $(STAMP)
 types: $(STAMP)
 	$(BIN)/mypy
 
-# Two invocations (tests/README.md): the tests that do not measure in parallel, then those that
-# measure (marker `measures`: real barriers, workers, cgroups, duet runs) one at a time, so that
-# no test measures beside another. The 25 slowest of each are printed.
-.PHONY: pytest-parallel pytest-measures
+# Three invocations (tests/README.md): the tests that do not measure in parallel, then those
+# that measure (marker `measures`: real barriers, workers, cgroups, duet runs) one at a time, so
+# that no test measures beside another, then the mutation tier's tests that do not measure
+# (under `make test` beside the guest's last system tests, whose TCG leaves most of a CPU idle).
+# The 25 slowest of each are printed.
+MUTANTS := tests/mutants
+.PHONY: pytest-parallel pytest-measures pytest-mutants
 pytest:
 	@rc=0; $(MAKE) --no-print-directory pytest-parallel || rc=$$?; \
-	$(MAKE) --no-print-directory pytest-measures || rc=$$?; exit $$rc
+	$(MAKE) --no-print-directory pytest-measures || rc=$$?; \
+	$(MAKE) --no-print-directory pytest-mutants || rc=$$?; exit $$rc
 
 pytest-parallel: $(STAMP)
 	@mkdir -p $(RESULTS)
-	$(BIN)/python -m pytest -m "not measures" -n 2 --durations=25 \
+	$(BIN)/python -m pytest -m "not measures" -n 2 --durations=25 --ignore=$(MUTANTS) \
 		--junitxml=$(RESULTS)/pytest-parallel.xml
+
+pytest-mutants: $(STAMP)
+	@mkdir -p $(RESULTS)
+	$(BIN)/python -m pytest -m "not measures" $(MUTANTS) --durations=10 \
+		--junitxml=$(RESULTS)/pytest-mutants.xml
 
 pytest-measures: $(STAMP)
 	@mkdir -p $(RESULTS)

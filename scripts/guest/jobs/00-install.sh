@@ -18,5 +18,9 @@ sudo chmod 0755 "$venv/bin/duet"
 "$venv/bin/python" -c 'import duet_bench, sys; assert duet_bench.__file__.startswith(sys.argv[1]), duet_bench.__file__' "$HOME/src/"
 echo "kernel $(uname -r), $(nproc) CPUs, $(systemctl --version | head -1)"
 echo "cgroup: $(cat /proc/self/cgroup)"
+# run-tier.sh boots with mitigations=off (under TCG page-table isolation alone would flush the
+# emulated TLB at every system call): what the kernel says it would otherwise have done.
+echo "command line: $(cat /proc/cmdline)"
+echo "meltdown: $(cat /sys/devices/system/cpu/vulnerabilities/meltdown 2>/dev/null || echo unknown)"
 echo "root subtree_control: $(cat /sys/fs/cgroup/cgroup.subtree_control)"
 lscpu --extended=CPU,CORE,SOCKET

@@ -1,11 +1,13 @@
 #!/bin/bash
 # systemd at work during a measurement: a daemon-reload, a transient unit with CPU, cpuset and
 # memory settings, a journald restart. The A/A run must still pass (duet verifies after every
-# run that its sides' cpusets and controllers were the ones it set).
+# run that its sides' cpusets and controllers were the ones it set). It is also the tier's A/A
+# (exit 0): its sides on two cores at every iteration, nothing left behind.
 # shellcheck source=scripts/guest/jobs/lib.sh disable=SC1091
 source "$HOME/src/scripts/guest/jobs/lib.sh"
 out=$HOME/res/reload.json
 rm -f "$out"
+before=$(snapshot)
 sudo "$DUET" run --baseline "$(work 2000)" --candidate "$(work 2000)" --name reload \
     --runs 8 --iterations 5 --warmup 1 --reps 1000 --threshold 1 --isolation cgroup --out "$out" &
 pid=$!
@@ -25,3 +27,5 @@ rc=0
 wait "$pid" || rc=$?
 [ "$rc" = 0 ] || { echo "FAIL: duet run exited $rc during systemd activity"; exit 1; }
 echo "duet run exited 0 through daemon-reload, a transient unit and a journald restart"
+check_placement "$out" 8
+[ "$before" = "$(snapshot)" ] || { echo "FAIL: the run left something behind"; exit 1; }

@@ -33,3 +33,28 @@ snapshot() {
     find /sys/fs/cgroup -name 'duet-*' -print
     find /dev/shm /var/tmp -maxdepth 1 -name 'duet-*' -print
 }
+check_placement() {  # check_placement RESULTS RUNS: isolation cgroup-v2, RUNS runs all ok, the
+    # sides on two physical cores at every iteration (the kernel's thread_siblings_list), crossover
+    "$PY" - "$1" "$2" <<'PY'
+import json, sys
+path, expected = sys.argv[1], int(sys.argv[2])
+doc = json.load(open(path))
+assert doc["environment"]["isolation"] == "cgroup-v2", doc["environment"]["isolation"]
+runs = doc["benchmarks"][0]["runs"]
+assert len(runs) == expected and all(r["status"] == "ok" for r in runs), runs
+cores = {side: sorted({c for r in runs for c in r[side]["cores"]}) for side in ("baseline", "candidate")}
+print(path, "isolation cgroup-v2, cores", cores)
+# At every iteration the two sides on two physical cores, by the kernel's
+# thread_siblings_list (crossover moves them at every iteration: iteration_cpus).
+for r in runs:
+    a, b = r["baseline"]["iteration_cpus"], r["candidate"]["iteration_cpus"]
+    assert len(a) == len(b) == 5, (r["index"], a, b)
+    for i, (ca, cb) in enumerate(zip(a, b)):
+        with open(f"/sys/devices/system/cpu/cpu{ca}/topology/thread_siblings_list") as f:
+            text = f.read().strip()
+        shared = {int(x) for part in text.split(",") for x in range(int(part.split("-")[0]), int(part.split("-")[-1]) + 1)}
+        assert cb not in shared, (r["index"], i, ca, text, cb)
+    # Crossover: the baseline ran on both CPUs of the pair within the run.
+    assert len(set(a)) == 2, (r["index"], a)
+PY
+}
