@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import shutil
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from tests.adapters.suites import ISOLATION, compare, tool
 from tests.build_cache import cached_build
 from tests.duet import test_barrier as shared
 from tests.duet.test_barrier import (
+    DriverActor,
     Processes,
     load_vectors,
     peer_result,
@@ -91,58 +91,13 @@ def java_argv(classes: Path, main: str) -> list[str]:
     ]
 
 
-class JavaActor:
-    """The Java client in a driver process, one command line in, one answer line out."""
+class JavaActor(DriverActor):
+    """The Java client in a driver process (the JVM's start: a minute for its first answer)."""
+
+    language = "Java"
 
     def __init__(self, processes: Processes, classes: Path, path: str) -> None:
-        self.path = path
-        self.process = processes.start(
-            java_argv(classes, "BarrierDriver"), stdin=subprocess.PIPE, stdout=subprocess.PIPE
-        )
-        self.pid = int(self.command("pid", timeout_s=60))
-
-    def send(self, line: str) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(line + "\n")
-        self.process.stdin.flush()
-
-    def answer(self, timeout_s: float = 30) -> str:
-        assert self.process.stdout is not None
-        ready, _, _ = select.select([self.process.stdout], [], [], timeout_s)
-        assert ready, f"the Java driver did not answer within {timeout_s} s"
-        answer = self.process.stdout.readline()
-        assert answer, f"the Java driver died (exit {self.process.wait(5)})"
-        return answer.strip()
-
-    def command(self, line: str, timeout_s: float = 30) -> str:
-        self.send(line)
-        return self.answer(timeout_s)
-
-    def attach(self, slot: int) -> str:
-        words = self.command(f"attach {self.path} {slot}").split()
-        return "ok" if words[0] == "ok" else f"refused:{words[1]}"
-
-    def wait(self, slot: int, timeout_ns: int) -> tuple[str, int | None, int | None]:
-        words = self.command(f"wait {slot} {timeout_ns}").split()
-        if words[0] == "aborted":
-            return ("aborted", int(words[1]), int(words[2]))
-        return (words[0], None, None)
-
-    def abort(self, slot: int, reason: int) -> None:
-        assert self.command(f"abort {slot} {reason}") == "ok"
-
-    def close(self, slot: int) -> None:
-        assert self.command(f"close {slot}") == "ok"
-
-    def close_all(self) -> None:
-        self.quit()
-
-    def quit(self) -> None:
-        assert self.process.stdin is not None
-        if self.process.poll() is None:
-            self.process.stdin.write("quit\n")
-            self.process.stdin.flush()
-        assert self.process.wait(30) == 0, "the Java driver failed"
+        super().__init__(processes, java_argv(classes, "BarrierDriver"), path, start_timeout_s=60)
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ import glob
 import json
 import mmap
 import os
+import select
 import struct
 import subprocess
 import sys
@@ -221,6 +222,75 @@ class Processes:
                 if stream is not None:
                     stream.close()
         return running
+
+
+class DriverActor:
+    """A barrier client in a driver process of another language (the C and Java drivers), one
+    command line in, one answer line out. ``language`` names it in failures; the timeouts are
+    the seconds an answer and the driver's exit may take."""
+
+    language = "the"
+    answer_timeout_s = 30.0
+    quit_timeout_s = 30.0
+    quit_hint = ""
+
+    def __init__(
+        self,
+        processes: Processes,
+        argv: list[str],
+        path: str,
+        env: dict[str, str] | None = None,
+        start_timeout_s: float | None = None,
+    ) -> None:
+        self.path = path
+        self.process = processes.start(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        self.pid = int(self.command("pid", timeout_s=start_timeout_s))
+
+    def send(self, line: str) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+
+    def answer(self, timeout_s: float | None = None) -> str:
+        timeout_s = self.answer_timeout_s if timeout_s is None else timeout_s
+        assert self.process.stdout is not None
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout_s)
+        assert ready, f"the {self.language} driver did not answer within {timeout_s} s"
+        answer = self.process.stdout.readline()
+        assert answer, f"the {self.language} driver died (exit {self.process.wait(5)})"
+        return answer.strip()
+
+    def command(self, line: str, timeout_s: float | None = None) -> str:
+        self.send(line)
+        return self.answer(timeout_s)
+
+    def attach(self, slot: int) -> str:
+        words = self.command(f"attach {self.path} {slot}").split()
+        return "ok" if words[0] == "ok" else f"refused:{words[1]}"
+
+    def wait(self, slot: int, timeout_ns: int) -> tuple[str, int | None, int | None]:
+        words = self.command(f"wait {slot} {timeout_ns}").split()
+        if words[0] == "aborted":
+            return ("aborted", int(words[1]), int(words[2]))
+        return (words[0], None, None)
+
+    def abort(self, slot: int, reason: int) -> None:
+        assert self.command(f"abort {slot} {reason}") == "ok"
+
+    def close(self, slot: int) -> None:
+        assert self.command(f"close {slot}") == "ok"
+
+    def close_all(self) -> None:
+        self.quit()
+
+    def quit(self) -> None:
+        assert self.process.stdin is not None
+        if self.process.poll() is None:
+            self.process.stdin.write("quit\n")
+            self.process.stdin.flush()
+        assert self.process.wait(self.quit_timeout_s) == 0, (
+            f"the {self.language} driver failed{self.quit_hint}"
+        )
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import shutil
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from tests.duet import test_barrier as shared
 from tests.duet.test_barrier import (
     HARNESS,
     ROOT,
+    DriverActor,
     Processes,
     load_vectors,
     peer_result,
@@ -83,61 +83,16 @@ def sanitized_env(**extra: str) -> dict[str, str]:
     return {**os.environ, **SANITIZER_ENV, **extra}
 
 
-class CActor:
-    """The C client in a driver process, one command line in, one answer line out."""
+class CActor(DriverActor):
+    """The C client in a driver process (built with the sanitizers, or without)."""
+
+    language = "C"
+    answer_timeout_s = 20.0
+    quit_timeout_s = 10.0
+    quit_hint = " (sanitizer report on stderr?)"
 
     def __init__(self, processes: Processes, driver: Path, path: str) -> None:
-        self.path = path
-        self.process = processes.start(
-            [str(driver)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=sanitized_env(),
-        )
-        self.pid = int(self.command("pid"))
-
-    def send(self, line: str) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(line + "\n")
-        self.process.stdin.flush()
-
-    def answer(self, timeout_s: float = 20) -> str:
-        assert self.process.stdout is not None
-        ready, _, _ = select.select([self.process.stdout], [], [], timeout_s)
-        assert ready, f"the C driver did not answer within {timeout_s} s"
-        answer = self.process.stdout.readline()
-        assert answer, f"the C driver died (exit {self.process.wait(5)})"
-        return answer.strip()
-
-    def command(self, line: str, timeout_s: float = 20) -> str:
-        self.send(line)
-        return self.answer(timeout_s)
-
-    def attach(self, slot: int) -> str:
-        words = self.command(f"attach {self.path} {slot}").split()
-        return "ok" if words[0] == "ok" else f"refused:{words[1]}"
-
-    def wait(self, slot: int, timeout_ns: int) -> tuple[str, int | None, int | None]:
-        words = self.command(f"wait {slot} {timeout_ns}").split()
-        if words[0] == "aborted":
-            return ("aborted", int(words[1]), int(words[2]))
-        return (words[0], None, None)
-
-    def abort(self, slot: int, reason: int) -> None:
-        assert self.command(f"abort {slot} {reason}") == "ok"
-
-    def close(self, slot: int) -> None:
-        assert self.command(f"close {slot}") == "ok"
-
-    def close_all(self) -> None:
-        self.quit()
-
-    def quit(self) -> None:
-        assert self.process.stdin is not None
-        if self.process.poll() is None:
-            self.process.stdin.write("quit\n")
-            self.process.stdin.flush()
-        assert self.process.wait(10) == 0, "the C driver failed (sanitizer report on stderr?)"
+        super().__init__(processes, [str(driver)], path, env=sanitized_env())
 
 
 @pytest.fixture
