@@ -1,6 +1,8 @@
 #!/bin/bash
 # sudo duet compare on a real two-commit repository whose HEAD does ten times the work: a
-# regression (exit 1), all reports written, nothing left, no git ownership error.
+# regression (exit 1), all reports written, the sides on two physical cores at every iteration
+# (check_placement), nothing left and the cgroup tree's controllers as before, no git ownership
+# error. The tier's A/B; its A/A is 40-reload's.
 # shellcheck source=scripts/guest/jobs/lib.sh disable=SC1091
 source "$HOME/src/scripts/guest/jobs/lib.sh"
 repo=$HOME/project
@@ -23,4 +25,5 @@ for f in results.json report.md junit.xml metrics.txt; do
     [ -s "$HOME/res/compare/$f" ] || { echo "FAIL: $f missing"; exit 1; }
 done
 grep -q cgroup-v2 "$HOME/res/compare/results.json"
+check_placement "$HOME/res/compare/results.json" 5
 [ "$before" = "$(snapshot)" ] || { echo "FAIL: compare left something behind"; exit 1; }

@@ -2,7 +2,7 @@
 # systemd at work during a measurement: a daemon-reload, a transient unit with CPU, cpuset and
 # memory settings, a journald restart. The A/A run must still pass (duet verifies after every
 # run that its sides' cpusets and controllers were the ones it set). It is also the tier's A/A
-# (exit 0): its sides on two cores at every iteration, nothing left behind.
+# (exit 0): its sides on two cores at every iteration, nothing left behind (30-compare is the A/B).
 # shellcheck source=scripts/guest/jobs/lib.sh disable=SC1091
 source "$HOME/src/scripts/guest/jobs/lib.sh"
 out=$HOME/res/reload.json
