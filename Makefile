@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 RUNTIME := $(VENV)/.installed-runtime
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test install install-runtime lint types prebuild pytest guest-tier bench-stats bench-barrier bench-overhead demo-rate accuracy accuracy-quick metric-study metric-study-quick soak clean
+.PHONY: demo test install install-runtime lint types pytest guest-tier bench-stats bench-barrier bench-overhead demo-rate accuracy accuracy-quick metric-study metric-study-quick soak clean
 
 $(STAMP): pyproject.toml scripts/bootstrap.sh tests/constraints.txt
 	PYTHON=$(PYTHON) VENV=$(VENV) sh scripts/bootstrap.sh dev
@@ -48,11 +48,11 @@ test:
 	echo "guest tier: running in the background (pid $$tier, log $(RESULTS)/guest-tier.log)"; \
 	rc=0; $(MAKE) --no-print-directory install || rc=$$?; \
 	if [ $$rc = 0 ]; then \
-		$(MAKE) --no-print-directory lint types prebuild >$(RESULTS)/static.log 2>&1 & static=$$!; \
+		$(MAKE) --no-print-directory lint types >$(RESULTS)/static.log 2>&1 & static=$$!; \
 		$(MAKE) --no-print-directory pytest-parallel || rc=$$?; \
 		static_rc=0; wait $$static || static_rc=$$?; \
-		echo "lint, types and the prebuild (run beside the tests that do not measure):"; cat $(RESULTS)/static.log; \
-		[ $$static_rc = 0 ] || { echo "lint, types or the prebuild FAILED (exit $$static_rc): see above"; rc=$$static_rc; }; \
+		echo "lint and types (run beside the tests that do not measure):"; cat $(RESULTS)/static.log; \
+		[ $$static_rc = 0 ] || { echo "lint or types FAILED (exit $$static_rc): see above"; rc=$$static_rc; }; \
 	fi; \
 	touch $(GATE).hold; \
 	if [ $$rc = 0 ]; then \
@@ -79,13 +79,6 @@ lint: $(STAMP)
 
 types: $(STAMP)
 	$(BIN)/mypy
-
-# criterion's seed crate, built into the pytest cache ahead of the tests (tests/build_cache.py).
-# `make test` builds it beside lint and types, while the guest's jobs and first system tests run:
-# the measuring group no longer builds it (about 30 s), and the guest's system tests get the time
-# (tests/README.md, "What runs where").
-prebuild: $(STAMP)
-	$(BIN)/python -m tests.adapters.cargo_seed
 
 # Three invocations (tests/README.md): the tests that do not measure in parallel, then those
 # that measure (marker `measures`: real barriers, workers, cgroups, duet runs) one at a time, so

@@ -59,21 +59,7 @@ def cached_build(
         where = request.getfixturevalue("tmp_path_factory").mktemp(name)
         build(where)
         return Path(where)
-    return build_once(Path(cache.mkdir("builds")), name, inputs, build)
-
-
-def builds_root(rootdir: Path) -> Path:
-    """Where :func:`cached_build` keeps the builds of a pytest session run in ``rootdir`` (the
-    cache plugin's ``.pytest_cache/d/builds``): for a build made ahead of the tests."""
-    return rootdir / ".pytest_cache" / "d" / "builds"
-
-
-def build_once(
-    root: Path, name: str, inputs: Sequence[Input], build: Callable[[Path], None]
-) -> Path:
-    """:func:`cached_build` under ``root``, without a pytest session (``make prebuild``: ``python
-    -m tests.adapters.cargo_seed`` builds criterion's seed crate ahead of the tests)."""
-    root.mkdir(parents=True, exist_ok=True)
+    root = Path(cache.mkdir("builds"))
     done = root / f"{name}-{build_key(inputs)}"
     with open(root / f"{done.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

@@ -2,21 +2,21 @@
 
 Cost: the first build of criterion (``default-features = false``) takes about a minute of CPU
 (3 minutes of wall time measured here on a busy 2-CPU machine). It is built once per checkout
-(tests/build_cache.py; ``make prebuild`` makes it ahead) in a seed
-crate whose target directory each version's build command copies, so each version compiles
-only the small bench crate (the adapter builds every version in its own target directory: one
-shared by both would hand back the first version's executable).
+(tests/build_cache.py) in a seed crate whose target directory each version's build command
+copies, so each version compiles only the small bench crate (the adapter builds every version
+in its own target directory: one shared by both would hand back the first version's
+executable).
 """
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from duet_bench.adapters.cargo import CARGO_FALLBACKS
 from tests.aa import assert_not_slowed
-from tests.adapters.cargo_seed import NAME, recipe
 from tests.adapters.suites import (
     FIXTURES,
     NO_VERDICT,
@@ -49,10 +49,33 @@ needs_cargo = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def seed(request: pytest.FixtureRequest) -> Path:
-    """criterion's seed crate (tests/adapters/cargo_seed.py), built once per checkout."""
+    """A crate like the test's, built once: its target directory (criterion and its
+    dependencies compiled) and its Cargo.lock seed both versions of every test. Kept for the
+    later pytest invocations of the same checkout (tests/build_cache.py), keyed by the
+    manifest, the source and cargo's version."""
     assert CARGO is not None
-    inputs, build = recipe(CARGO)
-    return cached_build(request, NAME, inputs, build)
+    cargo = CARGO
+    # Another package name: its own bench executable must not pass for a version's (cargo
+    # would find it fresh in the copied directory).
+    manifest = (
+        (FIXTURES / "Cargo.toml")
+        .read_text()
+        .replace('name = "work"\nversion', 'name = "seed"\nversion')
+    )
+    bench = source("work.rs", slowed=1, extra="seed")
+    version = subprocess.run([cargo, "--version"], capture_output=True, text=True, check=True)
+
+    def build(crate: Path) -> None:
+        (crate / "src").mkdir()
+        (crate / "benches").mkdir()
+        (crate / "Cargo.toml").write_text(manifest)
+        (crate / "src" / "lib.rs").write_text("")
+        (crate / "benches" / "work.rs").write_text(bench)
+        subprocess.run(
+            [cargo, "bench", "--no-run", "--quiet"], cwd=crate, check=True, capture_output=True
+        )
+
+    return cached_build(request, "cargo-seed", [manifest, bench, version.stdout], build)
 
 
 def _config(seed: Path, suite_options: str = "iteration_time = 0.02\n") -> str:

@@ -80,18 +80,3 @@ def test_without_the_cache_plugin_every_session_builds(
     run(session, log, "one", "-p", "no:cacheprovider").assert_outcomes(passed=1)
     run(session, log, "one", "-p", "no:cacheprovider").assert_outcomes(passed=1)
     assert log.read_text() == "built\nbuilt\n"
-
-
-def test_a_build_made_ahead_is_where_a_session_looks_for_it(session: pytest.Pytester) -> None:
-    # `make prebuild` builds criterion's seed crate ahead of the tests with build_once under
-    # builds_root (tests/adapters/cargo_seed.py); a session must find it at that very place.
-    session.makepyfile(
-        test_it="""
-from pathlib import Path
-from tests.build_cache import builds_root
-
-def test_it(request):
-    assert Path(request.config.cache.mkdir("builds")) == builds_root(request.config.rootpath)
-"""
-    )
-    session.runpytest().assert_outcomes(passed=1)
