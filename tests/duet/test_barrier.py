@@ -229,7 +229,7 @@ class DriverActor:
     command line in, one answer line out. ``language`` names it in failures; the timeouts are
     the seconds an answer and the driver's exit may take."""
 
-    language = "the"
+    language: str  # each driver's class names its language
     answer_timeout_s = 30.0
     quit_timeout_s = 30.0
     quit_hint = ""
