@@ -235,7 +235,8 @@ guest_resume() {
     paused=""
 }
 paused=""
-park() {  # park WHY CONDITION...: wait while CONDITION holds, the host told why
+park() {  # park WHY CONDITION...: wait while CONDITION holds, the host told why; parked_s: how long
+    parked_s=0
     [ -n "$gate" ] || return 0
     "${@:2}" || return 0
     park_since=$(date +%s.%N)
@@ -261,7 +262,6 @@ park() {  # park WHY CONDITION...: wait while CONDITION holds, the host told why
     say "unparked after $(parked_cpu)"
     park_since=""
 }
-parked_s=0
 park_since=""
 park_cpu0=0
 parked_cpu() {  # how long the guest has been parked, and QEMU's CPU seconds meanwhile
@@ -393,10 +393,8 @@ run_job() {  # run_job NAME TIMEOUT_S
     mv "$share/jobs/.$name.tmp" "$share/jobs/$name.sh"
     deadline=$((SECONDS + limit))
     while [ ! -e "$share/out/$name.rc" ]; do
-        if [ -n "$gate" ] && host_measuring; then
-            park "the host's tests are measuring (job $name stopped mid-way)" host_measuring
-            deadline=$((deadline + ${parked_s%.*} + 1))
-        fi
+        park "the host's tests are measuring (job $name stopped mid-way)" host_measuring
+        deadline=$((deadline + ${parked_s%.*}))
         if ! kill -0 "$qemu_pid" 2>/dev/null; then
             cat "$share/out/$name.log" 2>/dev/null || true
             broken "the guest died during job $name (serial log: $out/serial-$used.log)"

@@ -25,5 +25,5 @@ for f in results.json report.md junit.xml metrics.txt; do
     [ -s "$HOME/res/compare/$f" ] || { echo "FAIL: $f missing"; exit 1; }
 done
 grep -q cgroup-v2 "$HOME/res/compare/results.json"
-check_placement "$HOME/res/compare/results.json" 5
+check_placement "$HOME/res/compare/results.json" 5 5  # duet.toml: runs = 5, iterations = 5
 [ "$before" = "$(snapshot)" ] || { echo "FAIL: compare left something behind"; exit 1; }

@@ -33,11 +33,12 @@ snapshot() {
     find /sys/fs/cgroup -name 'duet-*' -print
     find /dev/shm /var/tmp -maxdepth 1 -name 'duet-*' -print
 }
-check_placement() {  # check_placement RESULTS RUNS: isolation cgroup-v2, RUNS runs all ok, the
-    # sides on two physical cores at every iteration (the kernel's thread_siblings_list), crossover
-    "$PY" - "$1" "$2" <<'PY'
+check_placement() {  # check_placement RESULTS RUNS ITERATIONS: isolation cgroup-v2, RUNS runs all
+    # ok of ITERATIONS measured iterations each, the sides on two physical cores at every
+    # iteration (the kernel's thread_siblings_list), crossover
+    "$PY" - "$1" "$2" "$3" <<'PY'
 import json, sys
-path, expected = sys.argv[1], int(sys.argv[2])
+path, expected, iterations = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 doc = json.load(open(path))
 assert doc["environment"]["isolation"] == "cgroup-v2", doc["environment"]["isolation"]
 runs = doc["benchmarks"][0]["runs"]
@@ -48,7 +49,7 @@ print(path, "isolation cgroup-v2, cores", cores)
 # thread_siblings_list (crossover moves them at every iteration: iteration_cpus).
 for r in runs:
     a, b = r["baseline"]["iteration_cpus"], r["candidate"]["iteration_cpus"]
-    assert len(a) == len(b) == 5, (r["index"], a, b)
+    assert len(a) == len(b) == iterations, (r["index"], a, b)
     for i, (ca, cb) in enumerate(zip(a, b)):
         with open(f"/sys/devices/system/cpu/cpu{ca}/topology/thread_siblings_list") as f:
             text = f.read().strip()
