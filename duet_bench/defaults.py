@@ -10,8 +10,9 @@ metrics they name.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
-from typing import Literal, TypeAlias
+from typing import Final, Literal, TypeAlias
 
 # --------------------------------------------------------------------------------------------
 # The choices, as types and as the tuples click.Choice and the validation take
@@ -65,6 +66,9 @@ DEFAULT_METHOD: Method = "duet"
 DEFAULT_CROSSOVER: Crossover = "iteration"
 DEFAULT_ISOLATION: Isolation = "auto"
 DEFAULT_MAX_FAILURES = 2
+#: ``pids.max`` of each side's cgroup (``--pids-limit``, ``pids_limit``): a fork bomb stops there
+#: in seconds; a benchmark that needs more processes raises it.
+DEFAULT_PIDS_MAX = 4096
 DEFAULT_CONFIDENCE = 0.99
 DEFAULT_THRESHOLD = 0.02
 DEFAULT_REPS = 10_000
@@ -91,6 +95,7 @@ RUN_KEYS = (
     "warmup",
     "timeout_s",
     "memory_limit_bytes",
+    "pids_max",
     "method",
     "crossover",
 )
@@ -109,6 +114,7 @@ BENCHMARK_KEYS = (
     "warmup",
     "timeout_s",
     "memory_limit_bytes",
+    "pids_max",
     "threshold",
     "confidence",
     "method",
@@ -123,8 +129,24 @@ SUITE_ONLY_KEYS = ("isolation", "max_failures")
 FILE_KEYS: Mapping[str, str] = {
     "timeout_s": "timeout",
     "memory_limit_bytes": "memory_limit",
+    "pids_max": "pids_limit",
     "budget_s": "budget",
 }
+
+#: The settings whose None, given on the command line, is a value: *no limit*
+#: (``--memory-limit none``, ``--pids-limit none``), not "not given".
+NO_LIMIT_KEYS = ("memory_limit_bytes", "pids_max")
+
+
+class Unset(enum.Enum):
+    """A ``[[benchmark]]`` table's ``pids_limit`` that the table does not give: there None is a
+    value (``pids_limit = "none"``, no limit) and cannot mean "the suite's"."""
+
+    UNSET = "unset"
+
+
+#: See :class:`Unset`.
+UNSET: Final = Unset.UNSET
 
 #: :data:`BENCHMARK_KEYS` as the configuration file spells them (``timeout``, ``memory_limit``):
 #: the settings a ``[[suite]]`` entry gives to every benchmark it finds.

@@ -18,9 +18,12 @@ from duet_bench.defaults import INTERVAL_RUNS, MIN_RUNS
 __all__ = [
     "LIMITS",
     "MAX_COUNTER",
+    "MAX_PIDS",
     "MAX_RESULTS_BYTES",
     "MAX_SAMPLE_NS",
+    "MIN_PIDS",
     "Limit",
+    "pids_problem",
     "problem",
     "runs_problem",
     "show",
@@ -45,6 +48,21 @@ class Limit:
         return f"from {low} to {high}"
 
 
+#: The fewest processes a side may be limited to (``--pids-limit``, ``pids_limit``). duet's own
+#: take up to 4 (with a PID namespace the keeper and the init, the worker, the shell that runs a
+#: command): at 3 the shell of ``true`` could not be forked, at 2 no side started
+#: (docs/isolation.md, "The limits of a side"). 16 leaves the benchmark a dozen.
+MIN_PIDS = 16
+#: What the floor is for, said when a limit below it is refused.
+_PIDS_FLOOR_WHY = (
+    "duet's own processes in a side take up to 4 of them (the keeper and the init of its PID "
+    "namespace, the worker, the shell that runs a command): below 4 a command benchmark cannot "
+    "run, and a little above the benchmark has next to nothing of its own"
+)
+#: The most: the kernel's largest pid (``PID_MAX_LIMIT`` of a 64-bit Linux); ``pids.max`` refuses
+#: a larger number.
+MAX_PIDS = 4_194_304
+
 #: Every bounded setting by field name (``timeout_s`` is ``--timeout`` / ``timeout``).
 LIMITS: dict[str, Limit] = {
     "runs": Limit(2, 10_000),
@@ -55,6 +73,7 @@ LIMITS: dict[str, Limit] = {
     "max_failures": Limit(0, 10_000),
     "reps": Limit(100, 1_000_000),
     "wait_timeout_s": Limit(0, 604_800, number=True, low_open=True),
+    "pids_max": Limit(MIN_PIDS, MAX_PIDS),
 }
 
 #: The largest sample a results file may hold: 10^15 ns, about 11.6 days (an iteration is
@@ -85,6 +104,21 @@ def runs_problem(runs: int) -> str | None:
     if runs < MIN_RUNS:
         return f"must be at least {MIN_RUNS}, got {runs} ({INTERVAL_RUNS} or more give an interval)"
     return problem("runs", runs)
+
+
+def pids_problem(pids: int) -> str | None:
+    """What is wrong with ``pids`` as the limit of a side's processes, or None: the one place of
+    the rule, shared by ``--pids-limit`` and ``pids_limit``."""
+    if pids < MIN_PIDS:
+        return (
+            f'must be at least {MIN_PIDS} ("none": no limit), got {show(pids)}: {_PIDS_FLOOR_WHY}'
+        )
+    if pids > MAX_PIDS:
+        return (
+            f'must be at most {MAX_PIDS:,}, the kernel\'s largest pid ("none": no limit), '
+            f"got {show(pids)}"
+        )
+    return None
 
 
 def show(value: float) -> str:

@@ -30,6 +30,7 @@ from duet_bench.defaults import (
     DEFAULT_ITERATIONS,
     DEFAULT_MAX_FAILURES,
     DEFAULT_METHOD,
+    DEFAULT_PIDS_MAX,
     DEFAULT_REPS,
     DEFAULT_RUNS,
     DEFAULT_SEED,
@@ -38,6 +39,8 @@ from duet_bench.defaults import (
     DEFAULT_WARMUP,
     DEFAULT_WINSORIZE,
     FILE_KEYS,
+    NO_LIMIT_KEYS,
+    UNSET,
     Crossover,
     Interval,
     Isolation,
@@ -64,6 +67,8 @@ class Settings:
     warmup: int = DEFAULT_WARMUP
     timeout_s: float = DEFAULT_TIMEOUT_S
     memory_limit_bytes: int | None = None
+    #: ``pids.max`` of each side's cgroup; None: no limit.
+    pids_max: int | None = DEFAULT_PIDS_MAX
     method: Method = DEFAULT_METHOD
     crossover: Crossover = DEFAULT_CROSSOVER
     isolation: Isolation = DEFAULT_ISOLATION
@@ -100,8 +105,9 @@ BUILTIN: Mapping[str, object] = {f.name: f.default for f in fields(Settings)}
 class Given:
     """The settings given on the command line, which win over the configuration: ``names``
     says which of ``values`` were given (their origin is the option: ``--runs``); the others
-    are not a choice. A given None is "not given", but for ``memory_limit_bytes``
-    (``--memory-limit none`` lifts a limit)."""
+    are not a choice. A given None is "not given", but for the limits of
+    :data:`~duet_bench.defaults.NO_LIMIT_KEYS` (``--memory-limit none``, ``--pids-limit none``
+    lift a limit)."""
 
     values: Settings = field(default_factory=Settings)
     names: frozenset[str] = frozenset()
@@ -165,8 +171,10 @@ def resolve(
     built-in defaults and ``explicit`` without a configuration).
 
     ``explicit`` holds the options given explicitly on the command line (:class:`Given`).
-    ``memory_limit_bytes: None`` wins like any value (``--memory-limit none`` lifts a limit);
-    for the other settings None cannot be a value and means "not given".
+    ``memory_limit_bytes: None`` and ``pids_max: None`` win like any value (``--memory-limit
+    none``, ``--pids-limit none`` lift a limit); for the other settings None cannot be a value
+    and means "not given". In the configuration a benchmark's ``pids_limit = "none"`` lifts the
+    limit too (its table's UNSET is "not given"); a benchmark cannot lift a suite's memory limit.
     """
     given = explicit or Given()
     chosen = {
@@ -189,11 +197,12 @@ def _chosen(
 ) -> tuple[Any, Origin]:
     """The value of the setting ``name`` after precedence, and where it came from."""
     value = getattr(given.values, name)
-    if name in given.names and (value is not None or name == "memory_limit_bytes"):
+    if name in given.names and (value is not None or name in NO_LIMIT_KEYS):
         return value, option_name(name)
     key = FILE_KEYS.get(name, name)
-    own = getattr(benchmark, name) if benchmark is not None and name in BENCHMARK_KEYS else None
-    if own is not None:
+    own = getattr(benchmark, name) if benchmark is not None and name in BENCHMARK_KEYS else UNSET
+    # A benchmark's None is "not given", but its pids_max's, a value (no limit): UNSET is.
+    if own is not UNSET and (own is not None or name == "pids_max"):
         assert config is not None
         assert benchmark is not None
         return own, f"{config.path}: benchmark {benchmark.name!r}, {key}"

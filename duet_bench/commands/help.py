@@ -70,6 +70,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "crossover",
             "compare_designs",
             "memory_limit",
+            "pids_limit",
             "timeout",
             "max_failures",
             "spread_share",

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import click
 
 from duet_bench import defaults
-from duet_bench.limits import LIMITS
+from duet_bench.limits import LIMITS, pids_problem
 from duet_bench.metrics import DEFAULT_METRIC, METRIC_CHOICES
 from duet_bench.units import parse_duration, parse_size
 
@@ -254,6 +254,28 @@ def _size(_ctx: click.Context, _param: click.Parameter, value: str | None) -> in
         raise click.BadParameter(str(e)) from None
 
 
+def _pids(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
+    """``--pids-limit``: a number of processes (:func:`duet_bench.limits.pids_problem`), or
+    ``none``: no limit."""
+    text = "none" if value is None else value.strip()
+    if text.lower() == "none":
+        return None
+    # ASCII digits only ("²" is a digit to isdigit, not to int), and not thousands of them
+    # (int() refuses 4,300): both would be a traceback.
+    digits = text.lstrip("0") or "0"
+    if not (text.isascii() and text.isdigit()) or len(digits) > 24:
+        shown = f"{digits[:12]}... ({len(digits)} digits)" if len(digits) > 24 else repr(value)
+        raise click.BadParameter(
+            f"{shown} is not a number of processes; write e.g. --pids-limit 16384, or "
+            "--pids-limit none for no limit"
+        )
+    pids = int(digits)
+    problem = pids_problem(pids)
+    if problem:
+        raise click.BadParameter(problem)
+    return pids
+
+
 def machine_options(fn: F) -> F:
     """Options of every command that measures on this machine (``run``, ``compare``,
     ``calibrate``, ``bisect``): where and how the two sides run, and what makes a run fail."""
@@ -430,6 +452,16 @@ def run_options(fn: F) -> F:
             callback=_size,
             metavar="SIZE",
             help="Memory limit per side (e.g. 2G); exceeding it fails the run.",
+        ),
+        click.option(
+            "--pids-limit",
+            type=click.STRING,
+            callback=_pids,
+            default=defaults.DEFAULT_PIDS_MAX,
+            show_default=True,
+            metavar="N",
+            help="Processes and threads a side may have at once (its cgroup's pids.max); a "
+            "fork beyond it fails the run. none: no limit.",
         ),
         click.option(
             "--method",

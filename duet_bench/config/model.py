@@ -25,16 +25,19 @@ from duet_bench.defaults import (
     DEFAULT_ITERATIONS,
     DEFAULT_MAX_FAILURES,
     DEFAULT_METHOD,
+    DEFAULT_PIDS_MAX,
     DEFAULT_RUNS,
     DEFAULT_THRESHOLD,
     DEFAULT_TIMEOUT_S,
     DEFAULT_WARMUP,
     ISOLATIONS,
     METHODS,
+    UNSET,
     Crossover,
     Isolation,
     Kind,
     Method,
+    Unset,
 )
 from duet_bench.errors import ConfigError
 from duet_bench.metrics import DEFAULT_METRIC, METRIC_CHOICES, MetricChoice
@@ -125,6 +128,8 @@ def range_problem(name: str, value: Any) -> str | None:
         return f"must be a positive, finite number of seconds, got {value}"
     if name == "memory_limit_bytes" and value is not None and value <= 0:
         return f"must be a positive size, got {value}"
+    if name == "pids_max" and value is not None:
+        return limits.pids_problem(value)
     if name == "isolation" and value not in ISOLATIONS:
         return f"must be one of {', '.join(ISOLATIONS)}, got {value!r}"
     if name == "method" and value not in METHODS:
@@ -139,7 +144,7 @@ def range_problem(name: str, value: Any) -> str | None:
 def _check_fields(record: object, names: Sequence[str]) -> None:
     for name in names:
         value = getattr(record, name)
-        if value is not None:
+        if value is not None and value is not UNSET:
             problem = range_problem(name, value)
             if problem:
                 raise ValueError(f"{type(record).__name__}.{name} {problem}")
@@ -159,6 +164,8 @@ class BenchmarkFields(TypedDict, total=False):
     warmup: int
     timeout_s: float
     memory_limit_bytes: int
+    #: None: ``pids_limit = "none"``, no limit.
+    pids_max: int | None
     threshold: float
     confidence: float
     method: Method
@@ -181,6 +188,8 @@ class Defaults:
     threshold: float = DEFAULT_THRESHOLD
     isolation: Isolation = DEFAULT_ISOLATION
     memory_limit_bytes: int | None = None
+    #: None: no limit (``pids_limit = "none"``).
+    pids_max: int | None = DEFAULT_PIDS_MAX
     timeout_s: float = DEFAULT_TIMEOUT_S
     method: Method = DEFAULT_METHOD
     crossover: Crossover = DEFAULT_CROSSOVER
@@ -193,7 +202,8 @@ class Defaults:
 
 @dataclass(frozen=True, slots=True)
 class BenchmarkConfig:
-    """One benchmark as configured; the overrides are None where the suite default applies.
+    """One benchmark as configured; the overrides are None where the suite default applies
+    (``pids_max`` is UNSET there: its None is a value, no limit).
 
     ``command`` holds the shell command of a ``command`` benchmark or the program line of a
     ``native`` one (both run through the shell in the version's directory); ``callable`` and
@@ -213,6 +223,8 @@ class BenchmarkConfig:
     warmup: int | None = None
     timeout_s: float | None = None
     memory_limit_bytes: int | None = None
+    #: None is a value here, no limit (``pids_limit = "none"``): not given, it is UNSET.
+    pids_max: int | Unset | None = UNSET
     threshold: float | None = None
     confidence: float | None = None
     method: Method | None = None

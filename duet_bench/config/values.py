@@ -25,6 +25,7 @@ from duet_bench.defaults import (
     DEFAULT_MAX_RUNS,
     DEFAULT_METHOD,
     DEFAULT_MIN_RUNS,
+    DEFAULT_PIDS_MAX,
     DEFAULT_RUNS,
     DEFAULT_THRESHOLD,
     DEFAULT_TIMEOUT_S,
@@ -69,6 +70,7 @@ EXAMPLES = {
     "threshold": f"{DEFAULT_THRESHOLD:g}",
     "isolation": f'"{DEFAULT_ISOLATION}"',
     "memory_limit": '"2G"',
+    "pids_limit": str(DEFAULT_PIDS_MAX),
     "timeout": f"{DEFAULT_TIMEOUT_S:g}",
     "method": f'"{DEFAULT_METHOD}"',
     "crossover": f'"{DEFAULT_CROSSOVER}"',
@@ -208,6 +210,23 @@ def size_bytes(key: str, value: Any) -> int:
             f"{show(value)} is not a size",
             f'write e.g. {key} = "2G", "512MiB", "1.5GB" or a number of bytes',
         ) from None
+
+
+def pids_limit(key: str, value: Any) -> int | None:
+    """A limit of a side's processes: a number within its bounds, or ``"none"``: no limit."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return in_range(key, "pids_max", value)
+    if isinstance(value, str) and value.strip().lower() == "none":
+        return None
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        fix = f"write {key} = {value.strip()} (without quotes)"
+    elif isinstance(value, float) and value.is_integer():
+        fix = f"write {key} = {int(value)} (a number of processes has no decimal point)"
+    else:
+        fix = f'write e.g. {key} = 16384, or {key} = "none" for no limit'
+    raise Invalid(
+        f'must be a number of processes or "none", got {show(value)} ({type_name(value)})', fix
+    )
 
 
 _IDENTIFIER_PATH = r"[^\W\d]\w*(?:\.[^\W\d]\w*)*"

@@ -180,6 +180,8 @@ class PlanGiven:
     iterations: int
     warmup: int
     memory_limit_bytes: int | None
+    #: ``--pids-limit``; None: ``none``, no limit.
+    pids_max: int | None
     method: Method
     crossover: Crossover
 
@@ -191,6 +193,7 @@ class PlanGiven:
             iterations=p["iterations"],
             warmup=p["warmup"],
             memory_limit_bytes=p["memory_limit"],
+            pids_max=p["pids_limit"],
             method=p["method"],
             crossover=p["crossover"],
         )

@@ -183,6 +183,7 @@ class RunOptions:
             max_failures=self.machine.max_failures,
             timeout_s=self.machine.timeout_s,
             memory_limit_bytes=self.plan.memory_limit_bytes,
+            pids_max=self.plan.pids_max,
             isolation=self.machine.isolation,
         )
 

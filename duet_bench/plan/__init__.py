@@ -7,6 +7,7 @@ Everything is imported from here: ``from duet_bench.plan import BenchmarkSpec``.
 
 from __future__ import annotations
 
+from duet_bench.defaults import DEFAULT_PIDS_MAX
 from duet_bench.plan.runs import (
     RunPlan,
     balanced_swaps,
@@ -15,7 +16,6 @@ from duet_bench.plan.runs import (
     select_shard,
 )
 from duet_bench.plan.spec import (
-    DEFAULT_PIDS_MAX,
     BenchmarkSettings,
     BenchmarkSpec,
     SideSpec,

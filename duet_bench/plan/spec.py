@@ -20,6 +20,7 @@ from duet_bench.defaults import (
     DEFAULT_ITERATIONS,
     DEFAULT_MAX_RUNS,
     DEFAULT_METHOD,
+    DEFAULT_PIDS_MAX,
     DEFAULT_RUNS,
     DEFAULT_TIMEOUT_S,
     DEFAULT_WARMUP,
@@ -36,8 +37,6 @@ if TYPE_CHECKING:
     from duet_bench.analysis import AnalysisSettings
     from duet_bench.analysis.stopping import UntilDecided
     from duet_bench.config import BenchmarkConfig, Config
-
-DEFAULT_PIDS_MAX = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +96,7 @@ class BenchmarkSpec:
     warmup: int = DEFAULT_WARMUP
     timeout_s: float = DEFAULT_TIMEOUT_S
     memory_limit_bytes: int | None = None
+    #: ``pids.max`` of each side's cgroup; None: no limit.
     pids_max: int | None = DEFAULT_PIDS_MAX
     method: Method = DEFAULT_METHOD
     #: Ignored by the sequential method (one side at a time, nothing to cross).
@@ -201,6 +201,7 @@ def build(
         warmup=v.warmup,
         timeout_s=v.timeout_s,
         memory_limit_bytes=v.memory_limit_bytes,
+        pids_max=v.pids_max,
         method=v.method,
         crossover=v.crossover,
         until_decided=design,

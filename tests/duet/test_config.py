@@ -28,6 +28,7 @@ from duet_bench.config import (
     find_config,
     load_config,
 )
+from duet_bench.defaults import DEFAULT_PIDS_MAX, UNSET
 from duet_bench.errors import ConfigError
 from duet_bench.plan import for_suite
 
@@ -42,6 +43,7 @@ confidence = 0.95
 threshold = 0.01
 isolation = "affinity"
 memory_limit = "512M"
+pids_limit = 8192
 timeout = 30
 method = "sequential"
 max_failures = 1
@@ -61,6 +63,7 @@ setup = "pkg.bench:make_input"
 runs = 20
 timeout = 5.5
 memory_limit = 1048576
+pids_limit = "none"
 env = { LC_ALL = "C" }
 
 [[benchmark]]
@@ -71,6 +74,7 @@ confidence = 0.9
 method = "duet"
 iterations = 7
 warmup = 0
+pids_limit = 64
 """
 
 
@@ -110,6 +114,7 @@ def test_both_forms_load_the_same_configuration(tmp_path: Path, form: str) -> No
         threshold=0.01,
         isolation="affinity",
         memory_limit_bytes=512 << 20,
+        pids_max=8192,
         timeout_s=30.0,
         method="sequential",
         max_failures=1,
@@ -120,6 +125,7 @@ def test_both_forms_load_the_same_configuration(tmp_path: Path, form: str) -> No
     assert [b.name for b in c.benchmarks] == ["startup", "parse", "kernel"]
     startup, parse, kernel = c.benchmarks
     assert startup == BenchmarkConfig(name="startup", kind="command", command="./app --version")
+    assert startup.pids_max is UNSET  # the suite's applies
     assert parse == BenchmarkConfig(
         name="parse",
         kind="python",
@@ -128,12 +134,13 @@ def test_both_forms_load_the_same_configuration(tmp_path: Path, form: str) -> No
         runs=20,
         timeout_s=5.5,
         memory_limit_bytes=1 << 20,
+        pids_max=None,  # "none": no limit
         env={"LC_ALL": "C"},
     )
     assert kernel.kind == "native"
     assert kernel.command == "./build/kernel --size 4"
     assert (kernel.threshold, kernel.confidence, kernel.method) == (0.05, 0.9, "duet")
-    assert (kernel.iterations, kernel.warmup) == (7, 0)
+    assert (kernel.iterations, kernel.warmup, kernel.pids_max) == (7, 0, 64)
     # raw is the duet table itself, JSON-ready, for the results file.
     assert json.loads(json.dumps(c.raw)) == tomllib.loads(SUITE + BENCHMARKS)
     assert "project" not in c.raw
@@ -146,6 +153,21 @@ def test_defaults_when_keys_are_absent() -> None:
     assert c.build is None
     assert c.python is None  # no python benchmark: no interpreter to name
     assert c.benchmarks[0].env == {}
+    assert (c.defaults.pids_max, c.benchmarks[0].pids_max) == (DEFAULT_PIDS_MAX, UNSET)
+
+
+def test_pids_limit_none_lifts_the_limit_in_either_table() -> None:
+    # "none" is a value here (no limit), where a table without the key leaves it UNSET.
+    c = load_config(Path("duet.toml"), text='pids_limit = "none"\n' + BENCH)
+    assert (c.defaults.pids_max, c.benchmarks[0].pids_max) == (None, UNSET)
+    assert "pids_max" in c.given
+    c = load_config(Path("duet.toml"), text="pids_limit = 100\n" + BENCH + "pids_limit = 'None'\n")
+    assert (c.defaults.pids_max, c.benchmarks[0].pids_max) == (100, None)
+    # Built in code, a record is held to the file's rules.
+    with pytest.raises(ValueError, match="pids_max must be at least 16"):
+        BenchmarkConfig(name="a", kind="command", command="x", pids_max=4)
+    with pytest.raises(ValueError, match="pids_max must be at most 4,194,304"):
+        Defaults(pids_max=1 << 23)
 
 
 def test_python_interpreter_defaults_only_with_a_python_benchmark() -> None:
@@ -468,6 +490,36 @@ BENCH = '[[benchmark]]\nname = "parse"\ncommand = "x"\n'
             'memory_limit = "2G"',
         ),
         ("memory_limit = '1e300T'\n" + BENCH, "is not a size", '"2G"'),
+        # Limits of processes.
+        (
+            "pids_limit = 8\n" + BENCH,
+            'pids_limit must be at least 16 ("none": no limit), got 8: duet\'s own processes',
+            "pids_limit = 4096",
+        ),
+        (
+            BENCH + "pids_limit = 0\n",
+            "benchmark[1] 'parse': pids_limit must be at least 16",
+            "4096",
+        ),
+        (
+            "pids_limit = 5000000\n" + BENCH,
+            'pids_limit must be at most 4,194,304, the kernel\'s largest pid ("none": no limit), '
+            "got 5000000",
+            "pids_limit = 4096",
+        ),
+        (
+            "pids_limit = '8192'\n" + BENCH,
+            'pids_limit must be a number of processes or "none", got "8192" (a string)',
+            "write pids_limit = 8192 (without quotes)",
+        ),
+        (
+            "pids_limit = 'unlimited'\n" + BENCH,
+            'pids_limit must be a number of processes or "none"',
+            'pids_limit = "none" for no limit',
+        ),
+        ("pids_limit = 1e4\n" + BENCH, "got 10000.0 (a float)", "pids_limit = 10000 (a number"),
+        ("pids_limit = true\n" + BENCH, "got true (a boolean)", "pids_limit = 16384"),
+        ("pids-limit = 100\n" + BENCH, "pids-limit is not a known key", "'pids_limit'"),
         # Kinds, names, setup.
         (
             "[[benchmark]]\nname = 'a'\n",
@@ -750,7 +802,7 @@ SCALARS = (
     | st.floats(allow_nan=True, allow_infinity=True)
     | st.text(max_size=12)
     | st.sampled_from(
-        ["2G", "512MiB", "m:f", "a.b:c.d", "auto", "duet", "sequential", "1e309T", "0"]
+        ["2G", "512MiB", "m:f", "a.b:c.d", "auto", "duet", "sequential", "1e309T", "0", "none"]
     )
     | st.dates()
 )
@@ -768,7 +820,7 @@ BENCHMARK_TABLES = st.dictionaries(TABLE_KEYS, VALUES, max_size=6) | st.sampled_
     lambda kind: st.fixed_dictionaries(
         {"name": st.text(max_size=5), kind: st.text(max_size=8) | st.just("m:f")},
         optional=dict.fromkeys(
-            ("setup", "runs", "env", "memory_limit", "timeout", "method"), VALUES
+            ("setup", "runs", "env", "memory_limit", "pids_limit", "timeout", "method"), VALUES
         ),
     )
 )

@@ -150,6 +150,20 @@ def test_the_recorded_plan_is_typed_and_rewritten_as_it_was_read() -> None:
     assert "settings" not in results.to_dict(results.from_dict(minimal()))["benchmarks"][0]
 
 
+def test_a_pids_limit_is_read_as_recorded() -> None:
+    """``--pids-limit 300`` records 300, ``--pids-limit none`` null; a file from before the option
+    records 4096 or, older still, nothing (absent), and reads as it was."""
+    for recorded in (300, None, 4096):
+        data = minimal()
+        data["benchmarks"][0]["settings"] = {"runs": 12, "pids_max": recorded}
+        doc = results.from_dict(data)
+        assert doc.benchmarks[0].settings.pids_max == recorded
+        assert results.to_dict(doc)["benchmarks"][0]["settings"]["pids_max"] == recorded
+    data["benchmarks"][0]["settings"] = {"runs": 12, "pids_max": "lots"}
+    with pytest.raises(ResultsError, match=r"settings\.pids_max: expected an integer"):
+        results.from_dict(data)
+
+
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [

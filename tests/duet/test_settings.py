@@ -80,6 +80,24 @@ def test_precedence_option_then_benchmark_then_suite_then_default() -> None:
         ).values.memory_limit_bytes
         is None
     )
+    # So does --pids-limit none; a benchmark's pids_limit = "none" lifts the suite's 8192, a
+    # benchmark without the key keeps it.
+    assert (
+        settings.resolve(
+            settings.Given.of(pids_max=None), config=c, benchmark=startup
+        ).values.pids_max
+        is None
+    )
+    assert [settings.resolve(config=c, benchmark=b).values.pids_max for b in c.benchmarks] == [
+        8192,
+        None,
+        64,
+    ]
+    assert (
+        settings.resolve(settings.Given.of(pids_max=300), config=c, benchmark=parse).values.pids_max
+        == 300
+    )
+    assert settings.resolve().values.pids_max == defaults.DEFAULT_PIDS_MAX == 4096
     # For the others None cannot be a value: it means "not given".
     assert settings.resolve(
         settings.Given.of(runs=None), config=c, benchmark=parse
@@ -96,6 +114,13 @@ def test_every_value_says_where_it_came_from() -> None:
     )
     assert r.origins["warmup"] == "--warmup"
     assert r.origins["memory_limit_bytes"] == "--memory-limit"
+    # A benchmark's pids_limit = "none" is its own value, not the suite's.
+    assert r.origins["pids_max"] == "duet.toml: benchmark 'parse', pids_limit"
+    assert settings.resolve(config=c, benchmark=c.benchmark("startup")).origins["pids_max"] == (
+        "the built-in default"
+    )
+    lifted = settings.resolve(settings.Given.of(pids_max=None), config=c, benchmark=parse)
+    assert lifted.origins["pids_max"] == "--pids-limit"
     assert r.origins["runs"] == "duet.toml: benchmark 'parse', runs"
     assert r.origins["timeout_s"] == "duet.toml: benchmark 'parse', timeout"
     assert settings.resolve(config=c, benchmark=c.benchmark("startup")).origins["runs"] == (
@@ -103,6 +128,15 @@ def test_every_value_says_where_it_came_from() -> None:
     )
     assert r.origins["iterations"] == "the built-in default"
     assert r.values.iterations == defaults.DEFAULT_ITERATIONS
+    # The suite's "none" is the file's too.
+    c = load('pids_limit = "none"\n' + BENCHMARKS)
+    r = settings.resolve(config=c, benchmark=c.benchmark("startup"))
+    assert (r.values.pids_max, r.origins["pids_max"]) == (None, "duet.toml: pids_limit")
+    r = settings.resolve(config=c, benchmark=c.benchmark("kernel"))
+    assert (r.values.pids_max, r.origins["pids_max"]) == (
+        64,
+        "duet.toml: benchmark 'kernel', pids_limit",
+    )
 
 
 def test_the_built_in_defaults_are_the_ones_of_every_record() -> None:
@@ -206,6 +240,8 @@ def test_for_suite_resolves_each_kind_in_each_version_directory(tmp_path: Path) 
         "sequential",
     )
     assert (parse.runs, parse.timeout_s, parse.memory_limit_bytes) == (20, 5.5, 1 << 20)
+    assert (startup.pids_max, parse.pids_max, kernel.pids_max) == (8192, None, 64)
+    assert (startup.recorded().pids_max, parse.recorded().pids_max) == (8192, None)
     assert (kernel.iterations, kernel.warmup, kernel.method) == (7, 0, "duet")
     assert (planned[0].analysis.threshold, planned[0].analysis.confidence) == (0.01, 0.95)
     assert (planned[2].analysis.threshold, planned[2].analysis.confidence) == (0.05, 0.9)
@@ -232,12 +268,21 @@ def test_for_suite_applies_options_and_selection(tmp_path: Path) -> None:
         baseline_dir=tmp_path,
         candidate_dir=tmp_path,
         select="p*",
-        explicit=settings.Given.of(runs=4, warmup=1, memory_limit_bytes=None, threshold=0.3),
+        explicit=settings.Given.of(
+            runs=4, warmup=1, memory_limit_bytes=None, pids_max=1000, threshold=0.3
+        ),
     )
     assert [
-        (p.spec.name, p.spec.runs, p.spec.warmup, p.spec.memory_limit_bytes, p.analysis.threshold)
+        (
+            p.spec.name,
+            p.spec.runs,
+            p.spec.warmup,
+            p.spec.memory_limit_bytes,
+            p.spec.pids_max,
+            p.analysis.threshold,
+        )
         for p in planned
-    ] == [("parse", 4, 1, None, 0.3)]
+    ] == [("parse", 4, 1, None, 1000, 0.3)]
 
 
 # --------------------------------------------------------------------------------------------
