@@ -30,7 +30,7 @@ def side_record(s: Side, bench: BenchmarkSpec, usage: Usage) -> SideRecord:
         )
     elif usage.pids_limit_hit:
         status, limit = "pids-limit", "pids"
-        reason = f"reached the limit of {bench.pids_max} processes (pids.max): a fork bomb?"
+        reason = pids_reason(bench.pids_max)
     elif s.timed_out:
         status, limit = "timeout", "timeout"
         reason = (
@@ -89,6 +89,16 @@ def side_record(s: Side, bench: BenchmarkSpec, usage: Usage) -> SideRecord:
         stderr_tail=stderr_tail(s.stderr_path) if status != "ok" else None,
         missing=missing,
     )
+
+
+def pids_reason(pids_max: int | None) -> str:
+    """Why a side whose fork the pids controller refused failed, and how to allow more."""
+    fix = "a benchmark that needs more processes raises it: --pids-limit N, or pids_limit = N"
+    if pids_max is None:
+        # duet set none (--pids-limit none): a parent cgroup's pids.max refused the fork, which
+        # the kernel (before 6.12's hierarchical events) counts in the side's pids.events.
+        return "reached the limit of processes of a cgroup above the side's (--pids-limit none)"
+    return f"reached the limit of {pids_max} processes (pids.max): a fork bomb? ({fix})"
 
 
 def run_status(records: Mapping[SideName, SideRecord]) -> tuple[str, str | None]:

@@ -300,6 +300,7 @@ def raise_if_broken(
         limits = {
             "timeout": "--timeout (seconds per iteration)",
             "out-of-memory": "--memory-limit",
+            "pids-limit": "--pids-limit",
         }
         raise_ = [limits[s] for s in sorted(statuses) if s in limits]
         fix = (
