@@ -264,6 +264,41 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     done = duet("run", "--baseline", "true", "--candidate", "true", "--memory-limit", "lots")
     assert done.returncode == 2
     assert "not a size" in done.stderr
+    done = duet("run", "--baseline", "true", "--candidate", "true", "--pids-limit", "lots")
+    assert done.returncode == 2
+    assert "'lots' is not a number of processes" in done.stderr
+    # Below what duet's own processes in a side need, with the reason.
+    done = duet("run", "--baseline", "true", "--candidate", "true", "--pids-limit", "8")
+    assert done.returncode == 2
+    assert 'must be at least 16 ("none": no limit), got 8: duet\'s own processes' in done.stderr
+
+
+#: A side that checks its own cgroup's pids.max (v1: the pids hierarchy's line of
+#: /proc/self/cgroup; v2: the unified hierarchy's) and fails unless it is {want}.
+PIDS_MAX_IS = (
+    'p=$(sed -n "s/^[0-9]*:pids://p" /proc/self/cgroup); '
+    'if [ -n "$p" ]; then d=/sys/fs/cgroup/pids$p; '
+    'else d=/sys/fs/cgroup$(sed -n "s/^0:://p" /proc/self/cgroup); fi; '
+    'test "$(cat $d/pids.max)" = {want}'
+)
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_the_pids_limit_is_applied_and_recorded(tmp_path: Path, isolation: str) -> None:
+    need_root_for(isolation)
+    for given, recorded, written in (("300", 300, "300"), ("none", None, "max")):
+        # affinity-only enforces no limit, and records the one asked for all the same.
+        side = PIDS_MAX_IS.format(want=written) if isolation == "cgroup" else "true"
+        out = tmp_path / given
+        done = duet(
+            "run", "--baseline", side, "--candidate", side, "--runs", "2", "--iterations", "1",
+            "--warmup", "0", "--isolation", isolation, "--pids-limit", given, "--out", str(out),
+            "--quiet", "--reps", "200", "--fail-on", "never",
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        bench = json.loads((out / "results.json").read_text())["benchmarks"][0]
+        assert bench["settings"]["pids_max"] == recorded
+        assert [r["status"] for r in bench["runs"]] == ["ok", "ok"]
 
 
 @pytest.mark.root

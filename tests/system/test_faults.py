@@ -184,26 +184,32 @@ QUICK = ("--warmup", "0", "--quiet", "--reps", "1000", "--fail-on", "never")
 @pytest.mark.cgroup
 @pytest.mark.usefixtures("cgroups")
 def test_a_fork_bomb_is_bounded_by_pids_max_and_cleaned_up(tmp_path: Path, tag: str) -> None:
-    # 5000 blocked readers of a FIFO: dash forks them without an exec each, so the bomb reaches
-    # pids.max (4096) in seconds, and every one of them stays alive until killed. The iteration
-    # timeout leaves the slow guest (TCG) time to reach the limit: it once did not in 60 s.
+    # 600 blocked readers of a FIFO: dash forks them without an exec each, so the bomb reaches
+    # pids.max (--pids-limit 256, duet's own 3 or 4 tasks of the side among them) in seconds, and
+    # every one of them stays alive until killed. A low limit keeps the test short where forking
+    # is slow: reaching the default 4096 took about 28 s in the guest (TCG), where it once did not
+    # within a 60 s timeout; the generous iteration timeout stays for that guest.
     bomb = (
         'cd "$TMPDIR" && mkfifo never && exec 3<>never && i=0 && '
-        "while [ $i -lt 5000 ]; do read x <&3 & i=$((i+1)); done"
+        "while [ $i -lt 600 ]; do read x <&3 & i=$((i+1)); done"
     )
     out = tmp_path / "r.json"
     done = duet(
         "run", "--baseline", "true", "--candidate", bomb, "--name", "bomb", "--runs", "2",
         "--iterations", "1", "--isolation", "cgroup", "--max-failures", "0", "--out", str(out),
-        "--timeout", "300", *QUICK, tag=tag,
+        "--pids-limit", "256", "--timeout", "300", *QUICK, tag=tag,
     )  # fmt: skip
     clean(done)
     assert done.returncode == 3, done.stderr
     assert "pids.max" in done.stderr
-    run = results.load(out).benchmarks[0].runs[0]
+    doc = results.load(out)
+    assert doc.benchmarks[0].settings.pids_max == 256
+    run = doc.benchmarks[0].runs[0]
     assert run.status == "pids-limit"
     assert run.reason is not None
-    assert run.reason.startswith("candidate: reached the limit of 4096 processes")
+    assert run.reason.startswith("candidate: reached the limit of 256 processes (pids.max)")
+    # The reason says how a benchmark that needs more raises the limit.
+    assert "--pids-limit N, or pids_limit = N" in run.reason
     assert run.candidate.hit_limit == "pids"
     assert_nothing_left(done.pid, tag)
 
