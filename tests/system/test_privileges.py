@@ -669,10 +669,10 @@ def _processes_naming(needle: str) -> list[int]:
     return found
 
 
-@pytest.mark.guest
 def test_build_daemons_are_gone_before_measuring(user: User) -> None:
     """Finding 7: a ``setsid`` child of the build must be killed before the measurement
-    starts, and not outlive duet."""
+    starts, and not outlive duet. Host only: the build's container is ``run_job``'s, which the
+    discovery's test below takes in the guest too (cgroup v2, ``cgroup.kill``)."""
     beats = user.home / "beats"
     build = _BEATING.format(file=beats) + f" while [ ! -s {beats} ]; do sleep 0.05; done"
     seen = user.home / "seen"
