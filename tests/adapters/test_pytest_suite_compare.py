@@ -54,7 +54,7 @@ def _config() -> str:
 
     # The versions' interpreter: ours, where pytest (and pytest-benchmark) are installed.
     return (
-        f'runs = 20\niterations = 10\nwarmup = 1\nisolation = "{ISOLATION}"\n'
+        f'runs = 10\niterations = 10\nwarmup = 1\nisolation = "{ISOLATION}"\n'
         f'metric = "cpu"\npython = {json.dumps(sys.executable)}\n\n'
         '[[suite]]\nadapter = "pytest-benchmark"\nname = "pb"\npath = "benchmarks"\n'
     )
