@@ -128,8 +128,12 @@ def show(value: Any) -> str:
 def integer(key: str, value: Any) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.strip().isdigit():
-        fix = f"write {key} = {int(value.strip())} (without quotes)"
+    # ASCII digits only ("²" is a digit to isdigit, not to int) and not thousands of them (int()
+    # refuses 4,300): either was a traceback instead of this message.
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        digits = value.strip().lstrip("0") or "0"
+        fix = f"write {key} = {digits} (without quotes)" if len(digits) <= 24 else ""
+        fix = fix or f"write e.g. {key} = {EXAMPLES[key]}"
     elif isinstance(value, float) and value.is_integer():
         fix = f"write {key} = {int(value)} (an integer has no decimal point)"
     else:

@@ -369,6 +369,13 @@ BENCH = '[[benchmark]]\nname = "parse"\ncommand = "x"\n'
             "runs = 10 (an integer",
         ),
         ("runs = true\n" + BENCH, "runs must be an integer, got true (a boolean)", "runs = 10"),
+        # Digits int() refuses: a superscript, and more digits than it converts (a traceback once).
+        (
+            "runs = '\u00b2'\n" + BENCH,
+            'runs must be an integer, got "\u00b2" (a string)',
+            "runs = 10",
+        ),
+        ("runs = '" + "9" * 5000 + "'\n" + BENCH, 'runs must be an integer, got "999', "runs = 10"),
         ("iterations = 1.5\n" + BENCH, "iterations must be an integer", "iterations = 30"),
         ("warmup = [1]\n" + BENCH, "warmup must be an integer, got [1] (an array)", "warmup = 2"),
         (
