@@ -47,9 +47,20 @@ if [ "$SIZE" = runtime ]; then
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e .
     exit 0
 fi
+# The go and npm tools install beside pip (they write only their own files in the venv):
+# `make test` waits for this script before its first tests.
+if [ ! -x "$VENV/bin/actionlint" ] && command -v go >/dev/null 2>&1; then
+    (GOBIN="$(cd "$VENV/bin" && pwd)" go install github.com/rhysd/actionlint/cmd/actionlint@v1.7.7 \
+        || echo "bootstrap: could not install actionlint; the workflow lint test will skip." >&2) &
+fi
+if [ ! -x "$VENV/node_modules/.bin/gitlab-ci-local" ] && command -v npm >/dev/null 2>&1; then
+    (npm install --prefix "$VENV" --no-save --no-audit --no-fund --silent gitlab-ci-local@4.64.1 >/dev/null \
+        || echo "bootstrap: could not install gitlab-ci-local; the GitLab pipeline test will skip." >&2) &
+fi
 # The test environment pins what decides the numbers (tests/constraints.txt says why).
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -c tests/constraints.txt \
-    -e ".[dev,arch]"
+    -e ".[dev,arch]" || { rc=$?; wait; exit "$rc"; }
+wait  # for the go and npm tools above
 
 # Tools the CI-template, install and accuracy tests use. Each is optional: the tests that need
 # one skip with the reason when it is missing, so a registry that is down does not break the
@@ -78,14 +89,6 @@ if [ ! -f /usr/include/benchmark/benchmark.h ]; then
     else
         echo "bootstrap: libbenchmark-dev not installed (needs root and apt-get); the google-benchmark adapter test will skip." >&2
     fi
-fi
-if [ ! -x "$VENV/bin/actionlint" ] && command -v go >/dev/null 2>&1; then
-    GOBIN="$(cd "$VENV/bin" && pwd)" go install github.com/rhysd/actionlint/cmd/actionlint@v1.7.7 \
-        || echo "bootstrap: could not install actionlint; the workflow lint test will skip." >&2
-fi
-if [ ! -x "$VENV/node_modules/.bin/gitlab-ci-local" ] && command -v npm >/dev/null 2>&1; then
-    npm install --prefix "$VENV" --no-save --no-audit --no-fund --silent gitlab-ci-local@4.64.1 >/dev/null \
-        || echo "bootstrap: could not install gitlab-ci-local; the GitLab pipeline test will skip." >&2
 fi
 # What this script does not install and `make test` needs (README.md): say so now, not as a
 # failed test 15 minutes later.
