@@ -125,15 +125,22 @@ def show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _unquoted(key: str, value: Any) -> str | None:
+    """The fix for an integer written as a string (``runs = "10"``), or None when ``value`` is not
+    one. ASCII digits only ("²" is a digit to isdigit, not to int) and not thousands of them
+    (int() refuses 4,300): either was a traceback instead of the message."""
+    if not (isinstance(value, str) and value.strip().isascii() and value.strip().isdigit()):
+        return None
+    digits = value.strip().lstrip("0") or "0"
+    return f"write {key} = {digits} (without quotes)" if len(digits) <= 24 else None
+
+
 def integer(key: str, value: Any) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    # ASCII digits only ("²" is a digit to isdigit, not to int) and not thousands of them (int()
-    # refuses 4,300): either was a traceback instead of this message.
-    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
-        digits = value.strip().lstrip("0") or "0"
-        fix = f"write {key} = {digits} (without quotes)" if len(digits) <= 24 else ""
-        fix = fix or f"write e.g. {key} = {EXAMPLES[key]}"
+    quoted = _unquoted(key, value)
+    if quoted:
+        fix = quoted
     elif isinstance(value, float) and value.is_integer():
         fix = f"write {key} = {int(value)} (an integer has no decimal point)"
     else:
@@ -222,8 +229,9 @@ def pids_limit(key: str, value: Any) -> int | None:
         return in_range(key, "pids_max", value)
     if isinstance(value, str) and value.strip().lower() == "none":
         return None
-    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
-        fix = f"write {key} = {value.strip()} (without quotes)"
+    quoted = _unquoted(key, value)
+    if quoted:
+        fix = quoted
     elif isinstance(value, float) and value.is_integer():
         fix = f"write {key} = {int(value)} (a number of processes has no decimal point)"
     else:
